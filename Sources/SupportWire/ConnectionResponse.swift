@@ -1,0 +1,33 @@
+/// CONNECTION_RESPONSE (`0x13`, SPEC §5.8): the device user's allow or reject for one request.
+public struct ConnectionResponse: Hashable, Sendable {
+    public var requestID: UInt32
+    public var decision: ConnectionDecision
+    /// `success` with allow; `rejected_by_user` or `request_timed_out` with reject.
+    public var reason: ReasonCode
+
+    public init(requestID: UInt32, decision: ConnectionDecision, reason: ReasonCode? = nil) {
+        self.requestID = requestID
+        self.decision = decision
+        self.reason = reason ?? (decision == .allow ? .success : .rejectedByUser)
+    }
+}
+
+extension ConnectionResponse: WireMessage {
+    static let frameType = FrameType.connectionResponse
+    private static let decisionField = EnumField<ConnectionDecision>(tag: 2, name: "decision")
+    private static let reasonField = ReasonField(tag: 3, name: "reason")
+
+    init(reading reader: inout FieldReader) throws(WireError) {
+        try reader.requireFields([1, 2, 3])
+        self.init(
+            requestID: try reader.required(CommonField.requestID),
+            decision: try reader.required(ConnectionResponse.decisionField),
+            reason: try reader.required(ConnectionResponse.reasonField))
+    }
+
+    func write(to writer: inout FieldWriter) throws(WireError) {
+        try writer.write(CommonField.requestID, requestID)
+        writer.write(ConnectionResponse.decisionField, decision)
+        writer.write(ConnectionResponse.reasonField, reason)
+    }
+}

@@ -1,0 +1,48 @@
+/// Encodes messages into frames (SPEC §3–§5), always in the one canonical encoding.
+///
+/// Checks every value against the limits a receiver enforces, and the payload against the peer's announced maximum,
+/// so what it produces is never rejected by a conforming peer.
+public struct FrameEncoder: Sendable {
+    /// The largest payload the peer accepts: 16 384 until its HELLO / HELLO_ACK says otherwise.
+    public var maxPayloadLength: Int
+
+    public init(maxPayloadLength: Int = WireLimits.defaultMaxFrameSize) {
+        self.maxPayloadLength = maxPayloadLength
+    }
+
+    /// The frame for `message`.
+    public func encode(_ message: Message) throws(WireError) -> [UInt8] {
+        var bytes: [UInt8] = []
+        try encode(message, into: &bytes)
+        return bytes
+    }
+
+    /// Appends the frame for `message` to `bytes`; on error `bytes` is left as it was.
+    public func encode(_ message: Message, into bytes: inout [UInt8]) throws(WireError) {
+        let start = bytes.count
+        let body = message.body
+        let frameType = body.frameType.rawValue
+        FrameHeader(type: frameType, payloadLength: 0).write(to: &bytes)
+        var writer = FieldWriter(bytes: bytes, frameStart: start, frameType: frameType)
+        bytes = []  // the writer holds the only reference, so appending does not copy
+        do {
+            try body.write(to: &writer)
+        } catch {
+            writer.bytes.removeSubrange(start...)
+            bytes = writer.bytes
+            throw error
+        }
+        bytes = writer.bytes
+        let length = bytes.count - start - FrameHeader.size
+        guard length <= maxPayloadLength else {
+            bytes.removeSubrange(start...)
+            throw WireError(
+                .frameTooLarge, offset: 4, frameType: frameType,
+                detail: "payload of \(length) bytes over the peer's maximum \(maxPayloadLength)")
+        }
+        bytes[start + 4] = UInt8(truncatingIfNeeded: length >> 24)
+        bytes[start + 5] = UInt8(truncatingIfNeeded: length >> 16)
+        bytes[start + 6] = UInt8(truncatingIfNeeded: length >> 8)
+        bytes[start + 7] = UInt8(truncatingIfNeeded: length)
+    }
+}

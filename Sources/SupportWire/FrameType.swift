@@ -1,0 +1,40 @@
+/// The frame types of protocol version 1 (SPEC §5). Each frame carries exactly one message.
+public enum FrameType: UInt8, Sendable, CaseIterable {
+    case hello = 0x01
+    case helloAck = 0x02
+    case ping = 0x03
+    case pong = 0x04
+    case goAway = 0x05
+    case register = 0x10
+    case registerResult = 0x11
+    case connectionRequest = 0x12
+    case connectionResponse = 0x13
+    case requestAbort = 0x14
+    case sessionStarted = 0x15
+    case sessionEnd = 0x16
+    case sessionError = 0x17
+    case voipState = 0x18
+
+    /// The message's name in SPEC.md, e.g. `HELLO_ACK`.
+    public var specName: String {
+        switch self {
+        case .hello: "HELLO"
+        case .helloAck: "HELLO_ACK"
+        case .ping: "PING"
+        case .pong: "PONG"
+        case .goAway: "GOAWAY"
+        case .register: "REGISTER"
+        case .registerResult: "REGISTER_RESULT"
+        case .connectionRequest: "CONNECTION_REQUEST"
+        case .connectionResponse: "CONNECTION_RESPONSE"
+        case .requestAbort: "REQUEST_ABORT"
+        case .sessionStarted: "SESSION_STARTED"
+        case .sessionEnd: "SESSION_END"
+        case .sessionError: "SESSION_ERROR"
+        case .voipState: "VOIP_STATE"
+        }
+    }
+
+    /// Session frames (`0x10`–`0x18`) go to the session state machine; the others belong to the connection.
+    public var isSessionFrame: Bool { rawValue >= 0x10 }
+}

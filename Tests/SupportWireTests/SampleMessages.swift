@@ -1,0 +1,96 @@
+@testable import SupportWire
+
+/// One or more instances of every message, with optional fields both absent and present, and boundary values.
+enum SampleMessages {
+    static let all: [Message] = [
+        .hello(Hello(role: .device, nodeName: "Pixel 8")),
+        .hello(
+            Hello(
+                minVersion: 1, maxVersion: 255, role: .supporter, nodeName: String(repeating: "n", count: 64),
+                features: [Feature(.init(rawValue: 0x0100), version: 7)], keepaliveMilliseconds: 100,
+                maxFrameSize: 1_048_576)),
+        .helloAck(HelloAck(role: .supporter, nodeName: "support-eu-1", keepaliveMilliseconds: 600_000)),
+        .ping(Ping(nonce: 0)),
+        .ping(Ping(nonce: .max)),
+        .pong(Pong(nonce: 0x0102_0304_0506_0708)),
+        .goAway(GoAway(reason: .normalClose)),
+        .goAway(GoAway(reason: .protocolError, text: String(repeating: "é", count: 128))),
+        .register(Register(sessionCode: "s12-345-678", apiToken: "tok_abc", capabilities: [])),
+        .register(
+            Register(
+                sessionCode: String(repeating: "c", count: 64), apiToken: String(repeating: "t", count: 256),
+                capabilities: [Feature(.screenShare), Feature(.assistAR), Feature(.voip), Feature(.remoteControl)])),
+        .registerResult(RegisterResult(reason: .success)),
+        .registerResult(
+            RegisterResult(reason: .rateLimited, text: "slow down", retryAfterMilliseconds: 4000, codeType: .assistAR)),
+        .connectionRequest(ConnectionRequest(requestID: 1, supporterName: "Alice", connectionType: .screenShare)),
+        .connectionRequest(
+            ConnectionRequest(
+                requestID: .max, supporterName: "Jürgen 🛠", connectionType: .assistAR,
+                requestedFeatures: [Feature(.voip, version: 2)])),
+        .connectionResponse(ConnectionResponse(requestID: 7, decision: .allow)),
+        .connectionResponse(ConnectionResponse(requestID: 7, decision: .reject, reason: .requestTimedOut)),
+        .requestAbort(RequestAbort(requestID: 9)),
+        .sessionStarted(SessionStarted(requestID: 9)),
+        .sessionEnd(SessionEnd(reason: .endedBySupporter)),
+        .sessionEnd(SessionEnd(reason: ReasonCode(rawValue: 0xC3), text: "future code")),
+        .sessionError(SessionError(reason: .unsupportedFeature)),
+        .sessionError(SessionError(reason: .featureVersionMismatch, feature: .assistAR, text: "v2 wanted")),
+        .voipState(VoIPState(state: .started)),
+        .voipState(VoIPState(state: .notStartedOtherCallActive, text: "a phone call is running")),
+    ]
+
+    /// Every frame type appears in ``all``.
+    static var coveredTypes: Set<FrameType> { Set(all.map(\.frameType)) }
+
+    /// A stream holding every sample, back to back.
+    static var stream: [UInt8] {
+        var bytes: [UInt8] = []
+        for message in all { try? FrameEncoder().encode(message, into: &bytes) }
+        return bytes
+    }
+}
+
+/// A small deterministic generator, so random-looking tests repeat exactly.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+extension Array where Element == UInt8 {
+    init(hex: String) {
+        self = []
+        var high: UInt8?
+        for character in hex.utf8 {
+            let nibble: UInt8
+            switch character {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = character - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = character - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = character - UInt8(ascii: "A") + 10
+            default: continue
+            }
+            if let first = high {
+                append(first << 4 | nibble)
+                high = nil
+            } else {
+                high = nibble
+            }
+        }
+    }
+
+    var hex: String {
+        let digits = [Character]("0123456789abcdef")
+        var text = ""
+        for byte in self {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0xF)])
+        }
+        return text
+    }
+}

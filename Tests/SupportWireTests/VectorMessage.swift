@@ -1,0 +1,142 @@
+import Foundation
+@testable import SupportWire
+
+/// Builds a ``Message`` from the JSON form used in `protocol/vectors/` (see its README).
+enum VectorMessage {
+    struct FormatError: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    static func message(from object: [String: Any]) throws -> Message {
+        var fields = Fields(object: object)
+        let type = try fields.string("type", maxLength: .max)
+        let message: Message
+        switch type {
+        case "HELLO":
+            message = .hello(
+                Hello(
+                    minVersion: try fields.integer("min_version"), maxVersion: try fields.integer("max_version"),
+                    role: try fields.enumeration("role"), nodeName: try fields.string("node_name"),
+                    features: try fields.features("features"), keepaliveMilliseconds: try fields.integer("keepalive_ms"),
+                    maxFrameSize: try fields.integer("max_frame_size")))
+        case "HELLO_ACK":
+            message = .helloAck(
+                HelloAck(
+                    version: try fields.integer("version"), role: try fields.enumeration("role"),
+                    nodeName: try fields.string("node_name"), features: try fields.features("features"),
+                    keepaliveMilliseconds: try fields.integer("keepalive_ms"),
+                    maxFrameSize: try fields.integer("max_frame_size")))
+        case "PING": message = .ping(Ping(nonce: try fields.unsigned64("nonce")))
+        case "PONG": message = .pong(Pong(nonce: try fields.unsigned64("nonce")))
+        case "GOAWAY": message = .goAway(GoAway(reason: try fields.reason("reason"), text: fields.optionalString("text")))
+        case "REGISTER":
+            message = .register(
+                Register(
+                    sessionCode: try fields.string("session_code"), apiToken: try fields.string("api_token"),
+                    capabilities: try fields.features("capabilities")))
+        case "REGISTER_RESULT":
+            message = .registerResult(
+                RegisterResult(
+                    reason: try fields.reason("reason"), text: fields.optionalString("text"),
+                    retryAfterMilliseconds: try fields.optionalInteger("retry_after_ms"),
+                    codeType: try fields.optionalEnumeration("code_type")))
+        case "CONNECTION_REQUEST":
+            message = .connectionRequest(
+                ConnectionRequest(
+                    requestID: try fields.integer("request_id"), supporterName: try fields.string("supporter_name"),
+                    connectionType: try fields.enumeration("connection_type"),
+                    requestedFeatures: try fields.features("requested_features")))
+        case "CONNECTION_RESPONSE":
+            message = .connectionResponse(
+                ConnectionResponse(
+                    requestID: try fields.integer("request_id"), decision: try fields.enumeration("decision"),
+                    reason: try fields.reason("reason")))
+        case "REQUEST_ABORT":
+            message = .requestAbort(
+                RequestAbort(requestID: try fields.integer("request_id"), reason: try fields.reason("reason")))
+        case "SESSION_STARTED": message = .sessionStarted(SessionStarted(requestID: try fields.integer("request_id")))
+        case "SESSION_END":
+            message = .sessionEnd(SessionEnd(reason: try fields.reason("reason"), text: fields.optionalString("text")))
+        case "SESSION_ERROR":
+            message = .sessionError(
+                SessionError(
+                    reason: try fields.reason("reason"),
+                    feature: try fields.optionalInteger("feature").map { Feature.ID(rawValue: $0) },
+                    text: fields.optionalString("text")))
+        case "VOIP_STATE":
+            message = .voipState(VoIPState(state: try fields.enumeration("state"), text: fields.optionalString("text")))
+        default: throw FormatError(description: "unknown message type \(type)")
+        }
+        guard fields.unused.isEmpty else { throw FormatError(description: "unused keys \(fields.unused) in \(type)") }
+        return message
+    }
+
+    /// Reads keys out of a JSON object and remembers which ones were never read.
+    private struct Fields {
+        let object: [String: Any]
+        var unused: Set<String>
+
+        init(object: [String: Any]) {
+            self.object = object
+            self.unused = Set(object.keys)
+        }
+
+        mutating func take(_ key: String) -> Any? {
+            unused.remove(key)
+            return object[key]
+        }
+
+        mutating func string(_ key: String, maxLength: Int = 0) throws -> String {
+            guard let value = take(key) as? String else { throw FormatError(description: "\(key) missing") }
+            return value
+        }
+
+        mutating func optionalString(_ key: String) -> String? { take(key) as? String }
+
+        mutating func optionalInteger<Value: FixedWidthInteger>(_ key: String) throws -> Value? {
+            guard let raw = take(key) else { return nil }
+            guard let number = raw as? NSNumber, let value = Value(exactly: number.int64Value) else {
+                throw FormatError(description: "\(key) is not a \(Value.self)")
+            }
+            return value
+        }
+
+        mutating func integer<Value: FixedWidthInteger>(_ key: String) throws -> Value {
+            guard let value: Value = try optionalInteger(key) else { throw FormatError(description: "\(key) missing") }
+            return value
+        }
+
+        mutating func unsigned64(_ key: String) throws -> UInt64 {
+            guard let text = take(key) as? String, let value = UInt64(text) else {
+                throw FormatError(description: "\(key) is not a decimal u64 string")
+            }
+            return value
+        }
+
+        mutating func reason(_ key: String) throws -> ReasonCode { ReasonCode(rawValue: try integer(key)) }
+
+        mutating func optionalEnumeration<Value: RawRepresentable>(_ key: String) throws -> Value?
+        where Value.RawValue == UInt8 {
+            guard let raw: UInt8 = try optionalInteger(key) else { return nil }
+            guard let value = Value(rawValue: raw) else { throw FormatError(description: "\(key) = \(raw)") }
+            return value
+        }
+
+        mutating func enumeration<Value: RawRepresentable>(_ key: String) throws -> Value where Value.RawValue == UInt8 {
+            guard let value: Value = try optionalEnumeration(key) else { throw FormatError(description: "\(key) missing") }
+            return value
+        }
+
+        mutating func features(_ key: String) throws -> FeatureSet {
+            guard let pairs = take(key) as? [[NSNumber]] else { throw FormatError(description: "\(key) missing") }
+            var result: [Feature] = []
+            for pair in pairs {
+                guard pair.count == 2, let id = UInt16(exactly: pair[0].int64Value),
+                    let version = UInt16(exactly: pair[1].int64Value)
+                else { throw FormatError(description: "bad feature pair in \(key)") }
+                result.append(Feature(Feature.ID(rawValue: id), version: version))
+            }
+            return FeatureSet(result)
+        }
+    }
+}

@@ -1,0 +1,751 @@
+#!/usr/bin/env python3
+"""Generates protocol/vectors/valid.jsonl and protocol/vectors/malformed.jsonl with rsup.py, then self-checks.
+
+Usage: python3 protocol/vectors/generate.py        (Python 3.11, standard library only)
+
+Deterministic: no randomness, no clock; running it twice writes identical files.
+Every expected message and every expected error (code, offset, field) below is written by hand (offsets are
+computed by arithmetic on the hand-built byte layout), then checked against rsup.py. Generation fails if any
+check fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import struct
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True   # keep protocol/vectors/ free of __pycache__
+sys.path.insert(0, HERE)
+
+import rsup  # noqa: E402
+from rsup import field, frame, header, DecodeError  # noqa: E402
+
+T = rsup.TYPE_BY_NAME
+HELLO, HELLO_ACK, PING, PONG, GOAWAY = 0x01, 0x02, 0x03, 0x04, 0x05
+REGISTER, REGISTER_RESULT, CONNECTION_REQUEST, CONNECTION_RESPONSE = 0x10, 0x11, 0x12, 0x13
+REQUEST_ABORT, SESSION_STARTED, SESSION_END, SESSION_ERROR, VOIP_STATE = 0x14, 0x15, 0x16, 0x17, 0x18
+R = rsup.REASONS
+F = rsup.FEATURES
+U32_MAX = 0xFFFFFFFF
+U64_MAX = 0xFFFFFFFFFFFFFFFF
+
+
+def u8(v): return bytes([v])
+def u16(v): return struct.pack(">H", v)
+def u32(v): return struct.pack(">I", v)
+def u64(v): return struct.pack(">Q", v)
+def s(v): return v.encode("utf-8")
+def feats(*pairs): return b"".join(struct.pack(">HH", i, v) for i, v in pairs)
+
+
+def build(ftype, pairs, prefix=b"", flags=0):
+    """Frame of `ftype` whose payload is the given (tag, value) fields in the given order (duplicates and
+    disorder allowed; a tuple of 3 = (tag, value, declared length)). Returns (stream, frame_start,
+    [stream offset of each field's tag byte])."""
+    offs = []
+    payload = b""
+    base = len(prefix) + 8
+    for p in pairs:
+        offs.append(base + len(payload))
+        payload += field(p[0], p[1], p[2] if len(p) > 2 else None)
+    return prefix + frame(ftype, payload, flags=flags), len(prefix), offs
+
+
+# Well-formed field sets used as bases for malformed vectors (tag -> raw value).
+HELLO_OK = {1: u8(1), 2: u8(1), 3: u8(1), 4: s("iPhone"), 5: b"", 6: u32(30000), 7: u32(16384)}
+HELLO_ACK_OK = {1: u8(1), 2: u8(2), 3: s("node-1"), 4: b"", 5: u32(30000), 6: u32(16384)}
+REGISTER_OK = {1: s("123456"), 2: s("tok"), 3: b""}
+CREQ_OK = {1: u32(1), 2: s("Sam"), 3: u8(1), 4: b""}
+CRESP_OK = {1: u32(1), 2: u8(1), 3: u8(R["success"])}
+
+
+def fields(base, **changes):
+    """(tag, value) pairs of `base` in tag order; changes t<N>=bytes replaces, t<N>=None removes."""
+    d = dict(base)
+    for k, v in changes.items():
+        tag = int(k[1:])
+        if v is None:
+            d.pop(tag, None)
+        else:
+            d[tag] = v
+    return sorted(d.items())
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Valid vectors
+# ------------------------------------------------------------------------------------------------------------
+
+valid = []
+
+
+def V(name, description, message):
+    """Canonical vector: one frame; hex = encode(message)."""
+    valid.append({"name": name, "description": description, "canonical": True,
+                  "hex": rsup.encode(message).hex(), "messages": [message]})
+
+
+def NC(name, description, stream, messages):
+    """Non-canonical (decode-only) vector."""
+    valid.append({"name": name, "description": description, "canonical": False,
+                  "hex": stream.hex(), "messages": messages})
+
+
+def hello(**kw):
+    m = {"type": "HELLO", "min_version": 1, "max_version": 1, "role": 1, "node_name": "Anna's iPhone",
+         "features": [], "keepalive_ms": 30000, "max_frame_size": 16384}
+    m.update(kw)
+    return m
+
+
+def hello_ack(**kw):
+    m = {"type": "HELLO_ACK", "version": 1, "role": 2, "node_name": "support-node-1", "features": [],
+         "keepalive_ms": 30000, "max_frame_size": 16384}
+    m.update(kw)
+    return m
+
+
+JUERGEN = "J\u00fcrgen \U0001F6E0"          # "Jürgen 🛠": 1+2+4+1+4 = 12 bytes
+assert len(s(JUERGEN)) == 12
+
+# --- HELLO (no optional fields: the minimal vector is also the full one)
+V("hello_minimal", "HELLO from a device, all (required) fields, empty features list; HELLO has no optional field",
+  hello())
+V("hello_supporter_role", "HELLO with role 2 (supporter)", hello(role=2, node_name="supporter-7"))
+V("hello_full", "HELLO with every field and a non-empty features list (unknown extension ids are carried)",
+  hello(min_version=1, max_version=3, features=[[0x0001, 1], [0x0100, 2]], keepalive_ms=15000,
+        max_frame_size=65536))
+V("hello_version_range_1_255", "HELLO offering protocol versions 1 to 255", hello(min_version=1, max_version=255))
+V("hello_version_255_255", "HELLO with min_version = max_version = 255", hello(min_version=255, max_version=255))
+V("hello_node_name_1_byte", "HELLO with a 1-byte node_name", hello(node_name="X"))
+V("hello_node_name_64_bytes", "HELLO with a node_name of exactly 64 ASCII bytes (the maximum)",
+  hello(node_name="N" * 64))
+V("hello_node_name_64_bytes_multibyte", "HELLO with a node_name of 32 x U+00FC = 64 UTF-8 bytes (limit is bytes)",
+  hello(node_name="\u00fc" * 32))
+V("hello_node_name_utf8", "HELLO with node_name 'J\u00fcrgen \U0001F6E0' (2- and 4-byte UTF-8 sequences, 12 bytes)",
+  hello(node_name=JUERGEN))
+V("hello_keepalive_100", "HELLO with keepalive_ms 100 (minimum)", hello(keepalive_ms=100))
+V("hello_keepalive_600000", "HELLO with keepalive_ms 600000 (maximum)", hello(keepalive_ms=600000))
+V("hello_max_frame_size_1048576", "HELLO with max_frame_size 1048576 (maximum)", hello(max_frame_size=1048576))
+V("hello_features_unknown_ids", "HELLO whose features hold ids not defined anywhere, kept as-is, incl. version 65535",
+  hello(features=[[0x0005, 1], [0x1234, 7], [0xFEFF, 65535]]))
+
+# --- HELLO_ACK (no optional fields)
+V("hello_ack_minimal", "HELLO_ACK from a supporter node, all (required) fields; HELLO_ACK has no optional field",
+  hello_ack())
+V("hello_ack_full", "HELLO_ACK with a non-empty features list", hello_ack(features=[[0x0001, 1], [0x0003, 1]],
+                                                                            max_frame_size=262144))
+V("hello_ack_role_device", "HELLO_ACK with role 1 (device): valid on the wire (role checks are §5.2 negotiation)",
+  hello_ack(role=1))
+V("hello_ack_version_255", "HELLO_ACK choosing version 255", hello_ack(version=255))
+V("hello_ack_keepalive_100_max_frame_1048576", "HELLO_ACK with keepalive_ms 100 and max_frame_size 1048576",
+  hello_ack(keepalive_ms=100, max_frame_size=1048576))
+V("hello_ack_keepalive_600000", "HELLO_ACK with keepalive_ms 600000", hello_ack(keepalive_ms=600000))
+V("hello_ack_node_name_64_bytes", "HELLO_ACK with a 64-byte node_name", hello_ack(node_name="s" * 64))
+V("hello_ack_node_name_utf8", "HELLO_ACK with a multi-byte UTF-8 node_name", hello_ack(node_name=JUERGEN))
+
+# --- PING / PONG
+for mt in ("PING", "PONG"):
+    lt = mt.lower()
+    V(f"{lt}_nonce_0", f"{mt} with nonce 0", {"type": mt, "nonce": "0"})
+    V(f"{lt}_nonce_max", f"{mt} with nonce 2^64-1", {"type": mt, "nonce": str(U64_MAX)})
+    V(f"{lt}_nonce_0102030405060708", f"{mt} with nonce 0x0102030405060708 (shows byte order)",
+      {"type": mt, "nonce": str(0x0102030405060708)})
+    V(f"{lt}_nonce_high_bit", f"{mt} with nonce 2^63 (needs an unsigned 64-bit type)",
+      {"type": mt, "nonce": str(1 << 63)})
+
+# --- GOAWAY
+V("goaway_minimal", "GOAWAY with only the reason (normal_close)", {"type": "GOAWAY", "reason": R["normal_close"]})
+V("goaway_full", "GOAWAY with reason malformed_frame and a text",
+  {"type": "GOAWAY", "reason": R["malformed_frame"], "text": "field_out_of_order offset 27 field 2"})
+for rn in ("going_away", "unspecified_error", "protocol_error", "unsupported_version", "frame_too_large",
+           "role_mismatch", "keepalive_timeout", "internal_error"):
+    V(f"goaway_{rn}", f"GOAWAY with reason {rn} (0x{R[rn]:02x})", {"type": "GOAWAY", "reason": R[rn]})
+V("goaway_text_1_byte", "GOAWAY with a 1-byte text", {"type": "GOAWAY", "reason": R["normal_close"], "text": "x"})
+V("goaway_text_256_bytes", "GOAWAY with a text of exactly 256 bytes (maximum)",
+  {"type": "GOAWAY", "reason": R["normal_close"], "text": "t" * 256})
+V("goaway_text_256_bytes_multibyte", "GOAWAY with a text of 64 x U+1F6E0 = 256 bytes",
+  {"type": "GOAWAY", "reason": R["going_away"], "text": "\U0001F6E0" * 64})
+V("goaway_unknown_reason_0x08", "GOAWAY with the undefined non-error reason 0x08: kept", {"type": "GOAWAY", "reason": 0x08})
+V("goaway_unknown_reason_0x7f", "GOAWAY with the undefined non-error reason 0x7f: kept", {"type": "GOAWAY", "reason": 0x7F})
+V("goaway_unknown_reason_0x91", "GOAWAY with the undefined error reason 0x91: kept", {"type": "GOAWAY", "reason": 0x91})
+V("goaway_unknown_reason_0xff", "GOAWAY with the undefined error reason 0xff and a text: kept",
+  {"type": "GOAWAY", "reason": 0xFF, "text": "future"})
+V("goaway_reason_connection_lost", "GOAWAY with reason 0x90 connection_lost: never sent, but any reason decodes",
+  {"type": "GOAWAY", "reason": R["connection_lost"]})
+V("goaway_text_with_nul_and_bom", "GOAWAY text containing U+0000 and U+FEFF (well-formed UTF-8, no terminator, no BOM handling)",
+  {"type": "GOAWAY", "reason": R["normal_close"], "text": "\ufeffa\u0000b"})
+V("goaway_text_noncharacters", "GOAWAY text with U+FFFF and U+10FFFF: well-formed per RFC 3629",
+  {"type": "GOAWAY", "reason": R["normal_close"], "text": "\uffff\U0010FFFF"})
+
+# --- REGISTER (no optional fields)
+V("register_minimal", "REGISTER with an empty capabilities list; REGISTER has no optional field",
+  {"type": "REGISTER", "session_code": "483920", "api_token": "tok_live_abc", "capabilities": []})
+V("register_full", "REGISTER with all four defined capabilities, version 1",
+  {"type": "REGISTER", "session_code": "483920", "api_token": "tok_live_abc",
+   "capabilities": [[F["screen_share"], 1], [F["assist_ar"], 1], [F["voip"], 1], [F["remote_control"], 1]]})
+V("register_session_code_64_bytes", "REGISTER with a 64-byte session_code (maximum)",
+  {"type": "REGISTER", "session_code": "7" * 64, "api_token": "t", "capabilities": []})
+V("register_api_token_256_bytes", "REGISTER with a 256-byte api_token (maximum)",
+  {"type": "REGISTER", "session_code": "1", "api_token": "k" * 256, "capabilities": [[F["voip"], 1]]})
+V("register_utf8_strings", "REGISTER with multi-byte UTF-8 session_code and api_token (any UTF-8 code is accepted)",
+  {"type": "REGISTER", "session_code": JUERGEN, "api_token": "\u00e9\u00e9", "capabilities": []})
+V("register_unknown_capabilities", "REGISTER with undefined and reserved feature ids and versions other than 1: kept",
+  {"type": "REGISTER", "session_code": "483920", "api_token": "tok",
+   "capabilities": [[0x0000, 1], [F["screen_share"], 2], [0x0005, 1], [0xFF00, 3], [0xFFFF, 65535]]})
+# A known message whose payload is exactly 16384 bytes: 3+1 + 3+2 + 3+4n = 16384 -> n = 4093.
+big_caps = [[i, 1] for i in range(1, 4094)]
+V("register_payload_16384_bytes", "REGISTER whose payload is exactly 16384 bytes (the default maximum): 4093 capabilities",
+  {"type": "REGISTER", "session_code": "1", "api_token": "ab", "capabilities": big_caps})
+assert len(rsup.encode(valid[-1]["messages"][0])) == 8 + 16384
+
+# --- REGISTER_RESULT
+V("register_result_minimal", "REGISTER_RESULT success with only the reason",
+  {"type": "REGISTER_RESULT", "reason": R["success"]})
+V("register_result_full", "REGISTER_RESULT with every optional field",
+  {"type": "REGISTER_RESULT", "reason": R["rate_limited"], "text": "slow down", "retry_after_ms": 30000,
+   "code_type": 1})
+V("register_result_success_code_type_1", "REGISTER_RESULT success, code_type 1 (remote support)",
+  {"type": "REGISTER_RESULT", "reason": R["success"], "code_type": 1})
+V("register_result_success_code_type_2", "REGISTER_RESULT success, code_type 2 (Assist AR)",
+  {"type": "REGISTER_RESULT", "reason": R["success"], "code_type": 2})
+V("register_result_retry_after_0", "REGISTER_RESULT rate_limited with retry_after_ms 0 (any value)",
+  {"type": "REGISTER_RESULT", "reason": R["rate_limited"], "retry_after_ms": 0})
+V("register_result_retry_after_max", "REGISTER_RESULT rate_limited with retry_after_ms 4294967295",
+  {"type": "REGISTER_RESULT", "reason": R["rate_limited"], "retry_after_ms": U32_MAX})
+V("register_result_text_256_bytes", "REGISTER_RESULT with a 256-byte text",
+  {"type": "REGISTER_RESULT", "reason": R["invalid_api_token"], "text": "e" * 256})
+for rn in ("invalid_session_code", "invalid_api_token", "session_code_expired", "session_code_closed",
+           "session_code_in_use", "internal_error"):
+    V(f"register_result_{rn}", f"REGISTER_RESULT with reason {rn} (0x{R[rn]:02x})",
+      {"type": "REGISTER_RESULT", "reason": R[rn]})
+V("register_result_unknown_reason_0x9f", "REGISTER_RESULT with the undefined error reason 0x9f: kept",
+  {"type": "REGISTER_RESULT", "reason": 0x9F, "text": "new"})
+
+# --- CONNECTION_REQUEST (no optional fields)
+V("connection_request_minimal", "CONNECTION_REQUEST, request_id 1, screen share, no requested features",
+  {"type": "CONNECTION_REQUEST", "request_id": 1, "supporter_name": "Sam", "connection_type": 1,
+   "requested_features": []})
+V("connection_request_full", "CONNECTION_REQUEST, Assist AR, with requested features",
+  {"type": "CONNECTION_REQUEST", "request_id": 42, "supporter_name": "Sam Support", "connection_type": 2,
+   "requested_features": [[F["assist_ar"], 1], [F["voip"], 1]]})
+V("connection_request_request_id_max", "CONNECTION_REQUEST with request_id 4294967295",
+  {"type": "CONNECTION_REQUEST", "request_id": U32_MAX, "supporter_name": "Sam", "connection_type": 1,
+   "requested_features": [[F["screen_share"], 1]]})
+V("connection_request_supporter_name_64_bytes", "CONNECTION_REQUEST with a 64-byte supporter_name",
+  {"type": "CONNECTION_REQUEST", "request_id": 7, "supporter_name": "S" * 64, "connection_type": 2,
+   "requested_features": []})
+V("connection_request_supporter_name_utf8", "CONNECTION_REQUEST with a multi-byte UTF-8 supporter_name",
+  {"type": "CONNECTION_REQUEST", "request_id": 2, "supporter_name": JUERGEN, "connection_type": 1,
+   "requested_features": [[F["screen_share"], 1], [F["voip"], 1], [F["remote_control"], 1], [0x0100, 1]]})
+
+# --- CONNECTION_RESPONSE (no optional fields)
+V("connection_response_allow", "CONNECTION_RESPONSE allow with success",
+  {"type": "CONNECTION_RESPONSE", "request_id": 1, "decision": 1, "reason": R["success"]})
+V("connection_response_reject_by_user", "CONNECTION_RESPONSE reject with rejected_by_user",
+  {"type": "CONNECTION_RESPONSE", "request_id": 3, "decision": 2, "reason": R["rejected_by_user"]})
+V("connection_response_reject_timed_out", "CONNECTION_RESPONSE reject with request_timed_out, request_id max",
+  {"type": "CONNECTION_RESPONSE", "request_id": U32_MAX, "decision": 2, "reason": R["request_timed_out"]})
+
+# --- REQUEST_ABORT (no optional fields)
+V("request_abort_by_supporter", "REQUEST_ABORT with aborted_by_supporter",
+  {"type": "REQUEST_ABORT", "request_id": 1, "reason": R["aborted_by_supporter"]})
+V("request_abort_timed_out", "REQUEST_ABORT with request_timed_out and request_id max",
+  {"type": "REQUEST_ABORT", "request_id": U32_MAX, "reason": R["request_timed_out"]})
+
+# --- SESSION_STARTED (no optional fields)
+V("session_started_request_id_1", "SESSION_STARTED for request 1", {"type": "SESSION_STARTED", "request_id": 1})
+V("session_started_request_id_max", "SESSION_STARTED for request 4294967295",
+  {"type": "SESSION_STARTED", "request_id": U32_MAX})
+
+# --- SESSION_END
+V("session_end_minimal", "SESSION_END with only the reason (ended_by_device)",
+  {"type": "SESSION_END", "reason": R["ended_by_device"]})
+V("session_end_full", "SESSION_END with reason and text",
+  {"type": "SESSION_END", "reason": R["ended_by_supporter"], "text": "Thanks, bye"})
+for rn in ("ended_by_supporter", "session_code_closed", "session_code_expired", "going_away", "internal_error"):
+    V(f"session_end_{rn}", f"SESSION_END with reason {rn} (0x{R[rn]:02x})", {"type": "SESSION_END", "reason": R[rn]})
+V("session_end_text_256_bytes", "SESSION_END with a 256-byte text",
+  {"type": "SESSION_END", "reason": R["ended_by_device"], "text": "z" * 256})
+
+# --- SESSION_ERROR
+V("session_error_minimal", "SESSION_ERROR with only the reason",
+  {"type": "SESSION_ERROR", "reason": R["unsupported_feature"]})
+V("session_error_full", "SESSION_ERROR with reason, feature and text",
+  {"type": "SESSION_ERROR", "reason": R["unsupported_feature"], "feature": F["voip"], "text": "no VoIP"})
+V("session_error_feature_version_mismatch", "SESSION_ERROR feature_version_mismatch for screen_share",
+  {"type": "SESSION_ERROR", "reason": R["feature_version_mismatch"], "feature": F["screen_share"]})
+V("session_error_text_only", "SESSION_ERROR with reason and text, no feature (tags 1 and 3)",
+  {"type": "SESSION_ERROR", "reason": R["internal_error"], "text": "x"})
+V("session_error_feature_0", "SESSION_ERROR with feature 0 (reserved id; §5.12 sets no range for this u16)",
+  {"type": "SESSION_ERROR", "reason": R["unsupported_feature"], "feature": 0})
+V("session_error_feature_65535", "SESSION_ERROR with feature 0xffff (reserved id; §5.12 sets no range for this u16)",
+  {"type": "SESSION_ERROR", "reason": R["unsupported_feature"], "feature": 0xFFFF})
+V("session_error_non_error_reason", "SESSION_ERROR with a non-error, undefined reason 0x10 (informative)",
+  {"type": "SESSION_ERROR", "reason": 0x10})
+
+# --- VOIP_STATE
+for st, what in ((1, "started"), (2, "not started, other call running"), (3, "ended"),
+                 (4, "not started, VoIP unsupported")):
+    V(f"voip_state_{st}", f"VOIP_STATE {st} ({what}), minimal", {"type": "VOIP_STATE", "state": st})
+V("voip_state_full", "VOIP_STATE with state and text", {"type": "VOIP_STATE", "state": 2, "text": "GSM call active"})
+
+# --- Non-canonical, decode-only streams
+NC("empty_stream", "a stream of 0 bytes: no frame, no error", b"", [])
+ping7 = {"type": "PING", "nonce": "7"}
+pong7 = {"type": "PONG", "nonce": "7"}
+NC("two_frames_ping_pong", "two frames back to back: PING then PONG",
+   rsup.encode(ping7) + rsup.encode(pong7), [ping7, pong7])
+h = hello()
+se = {"type": "SESSION_END", "reason": R["ended_by_device"]}
+NC("three_frames_hello_ping_session_end", "three frames back to back",
+   rsup.encode(h) + rsup.encode(ping7) + rsup.encode(se), [h, ping7, se])
+NC("ping_unknown_field_skipped", "PING with nonce then an unknown tag 2 (4-byte value): skipped",
+   frame(PING, field(1, u64(7)) + field(2, b"\xde\xad\xbe\xef")), [ping7])
+NC("hello_unknown_field_tag_8_skipped", "HELLO with an unknown tag 8 after tag 7: skipped",
+   frame(HELLO, b"".join(field(t, v) for t, v in fields(HELLO_OK)) + field(8, b"future")),
+   [{"type": "HELLO", "min_version": 1, "max_version": 1, "role": 1, "node_name": "iPhone", "features": [],
+     "keepalive_ms": 30000, "max_frame_size": 16384}])
+NC("goaway_unknown_fields_3_and_255_skipped", "GOAWAY reason, text, then unknown tags 3 (empty) and 255: skipped",
+   frame(GOAWAY, field(1, u8(1)) + field(2, s("bye")) + field(3, b"") + field(255, b"\x00" * 10)),
+   [{"type": "GOAWAY", "reason": 1, "text": "bye"}])
+NC("register_result_unknown_field_not_inspected", "REGISTER_RESULT reason (1), code_type (4), then unknown tag 5 "
+   "whose 3-byte value is not valid UTF-8: skipped, its value is not inspected",
+   frame(REGISTER_RESULT, field(1, u8(0)) + field(4, u8(2)) + field(5, b"\xc0\xaf\xff")),
+   [{"type": "REGISTER_RESULT", "reason": 0, "code_type": 2}])
+NC("session_end_unknown_field_before_absent_optional", "SESSION_END reason (1) then unknown tag 9; optional text "
+   "(tag 2) absent", frame(SESSION_END, field(1, u8(2)) + field(9, b"x")),
+   [{"type": "SESSION_END", "reason": 2}])
+NC("ping_unknown_tag_0_skipped", "PING whose first field has tag 0 (never defined, treated as unknown and skipped)"
+   ", then nonce", frame(PING, field(0, b"") + field(1, u64(7))), [ping7])
+NC("ping_unknown_field_16000_bytes", "PING with an unknown tag 200 carrying 16000 bytes: skipped",
+   frame(PING, field(1, u64(7)) + field(200, b"\xff" * 16000)), [ping7])
+NC("ignorable_unknown_type_then_ping", "undefined type 0x06 with IGNORABLE flag (discarded), then PING",
+   frame(0x06, field(1, b"hi"), flags=0x01) + rsup.encode(ping7), [ping7])
+NC("ignorable_unknown_type_only", "an undefined type 0x20 with IGNORABLE and empty payload: discarded, no message",
+   frame(0x20, b"", flags=0x01), [])
+NC("ignorable_reserved_type_0x00_then_ping", "reserved type 0x00 with IGNORABLE (discarded), then PING",
+   frame(0x00, b"\x01\x02\x03", flags=0x01) + rsup.encode(ping7), [ping7])
+NC("ignorable_reserved_type_0xf0_then_ping", "reserved type 0xf0 with IGNORABLE (discarded), then PING",
+   frame(0xF0, b"", flags=0x01) + rsup.encode(ping7), [ping7])
+NC("ignorable_reserved_type_0xff_then_ping", "reserved type 0xff with IGNORABLE (discarded), then PING",
+   frame(0xFF, b"\x00", flags=0x01) + rsup.encode(ping7), [ping7])
+NC("ignorable_unknown_type_garbage_payload", "undefined type 0x19 with IGNORABLE whose payload is no field "
+   "sequence (not inspected), then PONG", frame(0x19, b"\xff\xff", flags=0x01) + rsup.encode(pong7), [pong7])
+NC("ignorable_unknown_type_payload_16384_then_ping", "undefined type 0x7f with IGNORABLE and a payload of exactly "
+   "16384 bytes (the default maximum): discarded, then PING",
+   frame(0x7F, bytes(range(256)) * 64, flags=0x01) + rsup.encode(ping7), [ping7])
+NC("ping_between_ignorable_frames", "IGNORABLE 0x06, PING, IGNORABLE 0xef, PONG",
+   frame(0x06, b"", flags=1) + rsup.encode(ping7) + frame(0xEF, b"abc", flags=1) + rsup.encode(pong7),
+   [ping7, pong7])
+
+# ------------------------------------------------------------------------------------------------------------
+# Malformed vectors
+# ------------------------------------------------------------------------------------------------------------
+
+malformed = []
+
+
+def M(name, description, stream, code, offset, fld=None):
+    err = {"code": code, "offset": offset}
+    if fld is not None:
+        err["field"] = fld
+    malformed.append({"name": name, "description": description, "hex": stream.hex(), "error": err})
+
+
+PING_OK = rsup.encode(ping7)             # 19 bytes
+assert len(PING_OK) == 19
+
+# --- Stream end (§3.4)
+M("truncated_header_1_byte", "1 header byte, then the stream ends", b"\x01", "truncated_header", 0)
+M("truncated_header_4_bytes", "4 header bytes of a PING", PING_OK[:4], "truncated_header", 0)
+M("truncated_header_7_bytes", "7 header bytes of a PING", PING_OK[:7], "truncated_header", 0)
+M("truncated_header_after_valid_frame", "a complete PING then 3 bytes of a next header",
+  PING_OK + PING_OK[:3], "truncated_header", 19)
+M("truncated_header_bad_version_byte", "2 bytes whose version byte is 2: the header is incomplete, so "
+  "truncated_header (header checks need all 8 bytes)", b"\x02\x03", "truncated_header", 0)
+M("truncated_payload_empty", "a PING header announcing 11 payload bytes, none present",
+  PING_OK[:8], "truncated_payload", 0)
+M("truncated_payload_short", "a PING with 10 of its 11 payload bytes", PING_OK[:18], "truncated_payload", 0)
+M("truncated_payload_second_frame", "a complete PING, then a PONG missing its last payload byte",
+  PING_OK + rsup.encode(pong7)[:-1], "truncated_payload", 19)
+M("truncated_payload_ignorable_frame", "an undefined IGNORABLE frame announcing 4 bytes with only 2 present",
+  header(0x06, 4, flags=1) + b"ab", "truncated_payload", 0)
+
+# --- Header (§3.3)
+M("frame_too_large_16385", "a PING header with length 16385 (payload absent)", header(PING, 16385),
+  "frame_too_large", 4)
+M("frame_too_large_16385_with_payload", "an IGNORABLE undefined frame of 16385 payload bytes (all present)",
+  frame(0x06, b"\x00" * 16385, flags=1), "frame_too_large", 4)
+M("frame_too_large_ffffffff", "length 0xffffffff", header(REGISTER, 0xFFFFFFFF), "frame_too_large", 4)
+M("frame_too_large_second_frame", "a valid PING then a header with length 16385",
+  PING_OK + header(PONG, 16385), "frame_too_large", 23)
+M("unsupported_frame_version_0", "version byte 0", frame(PING, field(1, u64(7)), version=0),
+  "unsupported_frame_version", 0)
+M("unsupported_frame_version_2", "version byte 2", frame(PING, field(1, u64(7)), version=2),
+  "unsupported_frame_version", 0)
+M("unsupported_frame_version_ff_second_frame", "valid PING, then a frame with version 0xff",
+  PING_OK + frame(PONG, field(1, u64(7)), version=0xFF), "unsupported_frame_version", 19)
+for bit in range(1, 8):
+    M(f"reserved_flags_bit_{bit}", f"flags 0x{1 << bit:02x} (reserved bit {bit}) on a PING",
+      frame(PING, field(1, u64(7)), flags=1 << bit), "reserved_flags", 2)
+M("reserved_flags_with_ignorable", "flags 0x03 on an undefined type: reserved bit 1 reported",
+  frame(0x06, b"", flags=0x03), "reserved_flags", 2)
+M("reserved_byte_01", "reserved header byte 0x01", frame(PING, field(1, u64(7)), reserved=0x01), "reserved_byte", 3)
+M("reserved_byte_80_second_frame", "valid PING, then a frame with reserved byte 0x80",
+  PING_OK + frame(PING, field(1, u64(7)), reserved=0x80), "reserved_byte", 22)
+M("unknown_frame_type_0x06", "undefined type 0x06 without IGNORABLE", frame(0x06, b""), "unknown_frame_type", 1)
+M("unknown_frame_type_0x19", "undefined type 0x19 without IGNORABLE", frame(0x19, field(1, u8(1))),
+  "unknown_frame_type", 1)
+M("unknown_frame_type_reserved_0x00", "reserved type 0x00 without IGNORABLE", frame(0x00, b""),
+  "unknown_frame_type", 1)
+M("unknown_frame_type_reserved_0xff", "reserved type 0xff without IGNORABLE", frame(0xFF, b""),
+  "unknown_frame_type", 1)
+M("unknown_frame_type_reserved_0xf0_after_ping", "valid PING, then reserved type 0xf0 without IGNORABLE",
+  PING_OK + frame(0xF0, b""), "unknown_frame_type", 20)
+M("ignorable_known_type_ping", "PING with the IGNORABLE flag", frame(PING, field(1, u64(7)), flags=1),
+  "ignorable_known_type", 1)
+M("ignorable_known_type_hello", "HELLO with the IGNORABLE flag",
+  frame(HELLO, b"".join(field(t, v) for t, v in fields(HELLO_OK)), flags=1), "ignorable_known_type", 1)
+M("ignorable_known_type_voip_state", "VOIP_STATE (0x18) with the IGNORABLE flag",
+  frame(VOIP_STATE, field(1, u8(1)), flags=1), "ignorable_known_type", 1)
+
+# --- Header check order (§3.3): two errors, the earlier check wins
+M("order_version_before_reserved_flags", "version 2 and flags 0x80: version is checked first",
+  frame(PING, field(1, u64(7)), version=2, flags=0x80), "unsupported_frame_version", 0)
+M("order_reserved_flags_before_reserved_byte", "flags 0x02 and reserved byte 1: flags checked first",
+  frame(PING, field(1, u64(7)), flags=0x02, reserved=1), "reserved_flags", 2)
+M("order_reserved_byte_before_length", "reserved byte 1 and length 16385: reserved byte checked first",
+  header(PING, 16385, reserved=1), "reserved_byte", 3)
+M("order_length_before_type", "undefined type 0x06 without IGNORABLE and length 16385: length checked first",
+  header(0x06, 16385), "frame_too_large", 4)
+M("order_header_before_truncated_payload", "PING with IGNORABLE whose payload is cut short: the header error "
+  "is reported, not truncated_payload", header(PING, 11, flags=1) + b"\x01", "ignorable_known_type", 1)
+M("order_unknown_type_before_truncated_payload", "undefined type 0x06 without IGNORABLE, payload absent",
+  header(0x06, 5), "unknown_frame_type", 1)
+
+# --- Field layout (§4.1)
+M("trailing_bytes_1", "PING nonce field then 1 stray byte", frame(PING, field(1, u64(7)) + b"\x02"),
+  "trailing_bytes", 19)
+M("trailing_bytes_2", "GOAWAY reason field then 2 stray bytes", frame(GOAWAY, field(1, u8(1)) + b"\x02\x00"),
+  "trailing_bytes", 12)
+M("trailing_bytes_only", "PING payload of 2 bytes and no complete field", frame(PING, b"\x01\x00"),
+  "trailing_bytes", 8)
+M("trailing_bytes_second_frame", "valid PING, then a PONG with 1 trailing byte",
+  PING_OK + frame(PONG, field(1, u64(7)) + b"\x00"), "trailing_bytes", 19 + 19)
+M("truncated_field_u64", "PING nonce field declares 8 bytes but the payload holds 5",
+  frame(PING, field(1, u64(7)[:5], length=8)), "truncated_field", 8, 1)
+M("truncated_field_length_ffff", "GOAWAY text field declares 65535 bytes",
+  frame(GOAWAY, field(1, u8(1)) + field(2, b"bye", length=0xFFFF)), "truncated_field", 12, 2)
+M("truncated_field_unknown_tag", "PING nonce then unknown tag 7 declaring 4 bytes with 3 present",
+  frame(PING, field(1, u64(7)) + field(7, b"abc", length=4)), "truncated_field", 19, 7)
+st, f0, offs = build(GOAWAY, [(1, u8(1)), (1, u8(2))])
+M("duplicate_field_goaway_reason", "GOAWAY with tag 1 twice", st, "duplicate_field", offs[1], 1)
+st, f0, offs = build(PING, [(1, u64(7)), (9, b"a"), (9, b"b")])
+M("duplicate_field_unknown_tag", "PING with unknown tag 9 twice (unknown tags take part in ordering)",
+  st, "duplicate_field", offs[2], 9)
+st, f0, offs = build(HELLO, [(2, u8(1)), (1, u8(1))] + fields(HELLO_OK, t1=None, t2=None))
+M("field_out_of_order_hello", "HELLO starting with tag 2 then tag 1", st, "field_out_of_order", offs[1], 1)
+st, f0, offs = build(GOAWAY, [(1, u8(1)), (5, b"x"), (2, s("bye"))])
+M("field_out_of_order_after_unknown_tag", "GOAWAY reason, unknown tag 5, then text (tag 2): out of order",
+  st, "field_out_of_order", offs[2], 2)
+st, f0, offs = build(SESSION_ERROR, [(1, u8(0x8E)), (0, b"")])
+M("field_out_of_order_tag_0", "SESSION_ERROR reason then a tag 0", st, "field_out_of_order", offs[1], 0)
+
+# --- Layout before required fields before values (§4.1 "order of checks for a payload")
+st, f0, offs = build(GOAWAY, [(1, u8(1) + u8(1)), (1, u8(1))])
+M("order_layout_before_value", "GOAWAY: reason of invalid length 2, then a duplicate tag 1: duplicate_field wins",
+  st, "duplicate_field", offs[1], 1)
+M("order_trailing_before_value", "VOIP_STATE with state 9 (out of range) and 1 trailing byte: trailing_bytes wins",
+  frame(VOIP_STATE, field(1, u8(9)) + b"\x00"), "trailing_bytes", 12)
+st, f0, offs = build(REGISTER_RESULT, [(2, b"")])
+M("order_missing_before_value", "REGISTER_RESULT with an empty text (tag 2) and no reason (tag 1): missing_field wins",
+  st, "missing_field", 0, 1)
+st, f0, offs = build(HELLO, fields(HELLO_OK, t3=u8(0), t4=b""))
+M("order_values_in_tag_order", "HELLO with role 0 (tag 3) and an empty node_name (tag 4): tag 3 reported",
+  st, "value_out_of_range", offs[2], 3)
+M("order_duplicate_before_truncated", "GOAWAY reason, then a tag 1 field whose value runs past the end: "
+  "the tag-order check of that field comes before its truncation check",
+  frame(GOAWAY, field(1, u8(1)) + field(1, b"a", length=5)), "duplicate_field", 12, 1)
+
+# --- Required fields
+M("missing_field_ping_empty_payload", "PING with an empty payload", frame(PING, b""), "missing_field", 0, 1)
+st, f0, offs = build(HELLO, fields(HELLO_OK, t3=None, t4=None, t6=None, t7=None))
+M("missing_field_hello_lowest_of_several", "HELLO with only tags 1, 2, 5: lowest missing tag 3", st,
+  "missing_field", 0, 3)
+st, f0, offs = build(HELLO_ACK, fields(HELLO_ACK_OK, t6=None))
+M("missing_field_hello_ack_last", "HELLO_ACK without max_frame_size (tag 6)", st, "missing_field", 0, 6)
+st, f0, offs = build(REGISTER, fields(REGISTER_OK, t3=None))
+M("missing_field_register_capabilities", "REGISTER without capabilities (required even when empty)", st,
+  "missing_field", 0, 3)
+st, f0, offs = build(CONNECTION_RESPONSE, [(4, u8(1))], prefix=PING_OK)
+M("missing_field_second_frame_only_unknown", "valid PING, then a CONNECTION_RESPONSE with only an unknown tag 4: "
+  "offset is the second frame's first byte", st, "missing_field", 19, 1)
+
+# --- Fixed-width lengths (§4.2)
+st, f0, offs = build(HELLO, fields(HELLO_OK, t1=b""))
+M("invalid_field_length_u8_0_bytes", "HELLO min_version of 0 bytes", st, "invalid_field_length", offs[0], 1)
+st, f0, offs = build(HELLO, fields(HELLO_OK, t3=b"\x00\x01"))
+M("invalid_field_length_u8_2_bytes", "HELLO role of 2 bytes", st, "invalid_field_length", offs[2], 3)
+st, f0, offs = build(HELLO, fields(HELLO_OK, t6=u32(30000)[1:]))
+M("invalid_field_length_u32_3_bytes", "HELLO keepalive_ms of 3 bytes", st, "invalid_field_length", offs[5], 6)
+st, f0, offs = build(PING, [(1, b"\x00" + u64(7))])
+M("invalid_field_length_u64_9_bytes", "PING nonce of 9 bytes", st, "invalid_field_length", offs[0], 1)
+st, f0, offs = build(PONG, [(1, u64(7)[1:])])
+M("invalid_field_length_u64_7_bytes", "PONG nonce of 7 bytes", st, "invalid_field_length", offs[0], 1)
+st, f0, offs = build(SESSION_ERROR, [(1, u8(0x8E)), (2, u8(3))])
+M("invalid_field_length_u16_1_byte", "SESSION_ERROR feature of 1 byte", st, "invalid_field_length", offs[1], 2)
+st, f0, offs = build(SESSION_END, [(1, b"")])
+M("invalid_field_length_reason_0_bytes", "SESSION_END reason of 0 bytes", st, "invalid_field_length", offs[0], 1)
+st, f0, offs = build(CONNECTION_RESPONSE, fields(CRESP_OK, t3=b"\x00\x00"))
+M("invalid_field_length_reason_2_bytes", "CONNECTION_RESPONSE reason of 2 bytes", st, "invalid_field_length",
+  offs[2], 3)
+st, f0, offs = build(SESSION_STARTED, [(1, u32(1) + b"\x00")])
+M("invalid_field_length_u32_5_bytes", "SESSION_STARTED request_id of 5 bytes", st, "invalid_field_length",
+  offs[0], 1)
+
+# --- Ranges and enumerations
+def rng(name, desc, ftype, base, tag, raw):
+    st, f0, offs = build(ftype, fields(base, **{f"t{tag}": raw}))
+    pos = [t for t, _ in fields(base, **{f"t{tag}": raw})].index(tag)
+    M(name, desc, st, "value_out_of_range", offs[pos], tag)
+
+
+rng("value_out_of_range_hello_min_version_0", "HELLO min_version 0", HELLO, HELLO_OK, 1, u8(0))
+st, f0, offs = build(HELLO, fields(HELLO_OK, t1=u8(3), t2=u8(2)))
+M("value_out_of_range_hello_max_below_min", "HELLO max_version 2 < min_version 3 (reported on tag 2)",
+  st, "value_out_of_range", offs[1], 2)
+rng("value_out_of_range_hello_role_0", "HELLO role 0", HELLO, HELLO_OK, 3, u8(0))
+rng("value_out_of_range_hello_role_3", "HELLO role 3", HELLO, HELLO_OK, 3, u8(3))
+rng("value_out_of_range_hello_keepalive_99", "HELLO keepalive_ms 99", HELLO, HELLO_OK, 6, u32(99))
+rng("value_out_of_range_hello_keepalive_600001", "HELLO keepalive_ms 600001", HELLO, HELLO_OK, 6, u32(600001))
+rng("value_out_of_range_hello_max_frame_16383", "HELLO max_frame_size 16383", HELLO, HELLO_OK, 7, u32(16383))
+rng("value_out_of_range_hello_max_frame_1048577", "HELLO max_frame_size 1048577", HELLO, HELLO_OK, 7,
+    u32(1048577))
+rng("value_out_of_range_hello_ack_version_0", "HELLO_ACK version 0", HELLO_ACK, HELLO_ACK_OK, 1, u8(0))
+rng("value_out_of_range_hello_ack_role_3", "HELLO_ACK role 3", HELLO_ACK, HELLO_ACK_OK, 2, u8(3))
+rng("value_out_of_range_hello_ack_keepalive_99", "HELLO_ACK keepalive_ms 99", HELLO_ACK, HELLO_ACK_OK, 5, u32(99))
+rng("value_out_of_range_hello_ack_max_frame_ffffffff", "HELLO_ACK max_frame_size 0xffffffff", HELLO_ACK,
+    HELLO_ACK_OK, 6, u32(U32_MAX))
+st, f0, offs = build(REGISTER_RESULT, [(1, u8(0)), (4, u8(0))])
+M("value_out_of_range_code_type_0", "REGISTER_RESULT code_type 0", st, "value_out_of_range", offs[1], 4)
+st, f0, offs = build(REGISTER_RESULT, [(1, u8(0)), (2, s("ok")), (4, u8(3))])
+M("value_out_of_range_code_type_3", "REGISTER_RESULT code_type 3", st, "value_out_of_range", offs[2], 4)
+rng("value_out_of_range_connection_request_id_0", "CONNECTION_REQUEST request_id 0", CONNECTION_REQUEST,
+    CREQ_OK, 1, u32(0))
+rng("value_out_of_range_connection_type_0", "CONNECTION_REQUEST connection_type 0", CONNECTION_REQUEST,
+    CREQ_OK, 3, u8(0))
+rng("value_out_of_range_connection_type_3", "CONNECTION_REQUEST connection_type 3", CONNECTION_REQUEST,
+    CREQ_OK, 3, u8(3))
+rng("value_out_of_range_connection_response_id_0", "CONNECTION_RESPONSE request_id 0", CONNECTION_RESPONSE,
+    CRESP_OK, 1, u32(0))
+rng("value_out_of_range_decision_0", "CONNECTION_RESPONSE decision 0", CONNECTION_RESPONSE, CRESP_OK, 2, u8(0))
+rng("value_out_of_range_decision_3", "CONNECTION_RESPONSE decision 3", CONNECTION_RESPONSE, CRESP_OK, 2, u8(3))
+st, f0, offs = build(REQUEST_ABORT, [(1, u32(0)), (2, u8(R["aborted_by_supporter"]))])
+M("value_out_of_range_request_abort_id_0", "REQUEST_ABORT request_id 0", st, "value_out_of_range", offs[0], 1)
+st, f0, offs = build(SESSION_STARTED, [(1, u32(0))])
+M("value_out_of_range_session_started_id_0", "SESSION_STARTED request_id 0 (range taken from §5.7's request_id)",
+  st, "value_out_of_range", offs[0], 1)
+st, f0, offs = build(VOIP_STATE, [(1, u8(0))])
+M("value_out_of_range_voip_state_0", "VOIP_STATE state 0", st, "value_out_of_range", offs[0], 1)
+st, f0, offs = build(VOIP_STATE, [(1, u8(5)), (2, s("x"))])
+M("value_out_of_range_voip_state_5", "VOIP_STATE state 5", st, "value_out_of_range", offs[0], 1)
+
+# --- Strings
+def strerr(name, desc, ftype, base, tag, raw, code):
+    pairs = fields(base, **{f"t{tag}": raw})
+    st, f0, offs = build(ftype, pairs)
+    M(name, desc, st, code, offs[[t for t, _ in pairs].index(tag)], tag)
+
+
+strerr("invalid_utf8_lone_continuation", "HELLO node_name with a lone continuation byte 0x80", HELLO, HELLO_OK, 4,
+       b"ab\x80cd", "invalid_utf8")
+strerr("invalid_utf8_overlong_c0_af", "REGISTER session_code with overlong C0 AF", REGISTER, REGISTER_OK, 1,
+       b"12\xc0\xaf", "invalid_utf8")
+strerr("invalid_utf8_overlong_e0_80_af", "REGISTER api_token with 3-byte overlong E0 80 AF", REGISTER,
+       REGISTER_OK, 2, b"\xe0\x80\xaf", "invalid_utf8")
+st, f0, offs = build(GOAWAY, [(1, u8(1)), (2, b"x\xed\xa0\x80")])
+M("invalid_utf8_surrogate_ed_a0_80", "GOAWAY text with the encoded surrogate U+D800 (ED A0 80)", st,
+  "invalid_utf8", offs[1], 2)
+strerr("invalid_utf8_truncated_sequence", "CONNECTION_REQUEST supporter_name ending in E2 82 (incomplete 3-byte "
+       "sequence)", CONNECTION_REQUEST, CREQ_OK, 2, b"Sam\xe2\x82", "invalid_utf8")
+st, f0, offs = build(SESSION_END, [(1, u8(2)), (2, b"\xf5\x80\x80\x80")])
+M("invalid_utf8_f5_byte", "SESSION_END text starting with byte F5", st, "invalid_utf8", offs[1], 2)
+st, f0, offs = build(VOIP_STATE, [(1, u8(1)), (2, b"\xf4\x90\x80\x80")])
+M("invalid_utf8_above_10ffff", "VOIP_STATE text F4 90 80 80 (U+110000)", st, "invalid_utf8", offs[1], 2)
+st, f0, offs = build(SESSION_ERROR, [(1, u8(0x8E)), (3, b"\xff")])
+M("invalid_utf8_ff_byte", "SESSION_ERROR text 0xFF", st, "invalid_utf8", offs[1], 3)
+strerr("invalid_utf8_overlong_c1_bf", "HELLO_ACK node_name C1 BF (overlong encoding of U+007F)", HELLO_ACK, HELLO_ACK_OK, 3, b"\xc1\xbf", "invalid_utf8")
+strerr("string_too_long_node_name_65", "HELLO node_name of 65 bytes", HELLO, HELLO_OK, 4, b"n" * 65,
+       "string_too_long")
+strerr("string_too_long_node_name_65_multibyte", "HELLO_ACK node_name of 65 bytes (21 x 3-byte char + 2 bytes)",
+       HELLO_ACK, HELLO_ACK_OK, 3, s("\u20ac" * 21 + "ab"), "string_too_long")
+strerr("string_too_long_session_code_65", "REGISTER session_code of 65 bytes", REGISTER, REGISTER_OK, 1,
+       b"1" * 65, "string_too_long")
+strerr("string_too_long_api_token_257", "REGISTER api_token of 257 bytes", REGISTER, REGISTER_OK, 2, b"k" * 257,
+       "string_too_long")
+strerr("string_too_long_supporter_name_65", "CONNECTION_REQUEST supporter_name of 65 bytes", CONNECTION_REQUEST,
+       CREQ_OK, 2, b"S" * 65, "string_too_long")
+st, f0, offs = build(GOAWAY, [(1, u8(1)), (2, b"t" * 257)])
+M("string_too_long_goaway_text_257", "GOAWAY text of 257 bytes", st, "string_too_long", offs[1], 2)
+st, f0, offs = build(REGISTER_RESULT, [(1, u8(0x8D)), (2, b"t" * 257), (3, u32(1000))])
+M("string_too_long_register_result_text_257", "REGISTER_RESULT text of 257 bytes", st, "string_too_long",
+  offs[1], 2)
+st, f0, offs = build(SESSION_END, [(1, u8(2)), (2, b"\x80" * 257)])
+M("order_length_before_utf8", "SESSION_END text of 257 bytes that is also not UTF-8: length is checked first",
+  st, "string_too_long", offs[1], 2)
+strerr("string_empty_node_name", "HELLO node_name empty (required string)", HELLO, HELLO_OK, 4, b"",
+       "string_empty")
+strerr("string_empty_session_code", "REGISTER session_code empty", REGISTER, REGISTER_OK, 1, b"", "string_empty")
+strerr("string_empty_api_token", "REGISTER api_token empty", REGISTER, REGISTER_OK, 2, b"", "string_empty")
+st, f0, offs = build(GOAWAY, [(1, u8(1)), (2, b"")])
+M("string_empty_goaway_text", "GOAWAY with an empty optional text (absent must be encoded by omission)", st,
+  "string_empty", offs[1], 2)
+st, f0, offs = build(SESSION_ERROR, [(1, u8(0x8E)), (2, u16(3)), (3, b"")])
+M("string_empty_session_error_text", "SESSION_ERROR with an empty optional text", st, "string_empty", offs[2], 3)
+
+# --- Features
+strerr("invalid_field_length_features_5_bytes", "HELLO features of 5 bytes", HELLO, HELLO_OK, 5,
+       feats((1, 1)) + b"\x00", "invalid_field_length")
+strerr("invalid_field_length_features_2_bytes", "REGISTER capabilities of 2 bytes", REGISTER, REGISTER_OK, 3,
+       b"\x00\x01", "invalid_field_length")
+pairs = fields(REGISTER_OK, t3=feats((1, 1), (3, 1), (3, 1)))
+st, f0, offs = build(REGISTER, pairs)
+M("duplicate_feature", "REGISTER capabilities with id 3 twice: offset of the third entry", st,
+  "duplicate_feature", offs[2] + 3 + 8, 3)
+pairs = fields(CREQ_OK, t4=feats((2, 1), (1, 1)))
+st, f0, offs = build(CONNECTION_REQUEST, pairs)
+M("feature_out_of_order", "CONNECTION_REQUEST requested_features 2 then 1: offset of the second entry", st,
+  "feature_out_of_order", offs[3] + 3 + 4, 4)
+pairs = fields(HELLO_ACK_OK, t4=feats((0x0100, 1), (0x00FF, 1)))
+st, f0, offs = build(HELLO_ACK, pairs)
+M("feature_out_of_order_hello_ack", "HELLO_ACK features 0x0100 then 0x00ff", st, "feature_out_of_order",
+  offs[3] + 3 + 4, 4)
+pairs = fields(REGISTER_OK, t3=feats((1, 1), (2, 1), (4, 0)))
+st, f0, offs = build(REGISTER, pairs)
+M("value_out_of_range_feature_version_0", "REGISTER capabilities: third entry has version 0 (offset of that entry)",
+  st, "value_out_of_range", offs[2] + 3 + 8, 3)
+pairs = fields(HELLO_OK, t5=feats((0, 0)))
+st, f0, offs = build(HELLO, pairs)
+M("value_out_of_range_feature_version_0_first_entry", "HELLO features: single entry (0, 0)", st,
+  "value_out_of_range", offs[4] + 3, 5)
+pairs = fields(HELLO_OK, t5=feats((1, 1), (1, 0)))
+st, f0, offs = build(HELLO, pairs)
+M("order_duplicate_feature_before_version_0", "HELLO features (1,1),(1,0): the entry is both a duplicate and "
+  "version 0; the id check is listed first", st, "duplicate_feature", offs[4] + 3 + 4, 5)
+pairs = fields(REGISTER_OK, t2=b"", t3=feats((2, 1), (1, 1)))
+st, f0, offs = build(REGISTER, pairs)
+M("order_string_before_features", "REGISTER with an empty api_token (tag 2) and out-of-order capabilities "
+  "(tag 3): tag 2 reported", st, "string_empty", offs[1], 2)
+
+# --- Errors behind valid frames
+pairs = fields(HELLO_ACK_OK, t5=u32(600001))
+st, f0, offs = build(HELLO_ACK, pairs, prefix=PING_OK + rsup.encode(pong7))
+M("value_out_of_range_third_frame", "PING, PONG, then HELLO_ACK with keepalive_ms 600001: offset counts from "
+  "the stream start", st, "value_out_of_range", offs[4], 5)
+pairs = fields(REGISTER_OK, t3=feats((1, 1), (1, 1)))
+st, f0, offs = build(REGISTER, pairs, prefix=frame(0x06, b"skip me", flags=1))
+M("duplicate_feature_after_ignorable_frame", "an IGNORABLE undefined frame (discarded), then REGISTER with a "
+  "duplicate capability: offset counts the discarded frame", st, "duplicate_feature", offs[2] + 3 + 4, 3)
+M("malformed_after_valid_frames", "HELLO then a GOAWAY whose text is invalid UTF-8",
+  rsup.encode(hello()) + frame(GOAWAY, field(1, u8(0x81)) + field(2, b"\xc0")), "invalid_utf8",
+  len(rsup.encode(hello())) + 8 + 4, 2)
+
+# ------------------------------------------------------------------------------------------------------------
+# Self-check
+# ------------------------------------------------------------------------------------------------------------
+
+def self_check():
+    problems = []
+    names = [v["name"] for v in valid] + [m["name"] for m in malformed]
+    for n in names:
+        if not re.fullmatch(r"[a-z0-9]+(_[a-z0-9]+)*", n):
+            problems.append(f"name not snake_case: {n}")
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        problems.append(f"duplicate names: {sorted(dup)}")
+    for v in valid:
+        data = bytes.fromhex(v["hex"])
+        try:
+            got = rsup.decode_stream(data)
+        except DecodeError as e:
+            problems.append(f"valid {v['name']}: decode failed: {e}")
+            continue
+        # compare through JSON so that the file content is what is checked
+        if json.loads(json.dumps(got)) != json.loads(json.dumps(v["messages"])):
+            problems.append(f"valid {v['name']}: decoded {got!r} != {v['messages']!r}")
+        if v["canonical"]:
+            if len(v["messages"]) != 1:
+                problems.append(f"valid {v['name']}: canonical vector must hold one message")
+            elif rsup.encode(v["messages"][0]).hex() != v["hex"]:
+                problems.append(f"valid {v['name']}: encode does not give hex")
+        else:
+            # a decode-only stream must really differ from the canonical encoding of its messages
+            canon = b"".join(rsup.encode(m) for m in v["messages"])
+            if canon == data and len(v["messages"]) == 1:
+                problems.append(f"valid {v['name']}: is canonical; mark it so")
+    for m in malformed:
+        data = bytes.fromhex(m["hex"])
+        try:
+            got = rsup.decode_stream(data, max_payload=16384)
+            problems.append(f"malformed {m['name']}: decoded without error: {got!r}")
+        except DecodeError as e:
+            if e.as_dict() != m["error"]:
+                problems.append(f"malformed {m['name']}: got {e.as_dict()} expected {m['error']}")
+    covered = {m["error"]["code"] for m in malformed}
+    missing = set(rsup.ERROR_NAMES) - covered
+    if missing:
+        problems.append(f"error codes without a malformed vector: {sorted(missing)}")
+    msg_types = {msg["type"] for v in valid for msg in v["messages"]}
+    if msg_types != set(rsup.TYPE_BY_NAME):
+        problems.append(f"message types without a valid vector: {sorted(set(rsup.TYPE_BY_NAME) - msg_types)}")
+    # every optional field appears in some canonical vector; some vector per type has only required fields
+    for t, (tname, specs) in rsup.MESSAGES.items():
+        canon = [v["messages"][0] for v in valid if v["canonical"] and v["messages"][0]["type"] == tname]
+        req = {s[1] for s in specs if s[3]}
+        if not any(set(mm) - {"type"} == req for mm in canon):
+            problems.append(f"{tname}: no minimal canonical vector")
+        if not any(set(mm) - {"type"} == {s[1] for s in specs} for mm in canon):
+            problems.append(f"{tname}: no full canonical vector")
+    if len(malformed) < 45:
+        problems.append("fewer than 45 malformed vectors")
+    # the encoder refuses invalid messages
+    for bad in ({"type": "PING"}, {"type": "PING", "nonce": 7}, {"type": "PING", "nonce": str(1 << 64)},
+                {"type": "GOAWAY", "reason": 1, "text": ""}, {"type": "VOIP_STATE", "state": 5},
+                {"type": "HELLO", **{k: v for k, v in hello(min_version=2, max_version=1).items() if k != "type"}},
+                {"type": "NOPE"}, {"type": "PING", "nonce": "1", "extra": 1}):
+        try:
+            rsup.encode(bad)
+            problems.append(f"encode accepted an invalid message: {bad!r}")
+        except ValueError:
+            pass
+    return problems
+
+
+def dump(path, rows):
+    text = "".join(json.dumps(r, ensure_ascii=True) + "\n" for r in rows)
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        f.write(text)
+
+
+def main():
+    problems = self_check()
+    if problems:
+        for p in problems:
+            print("SELF-CHECK FAILED:", p, file=sys.stderr)
+        return 1
+    dump(os.path.join(HERE, "valid.jsonl"), valid)
+    dump(os.path.join(HERE, "malformed.jsonl"), malformed)
+    codes = sorted({m["error"]["code"] for m in malformed})
+    print(f"valid.jsonl: {len(valid)} vectors ({sum(v['canonical'] for v in valid)} canonical, "
+          f"{sum(not v['canonical'] for v in valid)} decode-only)")
+    print(f"malformed.jsonl: {len(malformed)} vectors covering {len(codes)} error codes")
+    print("self-check passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

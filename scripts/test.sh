@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The project's one test command: unit and integration tests, then fuzz regression inputs and a short bounded fuzz.
+# FUZZ_SECONDS=0 skips the timed fuzz (regression inputs still run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p .build
+
+echo "== swift test"
+set +e
+swift test > .build/test-output.txt 2>&1
+status=$?
+set -e
+# Show failures and the summary, not one line per passing test.
+grep -vE 'passed after|started\.?$|^Test Case .* (started|passed)|^\[[0-9]+/[0-9]+\] (Compiling|Emitting)' \
+  .build/test-output.txt | tail -n 150
+summary=$(grep -E 'Test run with [0-9]+ tests' .build/test-output.txt | tail -1 || true)
+if [ "$status" -ne 0 ] || [ -z "$summary" ]; then
+  echo "swift test failed (exit $status)" >&2
+  exit 1
+fi
+count=$(sed -E 's/.*Test run with ([0-9]+) tests.*/\1/' <<<"$summary")
+
+echo "== fuzz: regression inputs"
+bash FuzzTesting/run.sh --regress
+
+fuzz_seconds=${FUZZ_SECONDS:-60}
+if [ "$fuzz_seconds" -gt 0 ]; then
+  echo "== fuzz: ${fuzz_seconds}s per target"
+  bash FuzzTesting/run.sh "$fuzz_seconds"
+fi
+echo "tests: $count passed, 0 failed"
