@@ -67,7 +67,12 @@ public struct FrameDecoder: Sendable {
                 let (header, type) = try FrameHeader.parse(
                     buffer[...], at: readIndex, streamOffset: frameOffset, maxPayloadLength: maxPayloadLength)
                 let length = Int(header.payloadLength)
-                guard available - FrameHeader.size >= length else { return nil }
+                guard available - FrameHeader.size >= length else {
+                    // Grow once to the whole frame rather than once per network read.
+                    let needed = readIndex + FrameHeader.size + length
+                    if buffer.capacity < needed { buffer.reserveCapacity(needed) }
+                    return nil
+                }
                 let payloadStart = readIndex + FrameHeader.size
                 let payloadEnd = payloadStart + length
                 readIndex = payloadEnd

@@ -23,26 +23,26 @@ public struct FrameEncoder: Sendable {
         let body = message.body
         let frameType = body.frameType.rawValue
         FrameHeader(type: frameType, payloadLength: 0).write(to: &bytes)
-        var writer = FieldWriter(bytes: bytes, frameStart: start, frameType: frameType)
-        bytes = []  // the writer holds the only reference, so appending does not copy
+        // Move the buffer into the writer and back: no second reference, so appending never copies it.
+        var writer = FieldWriter(bytes: [], frameStart: start, frameType: frameType)
+        swap(&writer.bytes, &bytes)
+        defer { swap(&writer.bytes, &bytes) }
         do {
             try body.write(to: &writer)
         } catch {
             writer.bytes.removeSubrange(start...)
-            bytes = writer.bytes
             throw error
         }
-        bytes = writer.bytes
-        let length = bytes.count - start - FrameHeader.size
+        let length = writer.bytes.count - start - FrameHeader.size
         guard length <= maxPayloadLength else {
-            bytes.removeSubrange(start...)
+            writer.bytes.removeSubrange(start...)
             throw WireError(
                 .frameTooLarge, offset: 4, frameType: frameType,
                 detail: "payload of \(length) bytes over the peer's maximum \(maxPayloadLength)")
         }
-        bytes[start + 4] = UInt8(truncatingIfNeeded: length >> 24)
-        bytes[start + 5] = UInt8(truncatingIfNeeded: length >> 16)
-        bytes[start + 6] = UInt8(truncatingIfNeeded: length >> 8)
-        bytes[start + 7] = UInt8(truncatingIfNeeded: length)
+        writer.bytes[start + 4] = UInt8(truncatingIfNeeded: length >> 24)
+        writer.bytes[start + 5] = UInt8(truncatingIfNeeded: length >> 16)
+        writer.bytes[start + 6] = UInt8(truncatingIfNeeded: length >> 8)
+        writer.bytes[start + 7] = UInt8(truncatingIfNeeded: length)
     }
 }

@@ -1,0 +1,91 @@
+// RemoteSupport benchmarks: `swift run -c release Benchmarks [group ...] [--min-time S] [--repeats N]`.
+//
+// Each group is a subcommand; with no group every group runs. Results are plain-text tables; nothing is asserted.
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Every benchmark group, in the order they run. New groups (TLS, node) are added here.
+let groups: [BenchmarkGroup] = [
+    WireBenchmark.group,
+]
+
+func usage() -> String {
+    let nameWidth = groups.map(\.name.count).max() ?? 0
+    var text = """
+        USAGE: Benchmarks [<group> ...] [--min-time <seconds>] [--repeats <n>]
+
+        Runs the named benchmark groups, or every group when none is named. Build in release mode:
+          swift run -c release Benchmarks wire
+
+        GROUPS:
+
+        """
+    for group in groups {
+        text += "  " + group.name + String(repeating: " ", count: nameWidth - group.name.count) + "  "
+        text += group.summary + "\n"
+    }
+    text += """
+
+        OPTIONS:
+          --min-time <seconds>  minimum duration of one timed run (default 0.5)
+          --repeats <n>         timed runs per measurement; the median is reported (default 3)
+          -h, --help            show this help
+
+        """
+    return text
+}
+
+func fail(_ message: String) -> Never {
+    var standardError = StandardError()
+    print("error: \(message)\n", to: &standardError)
+    print(usage(), terminator: "", to: &standardError)
+    exit(2)
+}
+
+struct StandardError: TextOutputStream {
+    mutating func write(_ string: String) {
+        var string = string
+        string.withUTF8 { bytes in _ = Glibc.write(2, bytes.baseAddress, bytes.count) }
+    }
+}
+
+var options = BenchmarkOptions()
+var selected: [BenchmarkGroup] = []
+var arguments = CommandLine.arguments.dropFirst()
+while let argument = arguments.popFirst() {
+    switch argument {
+    case "-h", "--help", "help":
+        print(usage(), terminator: "")
+        exit(0)
+    case "--min-time":
+        guard let value = arguments.popFirst().flatMap(Double.init), value > 0 else {
+            fail("--min-time needs a positive number of seconds")
+        }
+        options.minTime = .nanoseconds(Int64(value * 1e9))
+    case AllocationCounter.probeFlag:
+        options.allocationProbe = true
+    case "--repeats":
+        guard let value = arguments.popFirst().flatMap(Int.init), value > 0 else {
+            fail("--repeats needs a positive integer")
+        }
+        options.repeats = value
+    default:
+        guard let group = groups.first(where: { $0.name == argument }) else {
+            fail("unknown group or option '\(argument)'")
+        }
+        if !selected.contains(where: { $0.name == group.name }) { selected.append(group) }
+    }
+}
+if selected.isEmpty { selected = groups }
+
+#if DEBUG
+if !options.allocationProbe { print("warning: this is a debug build; numbers are meaningless. Use `swift run -c release Benchmarks`.\n") }
+#endif
+
+for group in selected {
+    group.run(options)
+}
+if options.allocationProbe { exit(0) }
+print("checksum: \(Sink.checksum)  (printed so the optimizer keeps the measured work)")

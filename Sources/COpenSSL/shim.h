@@ -1,0 +1,83 @@
+// The only C shims of RemoteSupport: OpenSSL 3 (Debian libssl-dev) and the Linux calls Swift cannot import as-is.
+// OpenSSL defines many calls as macros, which Swift does not import; each gets a static inline wrapper here.
+#ifndef REMOTESUPPORT_COPENSSL_SHIM_H
+#define REMOTESUPPORT_COPENSSL_SHIM_H
+
+#include <openssl/ssl.h>
+#include <openssl/err.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <openssl/pem.h>
+#include <openssl/evp.h>
+#include <openssl/bio.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/resource.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <fcntl.h>
+#include <errno.h>
+#include <unistd.h>
+#include <malloc.h>
+
+static inline int rs_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int version) {
+    return (int)SSL_CTX_set_min_proto_version(ctx, version);
+}
+static inline int rs_SSL_CTX_set_max_proto_version(SSL_CTX *ctx, int version) {
+    return (int)SSL_CTX_set_max_proto_version(ctx, version);
+}
+static inline long rs_SSL_CTX_set_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_mode(ctx, mode); }
+static inline int rs_SSL_CTX_set1_groups_list(SSL_CTX *ctx, const char *list) {
+    return (int)SSL_CTX_set1_groups_list(ctx, list);
+}
+static inline long rs_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode) {
+    return SSL_CTX_set_session_cache_mode(ctx, mode);
+}
+static inline int rs_SSL_set_tlsext_host_name(SSL *ssl, const char *name) {
+    return (int)SSL_set_tlsext_host_name(ssl, name);
+}
+static inline uint64_t rs_SSL_OP_no_compression(void) { return SSL_OP_NO_COMPRESSION; }
+static inline uint64_t rs_SSL_OP_no_renegotiation(void) { return SSL_OP_NO_RENEGOTIATION; }
+static inline uint64_t rs_SSL_OP_cipher_server_preference(void) { return SSL_OP_CIPHER_SERVER_PREFERENCE; }
+static inline uint64_t rs_SSL_OP_no_ticket(void) { return SSL_OP_NO_TICKET; }
+static inline long rs_SSL_MODE_release_buffers(void) { return SSL_MODE_RELEASE_BUFFERS; }
+static inline long rs_SSL_MODE_partial_write(void) { return SSL_MODE_ENABLE_PARTIAL_WRITE; }
+static inline long rs_SSL_MODE_moving_buffer(void) { return SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER; }
+static inline int rs_TLS1_2_VERSION(void) { return TLS1_2_VERSION; }
+static inline int rs_TLS1_3_VERSION(void) { return TLS1_3_VERSION; }
+static inline int rs_SSL_get_ex_new_index(void) { return SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL); }
+static inline int rs_SSL_CTX_get_ex_new_index(void) { return SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, NULL); }
+static inline int rs_SSL_TLSEXT_ERR_OK(void) { return SSL_TLSEXT_ERR_OK; }
+static inline int rs_SSL_TLSEXT_ERR_ALERT_FATAL(void) { return SSL_TLSEXT_ERR_ALERT_FATAL; }
+static inline int rs_X509_V_OK(void) { return X509_V_OK; }
+static inline int rs_X509_V_ERR_APPLICATION_VERIFICATION(void) { return X509_V_ERR_APPLICATION_VERIFICATION; }
+static inline void rs_OPENSSL_free(void *pointer) { OPENSSL_free(pointer); }
+static inline int rs_SSL_R_UNEXPECTED_EOF_WHILE_READING(void) { return SSL_R_UNEXPECTED_EOF_WHILE_READING; }
+static inline int rs_ERR_GET_REASON(unsigned long code) { return ERR_GET_REASON(code); }
+static inline int rs_ERR_GET_LIB(unsigned long code) { return ERR_GET_LIB(code); }
+static inline int rs_ERR_LIB_SSL(void) { return ERR_LIB_SSL; }
+static inline long rs_SSL_CTX_add0_chain_cert(SSL_CTX *ctx, X509 *x509) { return SSL_CTX_add0_chain_cert(ctx, x509); }
+static inline long rs_SSL_SESS_CACHE_off(void) { return SSL_SESS_CACHE_OFF; }
+static inline int rs_SSL_VERIFY_peer(void) { return SSL_VERIFY_PEER; }
+static inline int rs_SSL_VERIFY_fail_if_no_peer_cert(void) { return SSL_VERIFY_FAIL_IF_NO_PEER_CERT; }
+static inline int rs_SSL_VERIFY_none(void) { return SSL_VERIFY_NONE; }
+static inline int rs_sk_X509_num(const STACK_OF(X509) *stack) { return sk_X509_num(stack); }
+static inline X509 *rs_sk_X509_value(const STACK_OF(X509) *stack, int index) { return sk_X509_value(stack, index); }
+
+// Linux: epoll event bits and socket constants Swift imports awkwardly (enum-typed or macro).
+static inline uint32_t rs_EPOLLIN(void) { return EPOLLIN; }
+static inline uint32_t rs_EPOLLOUT(void) { return EPOLLOUT; }
+static inline uint32_t rs_EPOLLERR(void) { return EPOLLERR; }
+static inline uint32_t rs_EPOLLHUP(void) { return EPOLLHUP; }
+static inline uint32_t rs_EPOLLRDHUP(void) { return EPOLLRDHUP; }
+static inline uint32_t rs_EPOLLET(void) { return EPOLLET; }
+static inline int rs_SOCK_STREAM_NONBLOCK_CLOEXEC(void) { return SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC; }
+static inline int rs_errno(void) { return errno; }
+// accept4 is declared by glibc only under _GNU_SOURCE, which a module header cannot set reliably.
+extern int accept4(int fd, struct sockaddr *address, socklen_t *length, int flags);
+static inline int rs_accept_nonblocking(int fd) { return accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC); }
+
+#endif

@@ -1,0 +1,190 @@
+import Synchronization
+import SupportWire
+
+/// What a ``FramedLink`` tells its owner. Every call comes on the link's event loop, in order, one at a time.
+public protocol FramedLinkDelegate: AnyObject, Sendable {
+    /// HELLO / HELLO_ACK exchanged; session frames may flow.
+    func linkDidOpen(_ link: FramedLink, parameters: LinkParameters)
+    /// A session frame (types `0x10`–`0x18`) arrived. Connection frames (PING, GOAWAY, …) are handled by the link.
+    func link(_ link: FramedLink, didReceive message: Message)
+    /// The link closed; no other call follows. Not called when the link never opened and a dialer reported the error.
+    func linkDidClose(_ link: FramedLink, reason: LinkCloseReason)
+}
+
+/// Frames of the shared framing module over one TLS connection: HELLO exchange, keepalive, GOAWAY, ordered delivery.
+///
+/// Closing semantics: frames sent before ``close(reason:text:)`` are flushed and arrive before the peer learns of the
+/// close (GOAWAY, then TLS close_notify); after close, ``send(_:)`` throws a `closed` error.
+public final class FramedLink: @unchecked Sendable {
+    // @unchecked: `machine`, `decoder`, `encoder`, `tickTimer`, `closeReason`, `openWaiter` and `parametersValue` are
+    // touched only on `loop`'s thread (every entry point hops there first); `isClosed` and `peerMaxFrameSize` are
+    // atomics and `delegateBox` a Mutex, read from any thread.
+    public let loop: EventLoop
+    let connection: TLSConnection
+    private var machine: LinkStateMachine
+    private var decoder: FrameDecoder
+    private var encoder = FrameEncoder()
+    private var tickTimer: LoopTimer?
+    private var tickAt: Deadline?
+    private var closeReason: LinkCloseReason?
+    private var parametersValue: LinkParameters?
+    /// Told once: open (nil) or closed before opening (the reason). Used by the dialer.
+    var openWaiter: ((LinkCloseReason?) -> Void)?
+    private let isClosedFlag = Atomic<Bool>(false)
+    private let delegateBox = Mutex<WeakDelegate>(WeakDelegate())
+
+    private struct WeakDelegate { weak var value: FramedLinkDelegate? }
+
+    /// The owner. Weak: a link never keeps its owner alive; the open connection keeps the link alive.
+    public var delegate: FramedLinkDelegate? {
+        get { delegateBox.withLock { $0.value } }
+        set { delegateBox.withLock { $0.value = newValue } }
+    }
+
+    /// The peer's address.
+    public let peerAddress: SocketAddress?
+
+    init(connection: TLSConnection, settings: LinkSettings, isInitiator: Bool) {
+        self.loop = connection.loop
+        self.connection = connection
+        self.peerAddress = connection.peerAddress
+        self.machine = LinkStateMachine(settings: settings, isInitiator: isInitiator, now: .now())
+        self.decoder = FrameDecoder(maxPayloadLength: settings.maxFrameSize)
+        connection.handler = self
+    }
+
+    /// Whether the link is closed or closing: sends fail from then on.
+    public var isClosed: Bool { isClosedFlag.load(ordering: .acquiring) }
+
+    /// What HELLO settled, once open. Loop thread only.
+    public var parameters: LinkParameters? {
+        loop.assertInLoop()
+        return parametersValue
+    }
+
+    /// Sends `message`. From any thread; frames are sent in the order of calls from one thread.
+    ///
+    /// Throws `closed` after close, and a ``WireError`` wrapped as `protocol_violation` when the message breaks a wire
+    /// limit (a name over 64 bytes, …). A slow peer that lets too much pile up is disconnected (`write_buffer_full`).
+    public func send(_ message: Message) throws(TransportError) {
+        guard !isClosed else { throw TransportError(.closed, "the link is closed; nothing more can be sent") }
+        if loop.inLoop {
+            try sendOnLoop(message)
+        } else {
+            // Check the message against the wire's limits here, so the caller hears of a bad value at once.
+            do { _ = try FrameEncoder(maxPayloadLength: WireLimits.largestMaxFrameSize).encode(message) } catch {
+                throw TransportError(.protocolViolation, "cannot send \(message.frameType.specName): \(error)")
+            }
+            loop.execute { [self] in try? self.sendOnLoop(message) }
+        }
+    }
+
+    private func sendOnLoop(_ message: Message) throws(TransportError) {
+        guard !isClosed else { throw TransportError(.closed, "the link is closed; nothing more can be sent") }
+        try write(message)
+    }
+
+    private func write(_ message: Message) throws(TransportError) {
+        let bytes: [UInt8]
+        do { bytes = try encoder.encode(message) } catch {
+            throw TransportError(.protocolViolation, "cannot send \(message.frameType.specName): \(error)")
+        }
+        try connection.write(bytes)
+    }
+
+    /// Closes the link: GOAWAY with `reason`, queued frames flushed, then TLS close_notify. From any thread.
+    public func close(reason: ReasonCode = .normalClose, text: String? = nil) {
+        isClosedFlag.store(true, ordering: .releasing)
+        loop.execute { [self] in self.perform(self.machine.close(reason: reason, text: text)) }
+    }
+
+    /// Starts the TLS connection. Loop thread; the delegate is set by then.
+    func start(connectDeadline: Deadline? = nil) {
+        connection.start(connectDeadline: connectDeadline)
+    }
+
+    // MARK: actions
+
+    private func perform(_ actions: [LinkStateMachine.Action]) {
+        for action in actions {
+            switch action {
+            case .send(let message):
+                do { try write(message) } catch {
+                    if case .goAway(var goAway) = message, goAway.text != nil {
+                        goAway.text = nil  // a text the wire refuses must not stop the GOAWAY itself
+                        try? write(.goAway(goAway))
+                    }
+                }
+            case .open(let parameters):
+                parametersValue = parameters
+                encoder.maxPayloadLength = parameters.peerMaxFrameSize
+                let waiter = openWaiter
+                openWaiter = nil
+                waiter?(nil)
+                delegate?.linkDidOpen(self, parameters: parameters)
+            case .deliver(let message):
+                delegate?.link(self, didReceive: message)
+            case .close(let reason):
+                isClosedFlag.store(true, ordering: .releasing)
+                if closeReason == nil { closeReason = reason }
+                connection.close()
+            }
+        }
+        rearmTick()
+    }
+
+    private func rearmTick() {
+        guard let next = machine.nextDeadline else {
+            tickTimer?.cancel()
+            tickTimer = nil
+            tickAt = nil
+            return
+        }
+        // A deadline that moved later needs no new timer: the armed one fires early and re-arms.
+        if let tickAt, tickTimer != nil, tickAt <= next { return }
+        tickTimer?.cancel()
+        tickAt = next
+        tickTimer = loop.schedule(at: next) { [weak self] in
+            guard let self else { return }
+            self.tickTimer = nil
+            self.tickAt = nil
+            self.perform(self.machine.tick(now: .now()))
+        }
+    }
+}
+
+extension FramedLink: TLSConnectionHandler {
+    func connectionDidBecomeActive(_ connection: TLSConnection) {
+        perform(machine.tlsEstablished(now: .now()))
+    }
+
+    func connection(_ connection: TLSConnection, didRead bytes: UnsafeRawBufferPointer) {
+        guard closeReason == nil else { return }
+        decoder.append(bytes)
+        let now = Deadline.now()
+        do {
+            while closeReason == nil, let message = try decoder.nextMessage() {
+                perform(machine.received(message, now: now))
+            }
+        } catch {
+            perform(machine.decodingFailed(error))
+        }
+    }
+
+    func connectionDidClose(_ connection: TLSConnection, error: TransportError?) {
+        isClosedFlag.store(true, ordering: .releasing)
+        machine.transportClosed()
+        tickTimer?.cancel()
+        tickTimer = nil
+        let reason =
+            closeReason
+            ?? .transport(error ?? TransportError(.closed, "the peer closed the connection without GOAWAY"))
+        let wasOpen = parametersValue != nil
+        if let waiter = openWaiter {
+            openWaiter = nil
+            waiter(reason)
+            return
+        }
+        if wasOpen || delegate != nil { delegate?.linkDidClose(self, reason: reason) }
+    }
+}

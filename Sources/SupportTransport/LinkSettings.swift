@@ -1,0 +1,35 @@
+import SupportWire
+
+/// What a framed link announces in HELLO / HELLO_ACK and how it times things (SPEC §5.1, §5.2, §7).
+public struct LinkSettings: Sendable, Hashable {
+    public var role: NodeRole
+    /// This node's name: for a device, the name supporters see. 1–64 bytes.
+    public var nodeName: String
+    /// Protocol extensions (none in version 1).
+    public var extensions: FeatureSet = []
+    /// The keepalive interval this node proposes (initiator) or requires at least (responder).
+    public var keepaliveInterval: Duration = .seconds(15)
+    /// The largest payload this node accepts.
+    public var maxFrameSize: Int = WireLimits.defaultMaxFrameSize
+    /// How long to wait for HELLO / HELLO_ACK after TLS is up.
+    public var helloTimeout: Duration = .seconds(10)
+    /// Bytes queued for sending beyond which a slow peer is disconnected.
+    public var maxBufferedBytes: Int = 4 << 20
+
+    public init(role: NodeRole, nodeName: String) {
+        self.role = role
+        self.nodeName = nodeName
+    }
+}
+
+/// What HELLO / HELLO_ACK settled for one connection.
+public struct LinkParameters: Sendable, Hashable {
+    public var version: UInt8
+    public var peerRole: NodeRole
+    public var peerName: String
+    public var peerExtensions: FeatureSet
+    /// The effective keepalive interval.
+    public var keepaliveInterval: Duration
+    /// The largest payload the peer accepts: our encoder's limit.
+    public var peerMaxFrameSize: Int
+}

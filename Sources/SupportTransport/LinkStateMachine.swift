@@ -1,0 +1,228 @@
+import SupportWire
+
+/// The connection state machine of SPEC §7 for one link: HELLO exchange, keepalive, GOAWAY, malformed frames.
+///
+/// Sans-I/O: events in (TLS up, a message, a decode error, a tick with the current time, a close request), actions out
+/// (send, deliver, open, close). It never reads a clock: time comes in with each event.
+public struct LinkStateMachine: Sendable {
+    public enum State: Sendable, Hashable {
+        case awaitingTLS
+        case awaitingHello
+        case awaitingHelloAck
+        case open(LinkParameters)
+        case closed
+    }
+
+    public enum Action: Sendable, Hashable {
+        case send(Message)
+        /// HELLO exchanged: the link is open with these parameters.
+        case open(LinkParameters)
+        /// A session frame for the session state machine.
+        case deliver(Message)
+        /// Close the connection for `reason` (after sending the GOAWAY, if one comes before in the same actions).
+        case close(LinkCloseReason)
+    }
+
+    public private(set) var state: State = .awaitingTLS
+    public let settings: LinkSettings
+    public let isInitiator: Bool
+    private var lastReceived: Deadline
+    private var helloDeadline: Deadline
+    private var pingOutstanding = false
+    private var nextNonce: UInt64 = 1
+
+    public init(settings: LinkSettings, isInitiator: Bool, now: Deadline) {
+        self.settings = settings
+        self.isInitiator = isInitiator
+        self.lastReceived = now
+        self.helloDeadline = now + settings.helloTimeout
+    }
+
+    private var keepaliveMilliseconds: UInt32 {
+        min(max(settings.keepaliveInterval.millisecondsClamped, WireLimits.keepaliveRange.lowerBound),
+            WireLimits.keepaliveRange.upperBound)
+    }
+
+    private var maxFrameSize: UInt32 {
+        min(max(UInt32(clamping: settings.maxFrameSize), WireLimits.maxFrameSizeRange.lowerBound),
+            WireLimits.maxFrameSizeRange.upperBound)
+    }
+
+    /// When ``tick(now:)`` should be called next, if ever.
+    public var nextDeadline: Deadline? {
+        switch state {
+        case .awaitingTLS, .closed: return nil
+        case .awaitingHello, .awaitingHelloAck: return helloDeadline
+        case .open(let parameters):
+            return lastReceived + (pingOutstanding ? parameters.keepaliveInterval * 2 : parameters.keepaliveInterval)
+        }
+    }
+
+    /// TLS is up: the initiator sends HELLO; both start the HELLO timer.
+    public mutating func tlsEstablished(now: Deadline) -> [Action] {
+        guard case .awaitingTLS = state else { return [] }
+        lastReceived = now
+        helloDeadline = now + settings.helloTimeout
+        guard isInitiator else {
+            state = .awaitingHello
+            return []
+        }
+        state = .awaitingHelloAck
+        return [
+            .send(
+                .hello(
+                    Hello(
+                        role: settings.role, nodeName: settings.nodeName, features: settings.extensions,
+                        keepaliveMilliseconds: keepaliveMilliseconds, maxFrameSize: maxFrameSize)))
+        ]
+    }
+
+    private mutating func fail(_ reason: ReasonCode, _ text: String) -> [Action] {
+        state = .closed
+        return [.send(.goAway(GoAway(reason: reason, text: String(text.utf8.prefix(256)) ?? nil))),
+                .close(.protocolError(reason, text))]
+    }
+
+    /// A decoded message arrived.
+    public mutating func received(_ message: Message, now: Deadline) -> [Action] {
+        lastReceived = now
+        pingOutstanding = false
+        switch (state, message) {
+        case (.closed, _), (.awaitingTLS, _):
+            return []
+        case (_, .goAway(let goAway)):
+            state = .closed
+            return [.close(.peerWentAway(goAway.reason, goAway.text))]
+        case (.awaitingHello, .hello(let hello)):
+            return answer(hello)
+        case (.awaitingHelloAck, .helloAck(let ack)):
+            guard (1...WireLimits.protocolVersion).contains(ack.version) else {
+                return fail(.unsupportedVersion, "HELLO_ACK chose version \(ack.version), outside 1...1")
+            }
+            guard ack.role != settings.role else {
+                return fail(.roleMismatch, "the peer is a \(ack.role) like us")
+            }
+            let parameters = LinkParameters(
+                version: ack.version, peerRole: ack.role, peerName: ack.nodeName, peerExtensions: ack.features,
+                keepaliveInterval: .milliseconds(Int64(ack.keepaliveMilliseconds)),
+                peerMaxFrameSize: Int(ack.maxFrameSize))
+            state = .open(parameters)
+            return [.open(parameters)]
+        case (.awaitingHello, _), (.awaitingHelloAck, _):
+            return fail(.protocolError, "\(message.frameType.specName) before the HELLO exchange completed")
+        case (.open, .hello), (.open, .helloAck):
+            return fail(.protocolError, "\(message.frameType.specName) after the HELLO exchange")
+        case (.open, .ping(let ping)):
+            return [.send(.pong(Pong(nonce: ping.nonce)))]
+        case (.open, .pong):
+            return []
+        case (.open, _):
+            return [.deliver(message)]
+        }
+    }
+
+    private mutating func answer(_ hello: Hello) -> [Action] {
+        guard hello.minVersion <= WireLimits.protocolVersion, hello.maxVersion >= 1 else {
+            return fail(
+                .unsupportedVersion, "no common protocol version: peer \(hello.minVersion)...\(hello.maxVersion), ours 1...1")
+        }
+        guard hello.role != settings.role else { return fail(.roleMismatch, "the peer is a \(hello.role) like us") }
+        let effective = max(hello.keepaliveMilliseconds, keepaliveMilliseconds)
+        let parameters = LinkParameters(
+            version: WireLimits.protocolVersion, peerRole: hello.role, peerName: hello.nodeName,
+            peerExtensions: hello.features, keepaliveInterval: .milliseconds(Int64(effective)),
+            peerMaxFrameSize: Int(hello.maxFrameSize))
+        state = .open(parameters)
+        let ack = HelloAck(
+            version: WireLimits.protocolVersion, role: settings.role, nodeName: settings.nodeName,
+            features: settings.extensions, keepaliveMilliseconds: effective, maxFrameSize: maxFrameSize)
+        return [.send(.helloAck(ack)), .open(parameters)]
+    }
+
+    /// The peer's bytes did not decode (SPEC §10.1): GOAWAY and close.
+    public mutating func decodingFailed(_ error: WireError) -> [Action] {
+        guard state != .closed else { return [] }
+        return fail(error.goAwayReason, error.description)
+    }
+
+    /// Time passed: HELLO timeout, keepalive PING, dead peer.
+    public mutating func tick(now: Deadline) -> [Action] {
+        switch state {
+        case .awaitingTLS, .closed:
+            return []
+        case .awaitingHello, .awaitingHelloAck:
+            guard now >= helloDeadline else { return [] }
+            state = .closed
+            return [
+                .send(.goAway(GoAway(reason: .protocolError, text: "no HELLO within \(settings.helloTimeout)"))),
+                .close(.helloTimeout),
+            ]
+        case .open(let parameters):
+            let silent = now.since(lastReceived)
+            if silent >= parameters.keepaliveInterval * 2 {
+                state = .closed
+                return [
+                    .send(.goAway(GoAway(reason: .keepaliveTimeout, text: "nothing received for \(silent)"))),
+                    .close(.keepaliveTimeout(silent)),
+                ]
+            }
+            if silent >= parameters.keepaliveInterval, !pingOutstanding {
+                pingOutstanding = true
+                nextNonce &+= 1
+                return [.send(.ping(Ping(nonce: nextNonce)))]
+            }
+            return []
+        }
+    }
+
+    /// This node closes the link: GOAWAY with `reason`, then close.
+    public mutating func close(reason: ReasonCode, text: String? = nil) -> [Action] {
+        switch state {
+        case .closed:
+            return []
+        case .awaitingTLS:
+            state = .closed
+            return [.close(.local(reason))]
+        default:
+            state = .closed
+            return [.send(.goAway(GoAway(reason: reason, text: text))), .close(.local(reason))]
+        }
+    }
+
+    /// The transport ended under the link.
+    public mutating func transportClosed() { state = .closed }
+}
+
+/// Why a framed link closed.
+public enum LinkCloseReason: Sendable, Hashable, CustomStringConvertible {
+    /// This node closed it.
+    case local(ReasonCode)
+    /// The peer sent GOAWAY.
+    case peerWentAway(ReasonCode, String?)
+    /// The peer broke the protocol (malformed or out-of-state frame); we sent GOAWAY with this reason.
+    case protocolError(ReasonCode, String)
+    case helloTimeout
+    case keepaliveTimeout(Duration)
+    /// The transport failed or the peer closed TLS without GOAWAY.
+    case transport(TransportError)
+
+    /// The SPEC §6 reason a session ended by this close reports.
+    public var reasonCode: ReasonCode {
+        switch self {
+        case .local(let code), .peerWentAway(let code, _), .protocolError(let code, _): code
+        case .helloTimeout: .protocolError
+        case .keepaliveTimeout, .transport: .connectionLost
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .local(let code): "closed locally (\(code))"
+        case .peerWentAway(let code, let text): "the peer went away (\(code))" + (text.map { ": \($0)" } ?? "")
+        case .protocolError(let code, let text): "protocol error (\(code)): \(text)"
+        case .helloTimeout: "no HELLO in time"
+        case .keepaliveTimeout(let silent): "the peer was silent for \(silent): keepalive timeout"
+        case .transport(let error): error.description
+        }
+    }
+}

@@ -1,0 +1,97 @@
+import COpenSSL
+import Glibc
+
+/// An IPv4 or IPv6 address with a port, as the kernel wants it.
+public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
+    var storage: sockaddr_storage
+    var length: socklen_t
+
+    init(storage: sockaddr_storage, length: socklen_t) {
+        self.storage = storage
+        self.length = length
+    }
+
+    public static func == (lhs: SocketAddress, rhs: SocketAddress) -> Bool { lhs.description == rhs.description }
+    public func hash(into hasher: inout Hasher) { hasher.combine(description) }
+
+    public var family: Int32 { Int32(storage.ss_family) }
+
+    /// The IP address alone, e.g. `127.0.0.1` or `::1`.
+    public var host: String {
+        var copy = storage
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        return withUnsafePointer(to: &copy) { pointer in
+            pointer.withMemoryRebound(to: UInt8.self, capacity: MemoryLayout<sockaddr_storage>.size) { raw in
+                if family == AF_INET {
+                    let address = UnsafeRawPointer(raw).assumingMemoryBound(to: sockaddr_in.self)
+                    var inner = address.pointee.sin_addr
+                    inet_ntop(AF_INET, &inner, &text, socklen_t(text.count))
+                } else {
+                    let address = UnsafeRawPointer(raw).assumingMemoryBound(to: sockaddr_in6.self)
+                    var inner = address.pointee.sin6_addr
+                    inet_ntop(AF_INET6, &inner, &text, socklen_t(text.count))
+                }
+                return String(cString: text)
+            }
+        }
+    }
+
+    public var port: UInt16 {
+        var copy = storage
+        return withUnsafePointer(to: &copy) { pointer in
+            UnsafeRawPointer(pointer).withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                UInt16(bigEndian: $0.pointee.sin_port)
+            }
+        }
+    }
+
+    public var description: String { family == AF_INET6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+    /// Resolves `host` (name or literal) and `port`; blocks for names, so never call it on an event loop.
+    public static func resolve(host: String, port: UInt16, passive: Bool = false) throws(TransportError) -> [SocketAddress] {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = passive ? AI_PASSIVE : 0
+        var result: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(host.isEmpty ? nil : host, String(port), &hints, &result)
+        guard status == 0, let first = result else {
+            throw TransportError(
+                .nameResolution, "cannot resolve '\(host)': \(String(cString: gai_strerror(status)))")
+        }
+        defer { freeaddrinfo(first) }
+        var addresses: [SocketAddress] = []
+        var cursor: UnsafeMutablePointer<addrinfo>? = first
+        while let entry = cursor {
+            if let address = entry.pointee.ai_addr {
+                var storage = sockaddr_storage()
+                withUnsafeMutableBytes(of: &storage) { destination in
+                    destination.copyMemory(
+                        from: UnsafeRawBufferPointer(start: address, count: Int(entry.pointee.ai_addrlen)))
+                }
+                addresses.append(SocketAddress(storage: storage, length: entry.pointee.ai_addrlen))
+            }
+            cursor = entry.pointee.ai_next
+        }
+        return addresses
+    }
+
+    /// The local or peer address of a socket.
+    static func of(_ fd: Int32, peer: Bool) -> SocketAddress? {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let status = withUnsafeMutablePointer(to: &storage) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                peer ? getpeername(fd, $0, &length) : getsockname(fd, $0, &length)
+            }
+        }
+        return status == 0 ? SocketAddress(storage: storage, length: length) : nil
+    }
+
+    func withSockaddr<Result>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> Result) -> Result {
+        var copy = storage
+        return withUnsafePointer(to: &copy) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, length) }
+        }
+    }
+}

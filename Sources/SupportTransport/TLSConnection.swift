@@ -1,0 +1,441 @@
+import COpenSSL
+import Glibc
+
+/// What a ``TLSConnection`` tells its owner, on the connection's event loop.
+protocol TLSConnectionHandler: AnyObject {
+    /// The TLS handshake completed and ALPN agreed.
+    func connectionDidBecomeActive(_ connection: TLSConnection)
+    /// Decrypted bytes arrived. The buffer is valid only during the call.
+    func connection(_ connection: TLSConnection, didRead bytes: UnsafeRawBufferPointer)
+    /// The connection is closed and its fd released: `nil` after a clean close_notify exchange, else why.
+    func connectionDidClose(_ connection: TLSConnection, error: TransportError?)
+}
+
+/// One TLS connection on a non-blocking socket, driven by its event loop. Loop thread only.
+///
+/// OpenSSL runs directly on the fd (`SSL_set_fd`) rather than on memory BIOs: with a readiness poller the socket BIO
+/// already gives non-blocking reads and writes with WANT_READ/WANT_WRITE, and it spares two copies of every byte and
+/// the two BIO buffers per connection that would count against the idle-memory budget.
+final class TLSConnection: Selectable {
+    enum State { case connecting, handshaking, open, closing, closed }
+
+    let loop: EventLoop
+    let context: TLSContext
+    private(set) var fd: Int32
+    private var ssl: OpaquePointer?
+    private(set) var state: State
+    var handler: TLSConnectionHandler?
+    private var outbound: [UInt8] = []
+    private var outboundStart = 0
+    /// Bytes queued for sending beyond which the peer is too slow and the connection closes.
+    let maxBufferedBytes: Int
+    private var interest: UInt32 = 0
+    private var handshakeTimer: LoopTimer?
+    private var closeTimer: LoopTimer?
+    private var idleTimer: LoopTimer?
+    private var closeWhenFlushed = false
+    private var lastRead = Deadline.now()
+    private let idleTimeout: Duration?
+    private let serverName: String?
+    private(set) var peerAddress: SocketAddress?
+    private var connectTarget: SocketAddress?
+
+    /// A connection over an accepted or connecting socket; call ``start()`` on the loop next.
+    init(
+        loop: EventLoop, context: TLSContext, fd: Int32, connecting target: SocketAddress?, serverName: String?,
+        maxBufferedBytes: Int, idleTimeout: Duration?
+    ) {
+        self.loop = loop
+        self.context = context
+        self.fd = fd
+        self.state = target == nil ? .handshaking : .connecting
+        self.connectTarget = target
+        self.serverName = serverName
+        self.maxBufferedBytes = maxBufferedBytes
+        self.idleTimeout = idleTimeout
+        self.peerAddress = target ?? SocketAddress.of(fd, peer: true)
+    }
+
+    deinit {
+        // Normally `finish` released both; this covers a connection dropped before it started.
+        if let ssl { SSL_free(ssl) }
+        if fd >= 0 { Glibc.close(fd) }
+    }
+
+    /// Registers with the loop and begins connecting or handshaking. `connectDeadline` bounds a TCP connect.
+    func start(connectDeadline: Deadline? = nil) {
+        loop.assertInLoop()
+        Socket.setNoDelay(fd)
+        handshakeTimer = loop.schedule(at: Deadline.now() + context.configuration.handshakeTimeout) { [weak self] in
+            guard let self, self.state == .handshaking || self.state == .connecting else { return }
+            let what = self.state == .connecting ? "TCP connect and TLS handshake" : "TLS handshake"
+            self.finish(
+                TransportError(
+                    .handshakeTimeout,
+                    "\(what) with \(self.peerDescription) did not complete within \(self.context.configuration.handshakeTimeout)"
+                ))
+        }
+        if state == .connecting {
+            if let connectDeadline {
+                closeTimer = loop.schedule(at: connectDeadline) { [weak self] in
+                    guard let self, self.state == .connecting else { return }
+                    self.finish(TransportError(.connectTimeout, "connecting to \(self.peerDescription) timed out"))
+                }
+            }
+            interest = rs_EPOLLOUT()
+            loop.register(fd, events: interest, handler: self)
+            return
+        }
+        guard makeSSL() else { return }
+        interest = rs_EPOLLIN()
+        loop.register(fd, events: interest, handler: self)
+        if !context.configuration.isServer { handshake() }
+    }
+
+    private var peerDescription: String { peerAddress?.description ?? "the peer" }
+
+    private func makeSSL() -> Bool {
+        OpenSSLErrorQueue.clear()
+        guard let ssl = SSL_new(context.context), SSL_set_fd(ssl, fd) == 1 else {
+            finish(TransportError(.tls, "cannot create a TLS session", openSSLReason: OpenSSLErrorQueue.drain()))
+            return false
+        }
+        self.ssl = ssl
+        if context.configuration.isServer {
+            SSL_set_accept_state(ssl)
+        } else {
+            SSL_set_connect_state(ssl)
+            if let serverName, !context.usesPins {
+                if serverName.isIPAddress {
+                    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), serverName)
+                } else {
+                    SSL_set1_host(ssl, serverName)
+                    _ = rs_SSL_set_tlsext_host_name(ssl, serverName)
+                }
+            } else if let serverName, !serverName.isIPAddress {
+                _ = rs_SSL_set_tlsext_host_name(ssl, serverName)
+            }
+        }
+        return true
+    }
+
+    private func setInterest(_ events: UInt32) {
+        guard events != interest, state != .closed else { return }
+        interest = events
+        loop.modify(fd, events: events)
+    }
+
+    // MARK: events
+
+    func handle(events: UInt32) {
+        switch state {
+        case .connecting: finishConnect()
+        case .handshaking: handshake()
+        case .open, .closing:
+            if events & (rs_EPOLLIN() | rs_EPOLLHUP() | rs_EPOLLERR()) != 0 { readAvailable() }
+            if state != .closed, events & rs_EPOLLOUT() != 0 { flush() }
+        case .closed: break
+        }
+    }
+
+    private func finishConnect() {
+        let code = Socket.connectResult(fd)
+        guard code == 0 else {
+            finish(Socket.connectError(code, connectTarget ?? peerAddress ?? unspecifiedAddress))
+            return
+        }
+        closeTimer?.cancel()
+        closeTimer = nil
+        state = .handshaking
+        guard makeSSL() else { return }
+        setInterest(rs_EPOLLIN())
+        handshake()
+    }
+
+    private var unspecifiedAddress: SocketAddress { SocketAddress(storage: sockaddr_storage(), length: 0) }
+
+    private func handshake() {
+        guard let ssl else { return }
+        OpenSSLErrorQueue.clear()
+        let result = SSL_do_handshake(ssl)
+        if result == 1 {
+            handshakeTimer?.cancel()
+            handshakeTimer = nil
+            guard context.negotiatedOurProtocol(ssl) else {
+                finish(
+                    TransportError(
+                        .alpnMismatch,
+                        "the peer did not agree on the application protocol '\(context.configuration.applicationProtocol)' (ALPN)"
+                    ))
+                return
+            }
+            state = .open
+            armIdleTimer()
+            handler?.connectionDidBecomeActive(self)
+            guard state == .open else { return }
+            if outboundStart < outbound.count { flush() }
+            if state == .open { readAvailable() }
+            return
+        }
+        switch SSL_get_error(ssl, result) {
+        case SSL_ERROR_WANT_READ: setInterest(rs_EPOLLIN())
+        case SSL_ERROR_WANT_WRITE: setInterest(rs_EPOLLIN() | rs_EPOLLOUT())
+        case let code: finish(handshakeError(code: code, errno: errno))
+        }
+    }
+
+    private func handshakeError(code: Int32, errno savedErrno: Int32) -> TransportError {
+        let reason = OpenSSLErrorQueue.drain()
+        if let ssl {
+            let verify = SSL_get_verify_result(ssl)
+            if verify != Int(rs_X509_V_OK()) {
+                if verify == Int(rs_X509_V_ERR_APPLICATION_VERIFICATION()), context.usesPins {
+                    return TransportError(
+                        .pinMismatch,
+                        "the public key of \(peerDescription) matches none of the \(context.configuration.pinnedPublicKeys.count) pinned key(s)",
+                        openSSLReason: reason)
+                }
+                let text = String(cString: X509_verify_cert_error_string(verify))
+                return TransportError(
+                    .certificateVerification, "certificate verification of \(peerDescription) failed: \(text)",
+                    openSSLReason: reason)
+            }
+        }
+        if code == SSL_ERROR_SYSCALL, reason == nil {
+            let detail = savedErrno == 0 ? "the peer closed the connection" : SystemError.describe(savedErrno)
+            return TransportError(.handshakeFailed, "TLS handshake with \(peerDescription) failed: \(detail)")
+        }
+        return TransportError(
+            .handshakeFailed, "TLS handshake with \(peerDescription) failed: \(reason ?? "unknown reason")",
+            openSSLReason: reason)
+    }
+
+    // MARK: reading
+
+    private func readAvailable() {
+        guard let ssl else { return }
+        while state == .open || state == .closing {
+            OpenSSLErrorQueue.clear()
+            var count = 0
+            let buffer = loop.readBuffer
+            if SSL_read_ex(ssl, buffer.baseAddress, buffer.count, &count) == 1 {
+                lastRead = Deadline.now()
+                handler?.connection(self, didRead: UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+                continue
+            }
+            let code = SSL_get_error(ssl, 0)
+            let savedErrno = errno
+            switch code {
+            case SSL_ERROR_WANT_READ:
+                return
+            case SSL_ERROR_WANT_WRITE:
+                setInterest(rs_EPOLLIN() | rs_EPOLLOUT())
+                return
+            case SSL_ERROR_ZERO_RETURN:
+                // The peer's close_notify: everything it sent has arrived. Answer with ours and close cleanly.
+                if state == .open { _ = SSL_shutdown(ssl) }
+                finish(nil)
+                return
+            case SSL_ERROR_SYSCALL:
+                _ = OpenSSLErrorQueue.drain()
+                if savedErrno == ECONNRESET || savedErrno == EPIPE {
+                    finish(TransportError(.connectionReset, "\(peerDescription) reset the connection"))
+                } else {
+                    finish(
+                        TransportError(
+                            .uncleanShutdown, "\(peerDescription) closed the connection without TLS close_notify"))
+                }
+                return
+            default:
+                let (unexpectedEOF, reason) = OpenSSLErrorQueue.drainIsUnexpectedEOF()
+                if unexpectedEOF {
+                    finish(
+                        TransportError(
+                            .uncleanShutdown, "\(peerDescription) closed the connection without TLS close_notify",
+                            openSSLReason: reason))
+                } else {
+                    finish(
+                        TransportError(
+                            .tls, "TLS error on the connection with \(peerDescription): \(reason ?? "unknown")",
+                            openSSLReason: reason))
+                }
+                return
+            }
+        }
+    }
+
+    // MARK: writing
+
+    /// Bytes queued and not yet handed to the kernel.
+    var bufferedByteCount: Int { outbound.count - outboundStart }
+
+    /// Queues `bytes` for sending. Fails with `closed` after close, or closes with `write_buffer_full` when the peer
+    /// reads so slowly that more than ``maxBufferedBytes`` wait.
+    func write(_ bytes: [UInt8]) throws(TransportError) {
+        loop.assertInLoop()
+        guard state == .open || state == .handshaking || state == .connecting, !closeWhenFlushed else {
+            throw TransportError(.closed, "the connection is closed; nothing more can be sent")
+        }
+        if outboundStart == outbound.count, state == .open, let ssl {
+            // Fast path: nothing queued; hand the bytes straight to OpenSSL and queue only what is left.
+            let written = writeDirect(ssl, bytes)
+            guard state == .open else { return }
+            if written == bytes.count { return }
+            outbound.append(contentsOf: bytes[written...])
+        } else {
+            outbound.append(contentsOf: bytes)
+        }
+        if bufferedByteCount > maxBufferedBytes {
+            let error = TransportError(
+                .writeBufferFull,
+                "\(peerDescription) reads too slowly: \(bufferedByteCount) bytes wait to be sent, over the cap of \(maxBufferedBytes)"
+            )
+            finish(error)
+            throw error
+        }
+        if state == .open { flush() }
+    }
+
+    /// Writes as much of `bytes` as the socket takes now; returns the count written.
+    private func writeDirect(_ ssl: OpaquePointer, _ bytes: [UInt8]) -> Int {
+        var total = 0
+        while total < bytes.count {
+            OpenSSLErrorQueue.clear()
+            var written = 0
+            let ok = bytes.withUnsafeBytes { raw in
+                SSL_write_ex(ssl, raw.baseAddress! + total, raw.count - total, &written)  // safe: count > total >= 0
+            }
+            if ok == 1 {
+                total += written
+                continue
+            }
+            if !handleWriteError(ssl) { return total }
+            return total
+        }
+        return total
+    }
+
+    /// After a failed SSL_write: arranges to retry on readiness (returns true) or closes (returns false).
+    private func handleWriteError(_ ssl: OpaquePointer) -> Bool {
+        let savedErrno = errno
+        switch SSL_get_error(ssl, 0) {
+        case SSL_ERROR_WANT_WRITE:
+            setInterest(rs_EPOLLIN() | rs_EPOLLOUT())
+            return true
+        case SSL_ERROR_WANT_READ:
+            return true
+        case SSL_ERROR_SYSCALL where savedErrno == EPIPE || savedErrno == ECONNRESET:
+            _ = OpenSSLErrorQueue.drain()
+            finish(TransportError(.connectionReset, "\(peerDescription) reset the connection"))
+            return false
+        default:
+            let reason = OpenSSLErrorQueue.drain()
+            finish(
+                TransportError(
+                    .tls, "cannot send to \(peerDescription): \(reason ?? SystemError.describe(savedErrno))",
+                    openSSLReason: reason))
+            return false
+        }
+    }
+
+    private func flush() {
+        guard let ssl, state == .open || state == .closing else { return }
+        while outboundStart < outbound.count {
+            OpenSSLErrorQueue.clear()
+            var written = 0
+            let ok = outbound.withUnsafeBytes { raw in
+                SSL_write_ex(ssl, raw.baseAddress! + outboundStart, raw.count - outboundStart, &written)  // safe: count > start
+            }
+            if ok == 1 {
+                outboundStart += written
+                continue
+            }
+            _ = handleWriteError(ssl)
+            return
+        }
+        // Drained: drop a large buffer entirely so an idle connection keeps none.
+        if outbound.capacity > 16_384 { outbound = [] } else { outbound.removeAll(keepingCapacity: true) }
+        outboundStart = 0
+        if state != .closed { setInterest(rs_EPOLLIN()) }
+        if closeWhenFlushed, state == .open { sendCloseNotify() }
+    }
+
+    // MARK: closing
+
+    /// Closes cleanly: queued bytes are sent first, then close_notify; the peer's close_notify (or 2 s) ends it.
+    func close() {
+        loop.assertInLoop()
+        switch state {
+        case .connecting, .handshaking:
+            finish(TransportError(.closed, "closed before the TLS handshake completed"))
+        case .open:
+            closeWhenFlushed = true
+            if outboundStart == outbound.count { sendCloseNotify() }
+        case .closing, .closed:
+            break
+        }
+    }
+
+    private func sendCloseNotify() {
+        guard let ssl else { return }
+        state = .closing
+        OpenSSLErrorQueue.clear()
+        let result = SSL_shutdown(ssl)
+        _ = OpenSSLErrorQueue.drain()
+        if result == 1 {
+            finish(nil)
+            return
+        }
+        closeTimer = loop.schedule(at: Deadline.now() + .seconds(2)) { [weak self] in
+            // The peer never answered our close_notify; what we sent was flushed, so this is still our clean close.
+            self?.finish(nil)
+        }
+        readAvailable()
+    }
+
+    /// Closes at once, without close_notify.
+    func abort(_ error: TransportError) { finish(error) }
+
+    private func armIdleTimer() {
+        guard let idleTimeout else { return }
+        idleTimer = loop.schedule(at: lastRead + idleTimeout) { [weak self] in
+            guard let self, self.state == .open else { return }
+            if Deadline.now().since(self.lastRead) >= idleTimeout {
+                self.finish(
+                    TransportError(.idleTimeout, "\(self.peerDescription) sent nothing for \(idleTimeout)"))
+            } else {
+                self.armIdleTimer()
+            }
+        }
+    }
+
+    private func finish(_ error: TransportError?) {
+        guard state != .closed else { return }
+        state = .closed
+        handshakeTimer?.cancel()
+        closeTimer?.cancel()
+        idleTimer?.cancel()
+        handshakeTimer = nil
+        closeTimer = nil
+        idleTimer = nil
+        loop.unregister(fd)
+        if let ssl { SSL_free(ssl) }
+        ssl = nil
+        Glibc.close(fd)
+        fd = -1
+        outbound = []
+        outboundStart = 0
+        let handler = self.handler
+        self.handler = nil  // breaks the owner ↔ connection cycle
+        handler?.connectionDidClose(self, error: error)
+    }
+}
+
+extension String {
+    /// Whether this is an IPv4 or IPv6 literal.
+    var isIPAddress: Bool {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, self, &v4) == 1 || inet_pton(AF_INET6, self, &v6) == 1
+    }
+}
