@@ -44,7 +44,7 @@ public struct FrameHeader: Sendable, Hashable {
         }
         var length: UInt32 = 0
         for index in start + 4..<start + 8 { length = length << 8 | UInt32(bytes[index]) }
-        guard UInt64(length) <= UInt64(maxPayloadLength) else {
+        guard UInt64(length) <= UInt64(max(0, maxPayloadLength)) else {
             throw WireError(
                 .frameTooLarge, offset: streamOffset + 4, frameType: typeByte,
                 detail: "payload length \(length) over the maximum \(maxPayloadLength)")
