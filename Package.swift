@@ -8,16 +8,26 @@ let package = Package(
     products: [
         .library(name: "SupportWire", targets: ["SupportWire"]),
         .library(name: "SupportTransport", targets: ["SupportTransport"]),
+        .library(name: "SupportSession", targets: ["SupportSession"]),
+        .library(name: "SupporterNode", targets: ["SupporterNode"]),
+        .library(name: "DeviceNode", targets: ["DeviceNode"]),
     ],
     targets: [
         // The shared framing module: pure Swift, no I/O, no OpenSSL, no Foundation.
         .target(name: "SupportWire"),
+        // The session state machines of both roles: pure values, events in, actions out (SPEC §8, §9).
+        .target(name: "SupportSession", dependencies: ["SupportWire"]),
         // OpenSSL 3 from Debian (libssl-dev) and every C shim of the project, in one place.
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", providers: [.apt(["libssl-dev"])]),
         // TLS on OpenSSL, non-blocking sockets, an epoll loop, and the framed link both nodes share.
         .target(name: "SupportTransport", dependencies: ["SupportWire", "COpenSSL"]),
-        .executableTarget(name: "Benchmarks", dependencies: ["SupportWire"], path: "Benchmarks"),
+        // The supporter node: registry of codes and tokens, device connections, supporter commands.
+        .target(name: "SupporterNode", dependencies: ["SupportSession", "SupportTransport"]),
+        // The device SDK an app embeds.
+        .target(name: "DeviceNode", dependencies: ["SupportSession", "SupportTransport"]),
+        .executableTarget(name: "Benchmarks", dependencies: ["SupportWire", "SupportTransport"], path: "Benchmarks"),
         .testTarget(name: "SupportWireTests", dependencies: ["SupportWire"]),
+        .testTarget(name: "SupportSessionTests", dependencies: ["SupportSession"]),
         .testTarget(name: "SupportTransportTests", dependencies: ["SupportTransport", "SupportWire"]),
     ],
     swiftLanguageModes: [.v6]

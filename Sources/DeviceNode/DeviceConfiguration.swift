@@ -1,0 +1,62 @@
+import Dispatch
+import SupportSession
+import SupportTransport
+
+/// Reports whether a system call is running on the device, and which (the platform's call observer).
+public protocol CallObserver: Sendable {
+    func currentCall() -> SystemCallStatus
+}
+
+/// A call observer for devices without telephony: never a call.
+public struct NoCallObserver: CallObserver {
+    public init() {}
+    public func currentCall() -> SystemCallStatus { .idle }
+}
+
+/// How a device node reaches its supporter node and what it says about itself. Defaults on every field but the
+/// address, the trust and the API token.
+public struct DeviceConfiguration: Sendable {
+    public var host: String
+    public var port: UInt16 = 7443
+    /// The TLS client configuration: CA and/or pins, optional client certificate.
+    public var tls: TLSConfiguration
+    /// The API token the supporter node issued. A secret: never logged.
+    public var apiToken: String
+    /// The name supporters see, 1–64 bytes.
+    public var deviceName: String
+    /// What this device can do.
+    public var capabilities: FeatureSet = [Feature(.screenShare), Feature(.voip)]
+    /// How long a connection request prompt waits for the user before it counts as a reject.
+    public var promptTimeout: Duration = .seconds(60)
+    /// The keepalive interval proposed to the supporter node.
+    public var keepaliveInterval: Duration = .seconds(15)
+    public var connectTimeout: Duration = .seconds(10)
+    public var callObserver: any CallObserver = NoCallObserver()
+    /// Where delegate calls run, in order. Default: a private serial queue per session.
+    public var delegateQueue: DispatchQueue?
+    public var logger: NodeLogger = .disabled
+
+    public init(host: String, port: UInt16 = 7443, tls: TLSConfiguration, apiToken: String, deviceName: String) {
+        self.host = host
+        self.port = port
+        self.tls = tls
+        self.apiToken = apiToken
+        self.deviceName = deviceName
+    }
+}
+
+/// Why the device node refused a request at once, without contacting the supporter node.
+public struct DeviceNodeError: Error, Sendable, Hashable, CustomStringConvertible {
+    public struct Kind: Hashable, Sendable {
+        let name: String
+        public static let alreadyJoined = Kind(name: "already_joined")
+        public static let invalidSessionCode = Kind(name: "invalid_session_code")
+        public static let invalidConfiguration = Kind(name: "invalid_configuration")
+    }
+    public let kind: Kind
+    public let description: String
+    init(_ kind: Kind, _ description: String) {
+        self.kind = kind
+        self.description = description
+    }
+}

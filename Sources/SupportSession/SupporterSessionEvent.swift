@@ -1,0 +1,25 @@
+/// What the supporter node's session with one device reports, in order (SPEC §9).
+public enum SupporterSessionEvent: Sendable, Hashable {
+    /// A device registered a code: the code is online.
+    case deviceOnline(code: String, capabilities: FeatureSet)
+    /// A registration was refused with this reason.
+    case registrationRefused(code: String, reason: ReasonCode)
+    /// The device's user allowed: the session runs.
+    case connected(requestID: UInt32)
+    /// The device's user rejected (or its prompt timed out: `request_timed_out`).
+    case rejected(requestID: UInt32, reason: ReasonCode)
+    /// Our request timed out before an answer; REQUEST_ABORT was sent.
+    case requestTimedOut(requestID: UInt32)
+    /// The registration ended: the device left, the supporter ended it, or the code was closed or expired.
+    case ended(reason: ReasonCode, text: String?)
+    /// The device reported its VoIP state.
+    case voipState(VoIPCallState, text: String?)
+    /// Informative: a feature mismatch the device reported; the session goes on.
+    case sessionError(reason: ReasonCode, feature: Feature.ID?, text: String?)
+}
+
+/// The node's answer to a REGISTER: accept the code, or refuse with a reason.
+public enum RegistrationDecision: Sendable, Hashable {
+    case accept(codeType: SessionCodeType)
+    case refuse(ReasonCode, text: String? = nil, retryAfterMilliseconds: UInt32? = nil)
+}

@@ -1,0 +1,27 @@
+import SupportSession
+import SupportTransport
+
+/// How a supporter node listens and what it allows. Defaults on every field but the TLS identity.
+public struct SupporterNodeConfiguration: Sendable {
+    /// Listen address; `::` or `0.0.0.0` for all, `127.0.0.1` for loopback only.
+    public var host: String = "127.0.0.1"
+    /// Listen port; 0 picks a free one (see ``SupporterNode/port``).
+    public var port: UInt16 = 7443
+    /// The node's TLS server configuration (certificate chain and key; client certificates if wanted).
+    public var tls: TLSConfiguration
+    /// The name devices see in HELLO_ACK.
+    public var nodeName: String = "supporter-node"
+    /// The least keepalive interval the node accepts (SPEC §5.2: the effective one is the larger of both).
+    public var keepaliveInterval: Duration = .seconds(15)
+    /// How long a connection request waits for the device's answer before it is aborted.
+    public var requestTimeout: Duration = .seconds(90)
+    /// How long a new code stays valid.
+    public var defaultCodeLifetime: Duration = .seconds(24 * 3600)
+    /// Event loops (threads) for connections.
+    public var loopCount: Int = 2
+    /// Registration back-off policy.
+    public var backoff = RegistrationBackoff()
+    public var logger: NodeLogger = .disabled
+
+    public init(tls: TLSConfiguration) { self.tls = tls }
+}
