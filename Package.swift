@@ -28,7 +28,10 @@ let package = Package(
         .executableTarget(name: "Benchmarks", dependencies: ["SupportWire", "SupportTransport"], path: "Benchmarks"),
         .testTarget(name: "SupportWireTests", dependencies: ["SupportWire"]),
         .testTarget(name: "SupportSessionTests", dependencies: ["SupportSession"]),
-        .testTarget(name: "SupportTransportTests", dependencies: ["SupportTransport", "SupportWire"]),
+        // Certificates made at test time, shared by the test targets that speak TLS.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "SupportTransportTests", dependencies: ["SupportTransport", "SupportWire", "TestSupport"]),
+        .testTarget(name: "NodeTests", dependencies: ["DeviceNode", "SupporterNode", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

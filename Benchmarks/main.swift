@@ -9,7 +9,13 @@ import Glibc
 /// Every benchmark group, in the order they run. New groups (TLS, node) are added here.
 let groups: [BenchmarkGroup] = [
     WireBenchmark.group,
+    TLSBenchmark.group,
 ]
+
+// Hidden subcommand: the client-side child process of the `tls` group's idle-connection measurement.
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == IdleConnectionsBenchmark.subcommand {
+    IdleConnectionsBenchmark.childMain(Array(CommandLine.arguments.dropFirst(2)))
+}
 
 func usage() -> String {
     let nameWidth = groups.map(\.name.count).max() ?? 0

@@ -1,5 +1,5 @@
 // swift-tools-version:6.0
-// Fuzz targets for SupportWire (the RemoteSupport wire codec). A sibling package so that the sanitizer build never
+// Fuzz targets for SupportWire (the RemoteSupport wire codec) and SupportSession (the session state machines). A sibling package so that the sanitizer build never
 // touches the main package's build: build and run it with ./run.sh, from this folder.
 //
 // One executable per target; each `main.swift` holds only `LLVMFuzzerTestOneInput` and is linked by
@@ -9,7 +9,7 @@ import PackageDescription
 
 // The main package, normally the parent folder. FUZZ_MAIN_PACKAGE may point elsewhere (e.g. a checkout of another
 // revision, or a stand-in while the parent's manifest is being edited); it must be a package named RemoteSupport
-// with a SupportWire product.
+// with SupportWire and SupportSession products.
 let mainPackagePath = Context.environment["FUZZ_MAIN_PACKAGE"] ?? ".."
 
 let package = Package(
@@ -27,6 +27,13 @@ let package = Package(
         .executableTarget(
             name: "FuzzWireRoundTrip",
             dependencies: ["FuzzCommon", .product(name: "SupportWire", package: "RemoteSupport")]),
+        // The session machines (SPEC §8, §9) driven by event sequences read from the input; checks in SessionFuzzing.
+        .target(
+            name: "SessionFuzzing",
+            dependencies: ["FuzzCommon", .product(name: "SupportSession", package: "RemoteSupport")]),
+        .executableTarget(
+            name: "FuzzSessionMachines",
+            dependencies: ["SessionFuzzing"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Builds the seed corpus for the SupportWire fuzz targets.
+"""Builds the seed corpus for the fuzz targets.
 
 Reads protocol/vectors/valid.jsonl and malformed.jsonl (one JSON object per line, the byte stream in "hex") and
 writes one file per vector into FuzzTesting/corpus-work/seed/ (scratch, gitignored), plus a few multi-frame streams
-made by concatenating valid vectors. Both fuzz targets read raw wire streams, so one seed folder serves both.
+made by concatenating valid vectors, and a few event sequences for FuzzSessionMachines (session_*). The wire
+targets read raw wire streams, the session target reads frames (which start with 0x01) and local events, so one seed
+folder serves all three.
 
 Usage: make-corpus.py [--wait SECONDS] [--out DIR]
   --wait SECONDS  poll this long for the .jsonl files if they do not exist yet (default 0: do not wait)
@@ -33,6 +35,70 @@ BUILTIN = {
     "builtin_goaway_text": "0105000000000009010001810200026f6b",
     "builtin_ignorable_then_ping": "0120010000000002aaaa" "010300000000000b0100080000000000000001",
     "builtin_register": "011000000000001301000341424302000374" "6f6b03000400010001",
+}
+
+
+# Seeds for FuzzSessionMachines: event sequences (see FuzzTesting/Sources/SessionFuzzing/SessionDriver.swift). A byte
+# 0x01 starts a frame; any other byte is a local event chosen by its value modulo 14, followed by its argument bytes.
+def _field(tag: int, value: bytes) -> bytes:
+    return bytes([tag]) + len(value).to_bytes(2, "big") + value
+
+
+def _frame(frame_type: int, *fields: bytes) -> bytes:
+    payload = b"".join(fields)
+    return bytes([1, frame_type, 0, 0]) + len(payload).to_bytes(4, "big") + payload
+
+
+def _u32(value: int) -> bytes:
+    return value.to_bytes(4, "big")
+
+
+def _features(*ids: int) -> bytes:
+    return b"".join(i.to_bytes(2, "big") + (1).to_bytes(2, "big") for i in ids)
+
+
+REGISTER = _frame(0x10, _field(1, b"s12-345"), _field(2, b"tok"), _field(3, _features(3)))
+RESULT_OK = _frame(0x11, _field(1, b"\x00"), _field(4, b"\x01"))
+RESULT_RATE = _frame(0x11, _field(1, b"\x8d"), _field(3, _u32(4000)))
+REQUEST_1 = _frame(0x12, _field(1, _u32(1)), _field(2, b"Alice"), _field(3, b"\x01"), _field(4, _features(3)))
+ALLOW_1 = _frame(0x13, _field(1, _u32(1)), _field(2, b"\x01"), _field(3, b"\x00"))
+REJECT_1 = _frame(0x13, _field(1, _u32(1)), _field(2, b"\x02"), _field(3, b"\x04"))
+ABORT_1 = _frame(0x14, _field(1, _u32(1)), _field(2, b"\x05"))
+STARTED_1 = _frame(0x15, _field(1, _u32(1)))
+END = _frame(0x16, _field(1, b"\x02"))
+ERROR = _frame(0x17, _field(1, b"\x8e"), _field(2, (2).to_bytes(2, "big")))
+VOIP = _frame(0x18, _field(1, b"\x01"))
+PING = _frame(0x03, _field(1, bytes(8)))
+
+# Local events (selector byte, then arguments).
+D_REGISTER = bytes([0x00, 0, 0])
+D_ALLOW = bytes([0x0F, 0x03])  # 15 % 14 = 1: answer; pending id, allow
+D_REJECT = bytes([0x0F, 0x01])
+D_LEAVE = bytes([0x02])
+D_TICK_60S = bytes([0x03, 120])
+D_SET_CALL = bytes([0x04, 0])
+D_CLEAR_CALL = bytes([0x05])
+D_LINK_CLOSED = bytes([0x06])
+S_REQUEST = bytes([0x07, 0, 0x08])  # name "Alice", screen share, wants voip
+S_ABORT = bytes([0x08])
+S_END = bytes([0x09, 2, 1])
+S_TICK_90S = bytes([0x0A, 180])
+S_LINK_CLOSED = bytes([0x0B])
+S_REFUSE_NEXT = bytes([0x0C, 0x06, 0x8D])
+CALL_FOREIGN = bytes([0x0D, 0x0B])  # running, id "other"
+
+SESSION_SEEDS = {
+    "session_device_happy": D_REGISTER + RESULT_OK + REQUEST_1 + D_ALLOW + STARTED_1 + D_CLEAR_CALL + END,
+    "session_device_reject_timeout_leave": D_REGISTER + RESULT_OK + REQUEST_1 + D_REJECT + REQUEST_1 + D_TICK_60S
+    + D_ALLOW + D_LEAVE + REGISTER,
+    "session_device_abort_error_voip": D_REGISTER + RESULT_OK + ERROR + REQUEST_1 + D_ALLOW + ABORT_1 + REQUEST_1
+    + D_SET_CALL + CALL_FOREIGN + D_ALLOW + STARTED_1 + ABORT_1 + PING + D_LINK_CLOSED,
+    "session_device_refused_then_online": D_REGISTER + RESULT_RATE + D_REGISTER + RESULT_OK + END,
+    "session_supporter_happy": REGISTER + S_REQUEST + ALLOW_1 + VOIP + ERROR + S_END,
+    "session_supporter_timeout_abort": REGISTER + S_REQUEST + S_TICK_90S + REJECT_1 + S_REQUEST + S_ABORT
+    + S_REQUEST + REJECT_1 + END + S_REFUSE_NEXT + REGISTER + S_LINK_CLOSED,
+    "session_both_full_flow": D_REGISTER + REGISTER + RESULT_OK + S_REQUEST + REQUEST_1 + D_ALLOW + ALLOW_1
+    + STARTED_1 + VOIP + S_END + END,
 }
 
 
@@ -99,6 +165,8 @@ def main() -> int:
         seeds["multi_all_valid"] = b"".join(valid)[:65536]
         for index in range(0, len(valid) - 1, 7):
             seeds[f"multi_pair_{index:03d}"] = valid[index] + valid[index + 1]
+
+    seeds.update(SESSION_SEEDS)
 
     args.out.mkdir(parents=True, exist_ok=True)
     for old in args.out.iterdir():

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the SupportWire fuzz targets with libFuzzer + AddressSanitizer and runs them.
+# Builds the SupportWire and SupportSession fuzz targets with libFuzzer + AddressSanitizer and runs them.
 #
 #   ./run.sh [seconds] [target...]   fuzz each target for `seconds` (default 60); all targets if none named
 #   ./run.sh --regress [target...]   run each target once over every file in FailCases/ and the seed corpus; no
@@ -16,7 +16,7 @@ set -uo pipefail
 cd "$(dirname "$0")"
 HERE=$(pwd)
 
-ALL_TARGETS=(FuzzWireDecode FuzzWireRoundTrip)
+ALL_TARGETS=(FuzzWireDecode FuzzWireRoundTrip FuzzSessionMachines)
 MODE=fuzz
 SECONDS_PER_TARGET=60
 if [[ ${1:-} == --regress ]]; then MODE=regress; shift

@@ -35,6 +35,9 @@ public struct DeviceConfiguration: Sendable {
     /// Where delegate calls run, in order. Default: a private serial queue per session.
     public var delegateQueue: DispatchQueue?
     public var logger: NodeLogger = .disabled
+    /// The event loop for the node's connection. Default: one of the node's own. Share one loop among many device
+    /// nodes in one process (test rigs, load generators) to avoid a thread each.
+    public var eventLoop: EventLoop?
 
     public init(host: String, port: UInt16 = 7443, tls: TLSConfiguration, apiToken: String, deviceName: String) {
         self.host = host

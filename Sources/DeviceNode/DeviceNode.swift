@@ -10,6 +10,7 @@ public final class DeviceNode: Sendable {
     public let configuration: DeviceConfiguration
     let context: TLSContext
     let loop: EventLoop
+    private let ownsLoop: Bool
     private let current = Mutex<WeakSession>(WeakSession())
     private let handedOverCall = Mutex<String?>(nil)
 
@@ -25,10 +26,16 @@ public final class DeviceNode: Sendable {
         }
         self.configuration = configuration
         self.context = try TLSContext(configuration.tls)
-        self.loop = try EventLoop.start(name: "rsup-device")
+        if let shared = configuration.eventLoop {
+            self.loop = shared
+            self.ownsLoop = false
+        } else {
+            self.loop = try EventLoop.start(name: "rsup-device")
+            self.ownsLoop = true
+        }
     }
 
-    deinit { loop.shutdown() }
+    deinit { if ownsLoop { loop.shutdown() } }
 
     /// Joins `code` (connectToSessionCode). Events follow on `delegate` and on the session's ``DeviceSession/events``.
     ///

@@ -17,6 +17,8 @@ public final class DeviceSession: @unchecked Sendable {
     private var link: FramedLink?
     private var promptTimer: LoopTimer?
     private var phase: Phase = .connecting
+    /// The link's delegate. The session owns it; it points back weakly, so the link never keeps the session alive.
+    private var forwarder: LinkForwarder?
     private let joined = Atomic<Bool>(true)
     private let delegateBox: Mutex<WeakDelegate>
     private let continuation: AsyncStream<DeviceSessionEvent>.Continuation
@@ -65,6 +67,7 @@ public final class DeviceSession: @unchecked Sendable {
         let context = node.context
         let loop = node.loop
         let forwarder = LinkForwarder(session: self)
+        self.forwarder = forwarder
         let code = self.code
         loop.execute { [weak self] in
             if let handedOverCallID { _ = self?.machine.setCallID(handedOverCallID) }

@@ -10,7 +10,7 @@ protocol Selectable: AnyObject {
 }
 
 /// A one-shot timer on an event loop; cancel it to drop its work.
-final class LoopTimer {
+public final class LoopTimer {
     fileprivate var work: (() -> Void)?
     fileprivate let deadline: Deadline
     fileprivate init(deadline: Deadline, work: @escaping () -> Void) {
@@ -18,7 +18,7 @@ final class LoopTimer {
         self.work = work
     }
     /// Loop thread only.
-    func cancel() { work = nil }
+    public func cancel() { work = nil }
 }
 
 /// One thread running epoll: all readiness, timers and loop-confined state of the connections assigned to it.
@@ -74,7 +74,7 @@ public final class EventLoop: @unchecked Sendable {
     /// Whether the caller runs on this loop's thread.
     public var inLoop: Bool { loopThread.withLock { $0.map { pthread_equal($0, pthread_self()) != 0 } ?? false } }
 
-    func assertInLoop(file: StaticString = #fileID, line: UInt = #line) {
+    public func assertInLoop(file: StaticString = #fileID, line: UInt = #line) {
         assert(inLoop, "not on event loop \(name)", file: file, line: line)
     }
 
@@ -132,7 +132,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Runs `work` on the loop at `deadline` unless cancelled first.
     @discardableResult
-    func schedule(at deadline: Deadline, _ work: @escaping () -> Void) -> LoopTimer {
+    public func schedule(at deadline: Deadline, _ work: @escaping () -> Void) -> LoopTimer {
         assertInLoop()
         let timer = LoopTimer(deadline: deadline, work: work)
         timers.append(timer)
@@ -143,6 +143,14 @@ public final class EventLoop: @unchecked Sendable {
     // MARK: the loop
 
     private func run() {
+        // OpenSSL writes to its sockets with write(2), not send(MSG_NOSIGNAL): writing to a connection the peer has
+        // reset raises SIGPIPE, whose default action kills the whole process. SIGPIPE is sent to the writing thread,
+        // and every socket write happens on a loop thread, so blocking it here (without touching the process-wide
+        // disposition) turns it into the EPIPE that the connection already handles as connection_reset.
+        var blocked = sigset_t()
+        sigemptyset(&blocked)
+        sigaddset(&blocked, SIGPIPE)
+        pthread_sigmask(SIG_BLOCK, &blocked, nil)
         loopThread.withLock { $0 = pthread_self() }
         defer {
             registrations.removeAll()

@@ -16,7 +16,7 @@ public protocol FramedLinkDelegate: AnyObject, Sendable {
 /// Closing semantics: frames sent before ``close(reason:text:)`` are flushed and arrive before the peer learns of the
 /// close (GOAWAY, then TLS close_notify); after close, ``send(_:)`` throws a `closed` error.
 public final class FramedLink: @unchecked Sendable {
-    // @unchecked: `machine`, `decoder`, `encoder`, `tickTimer`, `closeReason`, `openWaiter` and `parametersValue` are
+    // @unchecked: `machine`, `decoder`, `encoder`, `tickTimer`, `closeReason`, `closeRequested`, `openWaiter` and `parametersValue` are
     // touched only on `loop`'s thread (every entry point hops there first); `isClosed` and `peerMaxFrameSize` are
     // atomics and `delegateBox` a Mutex, read from any thread.
     public let loop: EventLoop
@@ -31,6 +31,11 @@ public final class FramedLink: @unchecked Sendable {
     /// Told once: open (nil) or closed before opening (the reason). Used by the dialer.
     var openWaiter: ((LinkCloseReason?) -> Void)?
     private let isClosedFlag = Atomic<Bool>(false)
+    /// The peer's announced maximum payload once open (the wire's default before), for checks off the loop.
+    private let peerMaxFrameSize = Atomic<Int>(WireLimits.defaultMaxFrameSize)
+    /// Loop-confined: close() ran on the loop (or the link closed); frames queued after that are dropped.
+    private var closeRequested = false
+    private let transportClosedFlag = Atomic<Bool>(false)
     private let delegateBox = Mutex<WeakDelegate>(WeakDelegate())
 
     private struct WeakDelegate { weak var value: FramedLinkDelegate? }
@@ -49,9 +54,16 @@ public final class FramedLink: @unchecked Sendable {
         self.connection = connection
         self.peerAddress = connection.peerAddress
         self.machine = LinkStateMachine(settings: settings, isInitiator: isInitiator, now: .now())
-        self.decoder = FrameDecoder(maxPayloadLength: settings.maxFrameSize)
+        // What HELLO announces: the setting clamped to the wire's range (SPEC §5.1), so that the decoder never
+        // refuses a frame the peer was told it may send.
+        let range = WireLimits.maxFrameSizeRange
+        self.decoder = FrameDecoder(
+            maxPayloadLength: min(max(settings.maxFrameSize, Int(range.lowerBound)), Int(range.upperBound)))
         connection.handler = self
     }
+
+    /// Whether the TLS connection under the link is fully closed and its descriptor released.
+    public var isTransportClosed: Bool { transportClosedFlag.load(ordering: .acquiring) }
 
     /// Whether the link is closed or closing: sends fail from then on.
     public var isClosed: Bool { isClosedFlag.load(ordering: .acquiring) }
@@ -71,11 +83,19 @@ public final class FramedLink: @unchecked Sendable {
         if loop.inLoop {
             try sendOnLoop(message)
         } else {
-            // Check the message against the wire's limits here, so the caller hears of a bad value at once.
-            do { _ = try FrameEncoder(maxPayloadLength: WireLimits.largestMaxFrameSize).encode(message) } catch {
+            // Check the message against the wire's limits and the peer's announced maximum here, so the caller
+            // hears of a bad value at once: on the loop the error would have nobody to go to.
+            do {
+                _ = try FrameEncoder(maxPayloadLength: peerMaxFrameSize.load(ordering: .relaxed)).encode(message)
+            } catch {
                 throw TransportError(.protocolViolation, "cannot send \(message.frameType.specName): \(error)")
             }
-            loop.execute { [self] in try? self.sendOnLoop(message) }
+            // Not `sendOnLoop`: a close() called after this send sets `isClosed` at once, yet this frame was sent
+            // before the close and must still go out before the GOAWAY (which is queued behind it).
+            loop.execute { [self] in
+                guard !self.closeRequested else { return }
+                try? self.write(message)
+            }
         }
     }
 
@@ -95,7 +115,10 @@ public final class FramedLink: @unchecked Sendable {
     /// Closes the link: GOAWAY with `reason`, queued frames flushed, then TLS close_notify. From any thread.
     public func close(reason: ReasonCode = .normalClose, text: String? = nil) {
         isClosedFlag.store(true, ordering: .releasing)
-        loop.execute { [self] in self.perform(self.machine.close(reason: reason, text: text)) }
+        loop.execute { [self] in
+            self.closeRequested = true
+            self.perform(self.machine.close(reason: reason, text: text))
+        }
     }
 
     /// Starts the TLS connection. Loop thread; the delegate is set by then.
@@ -118,14 +141,17 @@ public final class FramedLink: @unchecked Sendable {
             case .open(let parameters):
                 parametersValue = parameters
                 encoder.maxPayloadLength = parameters.peerMaxFrameSize
+                peerMaxFrameSize.store(parameters.peerMaxFrameSize, ordering: .relaxed)
+                // The delegate first, then the dialer: when connect returns, linkDidOpen has been delivered.
+                delegate?.linkDidOpen(self, parameters: parameters)
                 let waiter = openWaiter
                 openWaiter = nil
                 waiter?(nil)
-                delegate?.linkDidOpen(self, parameters: parameters)
             case .deliver(let message):
                 delegate?.link(self, didReceive: message)
             case .close(let reason):
                 isClosedFlag.store(true, ordering: .releasing)
+                closeRequested = true
                 if closeReason == nil { closeReason = reason }
                 connection.close()
             }
@@ -173,6 +199,7 @@ extension FramedLink: TLSConnectionHandler {
 
     func connectionDidClose(_ connection: TLSConnection, error: TransportError?) {
         isClosedFlag.store(true, ordering: .releasing)
+        transportClosedFlag.store(true, ordering: .releasing)
         machine.transportClosed()
         tickTimer?.cancel()
         tickTimer = nil

@@ -11,46 +11,46 @@ import Foundation
 
 /// A certificate (PEM) and its private key (PEM, unencrypted PKCS#8), plus the
 /// SHA-256 of the certificate's DER SubjectPublicKeyInfo (the SPKI pin).
-struct CertificateFile: Sendable {
-    let certificatePath: String
-    let keyPath: String
+public struct CertificateFile: Sendable {
+    public let certificatePath: String
+    public let keyPath: String
     /// SHA-256 over the DER SubjectPublicKeyInfo; 32 bytes. Equal to
     /// `openssl x509 -pubkey -noout | openssl pkey -pubin -outform DER | openssl dgst -sha256`.
-    let spkiSHA256: [UInt8]
+    public let spkiSHA256: [UInt8]
 }
 
 /// Why making the test certificates failed; `description` says which openssl
 /// command failed and what it printed.
-struct TestCertificatesError: Error, CustomStringConvertible {
-    let description: String
+public struct TestCertificatesError: Error, CustomStringConvertible {
+    public let description: String
 }
 
 /// One temporary folder of test certificates. Immutable; delete it with `remove()`.
-final class TestCertificates: Sendable {
+public final class TestCertificates: Sendable {
     /// The folder holding every file below.
-    let directory: String
+    public let directory: String
     /// The development CA certificate (PEM). Its key is `directory/ca.key`.
-    let caPath: String
+    public let caPath: String
     /// An unrelated CA certificate (PEM); nothing below chains to it except `serverOtherCA`.
-    let otherCAPath: String
+    public let otherCAPath: String
     /// Signed by the CA; SAN DNS:localhost, IP:127.0.0.1, IP:::1; serverAuth.
-    let server: CertificateFile
+    public let server: CertificateFile
     /// Signed by the CA; SAN only DNS:wrong.example; serverAuth.
-    let serverWrongHost: CertificateFile
+    public let serverWrongHost: CertificateFile
     /// Signed by the CA; valid 2020-01-01 to 2020-01-02 (expired); same SANs as `server`.
-    let serverExpired: CertificateFile
+    public let serverExpired: CertificateFile
     /// Signed by the unrelated CA (`otherCAPath`); same SANs as `server`.
-    let serverOtherCA: CertificateFile
+    public let serverOtherCA: CertificateFile
     /// Self-signed; SAN DNS:localhost, IP:127.0.0.1, IP:::1; serverAuth; for pin tests.
-    let selfSigned: CertificateFile
+    public let selfSigned: CertificateFile
     /// Signed by the CA; clientAuth (device client certificate).
-    let client: CertificateFile
+    public let client: CertificateFile
     /// An EC P-256 key that does not match `server`'s certificate.
-    let mismatchedKeyPath: String
+    public let mismatchedKeyPath: String
     /// A file that is not PEM at all.
-    let garbagePEMPath: String
+    public let garbagePEMPath: String
 
-    static let opensslPath = "/usr/bin/openssl"
+    public static let opensslPath = "/usr/bin/openssl"
 
     private init(
         directory: String, caPath: String, otherCAPath: String,
@@ -73,13 +73,13 @@ final class TestCertificates: Sendable {
     }
 
     /// Deletes the temporary folder and everything in it. Safe to call twice.
-    func remove() {
+    public func remove() {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
     /// Makes a new temporary folder with every certificate and key. Throws
     /// `TestCertificatesError` (and deletes the folder) if anything fails.
-    static func make() throws -> TestCertificates {
+    public static func make() throws -> TestCertificates {
         let fm = FileManager.default
         guard fm.isExecutableFile(atPath: opensslPath) else {
             throw TestCertificatesError(description: "TestCertificates: \(opensslPath) not found or not executable")

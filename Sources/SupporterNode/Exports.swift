@@ -1,0 +1,2 @@
+// A supporter tool imports SupporterNode alone: the session types and wire types come with it.
+@_exported import SupportSession

@@ -1,0 +1,159 @@
+import DeviceNode
+import Foundation
+import Synchronization
+import SupporterNode
+import SupportTransport
+import TestSupport
+import Testing
+
+/// Collects events from any thread and lets a test wait for one.
+final class EventLog<Event: Sendable>: Sendable {
+    private let events = Mutex<[Event]>([])
+
+    func append(_ event: Event) { events.withLock { $0.append(event) } }
+    var all: [Event] { events.withLock { $0 } }
+
+    /// Waits until an event satisfies `predicate`; returns it, or nil after `timeout`.
+    func waitFor(
+        timeout: Duration = .seconds(10), _ predicate: @escaping @Sendable (Event) -> Bool
+    ) async -> Event? {
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while clock.now < deadline {
+            if let found = events.withLock({ $0.first(where: predicate) }) { return found }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return nil
+    }
+
+    /// Waits `settle`, then returns whether any event satisfies `predicate` (for "nothing happened" checks).
+    func contains(after settle: Duration, _ predicate: @escaping @Sendable (Event) -> Bool) async -> Bool {
+        try? await Task.sleep(for: settle)
+        return events.withLock { $0.contains(where: predicate) }
+    }
+}
+
+/// A supporter node on loopback with real certificates, and device nodes that reach it.
+final class NodeHarness: Sendable {
+    let certificates: TestCertificates
+    let supporter: SupporterNode
+    let token: String
+    let port: UInt16
+    let supporterEvents = EventLog<SupporterNodeEvent>()
+    let deviceLoop: EventLoop
+    private let collector: Task<Void, Never>
+
+    init(
+        keepalive: Duration = .seconds(15), requestTimeout: Duration = .seconds(90),
+        backoff: RegistrationBackoff = RegistrationBackoff()
+    ) throws {
+        certificates = try TestCertificates.make()
+        var configuration = SupporterNodeConfiguration(
+            tls: .makeServerConfiguration(
+                certificateChain: .file(certificates.server.certificatePath),
+                privateKey: .file(certificates.server.keyPath)))
+        configuration.port = 0
+        configuration.keepaliveInterval = keepalive
+        configuration.requestTimeout = requestTimeout
+        configuration.backoff = backoff
+        configuration.logger = NodeHarness.logger(prefix: "supporter")
+        supporter = try SupporterNode(configuration: configuration)
+        try supporter.start()
+        port = supporter.port ?? 0
+        token = supporter.issueAPIToken()
+        deviceLoop = try EventLoop.start(name: "test-devices")
+        let log = supporterEvents
+        let events = supporter.events
+        collector = Task {
+            for await event in events { log.append(event) }
+        }
+    }
+
+    func deviceConfiguration(
+        name: String = "Pixel 8", token: String? = nil, capabilities: FeatureSet = [Feature(.screenShare), Feature(.voip)],
+        promptTimeout: Duration = .seconds(60), keepalive: Duration = .seconds(15), port: UInt16? = nil,
+        callObserver: any CallObserver = NoCallObserver()
+    ) -> DeviceConfiguration {
+        var configuration = DeviceConfiguration(
+            host: "127.0.0.1", port: port ?? self.port,
+            tls: .makeClientConfiguration(trustRoots: .file(certificates.caPath)), apiToken: token ?? self.token,
+            deviceName: name)
+        configuration.capabilities = capabilities
+        configuration.promptTimeout = promptTimeout
+        configuration.keepaliveInterval = keepalive
+        configuration.callObserver = callObserver
+        configuration.eventLoop = deviceLoop
+        configuration.logger = NodeHarness.logger(prefix: "device")
+        return configuration
+    }
+
+    /// Logs to stderr when RSUP_TEST_LOG is set (debugging a failing test).
+    static func logger(prefix: String) -> NodeLogger {
+        guard ProcessInfo.processInfo.environment["RSUP_TEST_LOG"] != nil else { return .disabled }
+        return NodeLogger(minimumLevel: .trace) { level, message in
+            FileHandle.standardError.write(Data("[\(prefix)] \(level): \(message)\n".utf8))
+        }
+    }
+
+    func device(_ configuration: DeviceConfiguration? = nil) throws -> DeviceNode {
+        try DeviceNode(configuration: configuration ?? deviceConfiguration())
+    }
+
+    /// Waits for the supporter's event on `code` that `predicate` accepts.
+    func supporterEvent(
+        on code: String, timeout: Duration = .seconds(10), _ predicate: @escaping @Sendable (SupporterSessionEvent) -> Bool
+    ) async -> SupporterSessionEvent? {
+        await supporterEvents.waitFor(timeout: timeout) { $0.code == code && predicate($0.event) }?.event
+    }
+
+    func shutdown() {
+        supporter.shutdown()
+        collector.cancel()
+        deviceLoop.shutdown()
+        certificates.remove()
+    }
+}
+
+/// A device session and the events it reported.
+final class JoinedDevice: Sendable {
+    let node: DeviceNode
+    let session: DeviceSession
+    let events = EventLog<DeviceSessionEvent>()
+    private let collector: Task<Void, Never>
+
+    init(node: DeviceNode, code: String) throws {
+        self.node = node
+        session = try node.connect(toSessionCode: code)
+        let log = events
+        let stream = session.events
+        collector = Task {
+            for await event in stream { log.append(event) }
+        }
+    }
+
+    func online() async -> Bool {
+        await events.waitFor {
+            if case .sessionCodeOnline = $0 { return true }
+            return false
+        } != nil
+    }
+
+    func request() async -> ConnectionRequestInfo? {
+        guard case .connectionRequest(let info) = await events.waitFor({
+            if case .connectionRequest = $0 { return true }
+            return false
+        }) else { return nil }
+        return info
+    }
+
+    func event(_ predicate: @escaping @Sendable (DeviceSessionEvent) -> Bool) async -> DeviceSessionEvent? {
+        await events.waitFor(predicate)
+    }
+}
+
+/// A call observer whose answer a test sets.
+final class FakeCallObserver: CallObserver {
+    private let status = Mutex<SystemCallStatus>(.idle)
+    func set(_ value: SystemCallStatus) { status.withLock { $0 = value } }
+    func currentCall() -> SystemCallStatus { status.withLock { $0 } }
+}
