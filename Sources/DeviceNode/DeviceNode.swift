@@ -17,7 +17,10 @@ public final class DeviceNode: Sendable {
     private struct WeakSession { weak var session: DeviceSession? }
 
     /// Checks the configuration (TLS files, pins, names) and starts the node's event loop.
-    public init(configuration: DeviceConfiguration) throws(TransportError) {
+    ///
+    /// - Parameter tlsContext: a context already built from `configuration.tls`, to share one among many device nodes
+    ///   in one process (load generators); by default the node builds its own.
+    public init(configuration: DeviceConfiguration, tlsContext: TLSContext? = nil) throws(TransportError) {
         guard (1...WireLimits.nameLength).contains(configuration.deviceName.utf8.count) else {
             throw TransportError(.invalidConfiguration, "the device name must have 1 to 64 bytes of UTF-8")
         }
@@ -25,7 +28,11 @@ public final class DeviceNode: Sendable {
             throw TransportError(.invalidConfiguration, "the API token must have 1 to 256 bytes")
         }
         self.configuration = configuration
-        self.context = try TLSContext(configuration.tls)
+        if let tlsContext {
+            self.context = tlsContext
+        } else {
+            self.context = try TLSContext(configuration.tls)
+        }
         if let shared = configuration.eventLoop {
             self.loop = shared
             self.ownsLoop = false

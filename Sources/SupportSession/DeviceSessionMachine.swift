@@ -200,7 +200,7 @@ public struct DeviceSessionMachine: Sendable {
             (.awaitingStart, .sessionEnd(let end)), (.active, .sessionEnd(let end)):
             var actions = stopVoIPIfRunning()
             state = .idle
-            if end.reason.isError, end.reason != .internalError {
+            if end.reason.isError {
                 actions.append(.report(.error(DeviceSessionFailure(reason: end.reason, message: Self.describe(end)))))
             } else {
                 actions.append(.report(.supporterDisconnected(reason: end.reason, text: end.text)))
