@@ -13,6 +13,7 @@ public final class SupporterNode: Sendable {
     private let group: EventLoopGroup
     private let context: TLSContext
     private let listener = Mutex<TLSListener?>(nil)
+    private let sweeper = Mutex<Task<Void, Never>?>(nil)
     private let state: Mutex<RegistryState>
     private let eventContinuation: AsyncStream<SupporterNodeEvent>.Continuation
     /// Every event, in the order it happened on each code.
@@ -53,6 +54,24 @@ public final class SupporterNode: Sendable {
         }
         listener.withLock { $0 = created }
         logger.log(.info, "supporter node listening on \(created.localAddress)")
+        // Codes reach their end of validity while devices sit on them: tell those devices once a second.
+        sweeper.withLock {
+            $0 = Task { [weak self] in
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .seconds(1))
+                    await self?.expireDueCodes()
+                }
+            }
+        }
+    }
+
+    /// Ends the registrations on codes whose validity ran out (SESSION_END `session_code_expired`).
+    func expireDueCodes() async {
+        let now = DeviceConnection.now()
+        let due = state.withLock { state in
+            state.connections.keys.filter { code in state.codes[code].map { now >= $0.validUntil } ?? false }
+        }
+        for code in due { try? await expireCode(code) }
     }
 
     /// The port actually listened on (useful with port 0).
@@ -60,6 +79,10 @@ public final class SupporterNode: Sendable {
 
     /// Stops listening, ends every session with `going_away`, closes every link and stops the loops.
     public func shutdown() {
+        sweeper.withLock {
+            $0?.cancel()
+            $0 = nil
+        }
         listener.withLock {
             $0?.close()
             $0 = nil

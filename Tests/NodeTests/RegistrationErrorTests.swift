@@ -37,6 +37,16 @@ import Testing
         #expect(harness.supporter.code(code)?.state == .expired)
     }
 
+    @Test func codeExpiringUnderAWaitingDeviceEndsItsSession() async throws {
+        let harness = try NodeHarness()
+        defer { harness.shutdown() }
+        let code = harness.supporter.createCode(lifetime: .milliseconds(700)).code
+        let device = try JoinedDevice(node: try harness.device(), code: code)
+        #expect(await device.online())
+        #expect(await failure(device)?.reason == .sessionCodeExpired)
+        #expect(harness.supporter.code(code)?.state == .expired)
+    }
+
     @Test func closedCodeIsAClosedError() async throws {
         let harness = try NodeHarness()
         defer { harness.shutdown() }
