@@ -46,6 +46,7 @@ static inline uint64_t rs_SSL_OP_no_ticket(void) { return SSL_OP_NO_TICKET; }
 static inline long rs_SSL_MODE_release_buffers(void) { return SSL_MODE_RELEASE_BUFFERS; }
 static inline long rs_SSL_MODE_partial_write(void) { return SSL_MODE_ENABLE_PARTIAL_WRITE; }
 static inline long rs_SSL_MODE_moving_buffer(void) { return SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER; }
+static inline long rs_SSL_MODE_no_auto_chain(void) { return SSL_MODE_NO_AUTO_CHAIN; }
 static inline int rs_TLS1_2_VERSION(void) { return TLS1_2_VERSION; }
 static inline int rs_TLS1_3_VERSION(void) { return TLS1_3_VERSION; }
 static inline int rs_SSL_get_ex_new_index(void) { return SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL); }

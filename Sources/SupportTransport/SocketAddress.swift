@@ -31,7 +31,7 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
                     var inner = address.pointee.sin6_addr
                     inet_ntop(AF_INET6, &inner, &text, socklen_t(text.count))
                 }
-                return String(cString: text)
+                return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             }
         }
     }

@@ -353,8 +353,8 @@ final class TLSConnection: Selectable {
             _ = handleWriteError(ssl)
             return
         }
-        // Drained: drop a large buffer entirely so an idle connection keeps none.
-        if outbound.capacity > 16_384 { outbound = [] } else { outbound.removeAll(keepingCapacity: true) }
+        // Drained: release the buffer so an idle connection keeps none.
+        outbound = []
         outboundStart = 0
         if state != .closed { setInterest(rs_EPOLLIN()) }
         if closeWhenFlushed, state == .open { sendCloseNotify() }

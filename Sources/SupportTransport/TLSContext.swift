@@ -55,6 +55,10 @@ public final class TLSContext: @unchecked Sendable {
         _ = rs_SSL_CTX_set_mode(
             context, rs_SSL_MODE_release_buffers() | rs_SSL_MODE_partial_write() | rs_SSL_MODE_moving_buffer())
         if configuration.isServer {
+            // The chain is exactly what the configuration gave; do not let OpenSSL search stores for more.
+            _ = rs_SSL_CTX_set_mode(context, rs_SSL_MODE_no_auto_chain())
+        }
+        if configuration.isServer {
             // No resumption: nodes hold long-lived connections, and a session cache would cost memory per client.
             _ = rs_SSL_CTX_set_session_cache_mode(context, rs_SSL_SESS_CACHE_off())
             SSL_CTX_set_num_tickets(context, 0)
@@ -124,7 +128,11 @@ public final class TLSContext: @unchecked Sendable {
                     .invalidPEM, "\(roots.label): a CA certificate cannot be added",
                     openSSLReason: OpenSSLErrorQueue.drain())
             }
-        } else if configuration.pinnedPublicKeys.isEmpty {
+        } else if configuration.pinnedPublicKeys.isEmpty,
+            !configuration.isServer || configuration.clientCertificateRequirement == .required
+        {
+            // Only where peers are verified: a server that asks for no client certificate has no use for the system
+            // store, and loading it makes OpenSSL rebuild the server's chain from it on every handshake.
             SSL_CTX_set_default_verify_paths(context)
         }
         let verifyPeer = !configuration.isServer || configuration.clientCertificateRequirement == .required

@@ -43,13 +43,13 @@ public struct FrameDecoder: Sendable {
         buffer.append(contentsOf: bytes)
     }
 
-    /// Drops consumed bytes so the buffer holds only the partial frame. Small buffers keep their capacity; a large
-    /// one (after a big frame) is released so an idle connection stays small.
+    /// Drops consumed bytes so the buffer holds only the partial frame. An emptied buffer is released, so an idle
+    /// connection holds no decoder memory at all.
     private mutating func compact() {
         guard readIndex > 0 else { return }
         bufferStreamOffset += readIndex
         if readIndex == buffer.count {
-            buffer.removeAll(keepingCapacity: buffer.capacity <= 4096)
+            buffer = []
         } else {
             buffer.removeSubrange(0..<readIndex)
         }
