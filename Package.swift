@@ -25,7 +25,9 @@ let package = Package(
         .target(name: "SupporterNode", dependencies: ["SupportSession", "SupportTransport"]),
         // The device SDK an app embeds.
         .target(name: "DeviceNode", dependencies: ["SupportSession", "SupportTransport"]),
-        .executableTarget(name: "Benchmarks", dependencies: ["SupportWire", "SupportTransport"], path: "Benchmarks"),
+        .executableTarget(
+            name: "Benchmarks", dependencies: ["SupportWire", "SupportTransport", "DeviceNode", "SupporterNode"],
+            path: "Benchmarks"),
         .testTarget(name: "SupportWireTests", dependencies: ["SupportWire"]),
         .testTarget(name: "SupportSessionTests", dependencies: ["SupportSession"]),
         // Certificates made at test time, shared by the test targets that speak TLS.

@@ -10,11 +10,16 @@ import Glibc
 let groups: [BenchmarkGroup] = [
     WireBenchmark.group,
     TLSBenchmark.group,
+    NodesBenchmark.group,
 ]
 
 // Hidden subcommand: the client-side child process of the `tls` group's idle-connection measurement.
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == IdleConnectionsBenchmark.subcommand {
     IdleConnectionsBenchmark.childMain(Array(CommandLine.arguments.dropFirst(2)))
+}
+// Hidden subcommand: the device-side child process of the `nodes` group.
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == NodesBenchmark.subcommand {
+    NodesBenchmark.childMain(Array(CommandLine.arguments.dropFirst(2)))
 }
 
 func usage() -> String {

@@ -49,6 +49,7 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
 
     /// Resolves `host` (name or literal) and `port`; blocks for names, so never call it on an event loop.
     public static func resolve(host: String, port: UInt16, passive: Bool = false) throws(TransportError) -> [SocketAddress] {
+        if let literal = literal(host: host, port: port) { return [literal] }
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -74,6 +75,34 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
             cursor = entry.pointee.ai_next
         }
         return addresses
+    }
+
+    /// An IPv4 or IPv6 literal as an address, without asking the resolver.
+    static func literal(host: String, port: UInt16) -> SocketAddress? {
+        var storage = sockaddr_storage()
+        var v4 = in_addr()
+        if inet_pton(AF_INET, host, &v4) == 1 {
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = port.bigEndian
+            address.sin_addr = v4
+            withUnsafeMutableBytes(of: &storage) { destination in
+                withUnsafeBytes(of: &address) { destination.copyMemory(from: $0) }
+            }
+            return SocketAddress(storage: storage, length: socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, host, &v6) == 1 {
+            var address = sockaddr_in6()
+            address.sin6_family = sa_family_t(AF_INET6)
+            address.sin6_port = port.bigEndian
+            address.sin6_addr = v6
+            withUnsafeMutableBytes(of: &storage) { destination in
+                withUnsafeBytes(of: &address) { destination.copyMemory(from: $0) }
+            }
+            return SocketAddress(storage: storage, length: socklen_t(MemoryLayout<sockaddr_in6>.size))
+        }
+        return nil
     }
 
     /// The local or peer address of a socket.
