@@ -105,7 +105,8 @@ enum NodesBenchmark {
         var populations: [(mode: String, Population)] = []
         var sequentialRows: [(devices: Int, SequentialResult)] = []
         var burstRows: [(devices: Int, BurstResult)] = []
-        for count in counts {
+        let profiling = getenv("RSUP_NODES_PROFILE") != nil
+        for count in (profiling ? [10_000] : counts) {
             // Run 1: sequential modes on a sample of the codes (each code used once).
             if let (population, results) = withPopulation(count: count, directory: directory, { node, recorder, codes in
                 sequentialModes(node: node, recorder: recorder, codes: codes)
@@ -113,6 +114,7 @@ enum NodesBenchmark {
                 populations.append(("sequential run", population))
                 for result in results ?? [] { sequentialRows.append((count, result)) }
             }
+            if profiling { break }
             // Run 2: a fresh node and child; all N requests at once.
             if let (population, result) = withPopulation(count: count, directory: directory, { node, recorder, codes in
                 burst(node: node, recorder: recorder, codes: codes)
@@ -236,6 +238,9 @@ enum NodesBenchmark {
         -> SequentialResult
     {
         let cpuBefore = ProcessInfoLite.cpuSeconds()
+        var standardError = StandardError()
+        print("PHASE start gap=\(gap) \(Double(Deadline.now().nanoseconds) / 1e9)", to: &standardError)
+        defer { print("PHASE end gap=\(gap) \(Double(Deadline.now().nanoseconds) / 1e9)", to: &standardError) }
         var result = blockingAwait { () async -> SequentialResult in
             var result = SequentialResult(gap: gap)
             for code in codes {

@@ -157,3 +157,7 @@ final class FakeCallObserver: CallObserver {
     func set(_ value: SystemCallStatus) { status.withLock { $0 = value } }
     func currentCall() -> SystemCallStatus { status.withLock { $0 } }
 }
+
+/// Every node test suite runs inside this one, one suite at a time: the suites share two cores, and a 1,000-device
+/// run next to a keepalive test would measure the machine instead of the nodes.
+@Suite(.serialized, .timeLimit(.minutes(5))) struct NodeIntegration {}

@@ -6,73 +6,75 @@ import SupportTransport
 import TestSupport
 import Testing
 
-/// Many devices on one supporter node at once; one device's misbehaviour touches no other.
-@Suite(.serialized) struct ScaleTests {
-    /// Answers every request at once, from the delegate, as an app would.
-    final class AutoAllow: DeviceSessionDelegate {
-        func session(_ session: DeviceSession, didReceive request: ConnectionRequestAuthentication) { request.allow() }
-    }
+extension NodeIntegration {
+    /// Many devices on one supporter node at once; one device's misbehaviour touches no other.
+    @Suite(.serialized) struct ScaleTests {
+        /// Answers every request at once, from the delegate, as an app would.
+        final class AutoAllow: DeviceSessionDelegate {
+            func session(_ session: DeviceSession, didReceive request: ConnectionRequestAuthentication) { request.allow() }
+        }
 
-    @Test func thousandDevicesOnlineWithRequestsAnsweredConcurrently() async throws {
-        let harness = try NodeHarness()
-        defer { harness.shutdown() }
-        let count = 1000
-        let delegate = AutoAllow()
-        let codes = (0..<count).map { _ in harness.supporter.createCode().code }
-        var sessions: [DeviceSession] = []
-        var nodes: [DeviceNode] = []
-        for (index, code) in codes.enumerated() {
-            let node = try harness.device(harness.deviceConfiguration(name: "device-\(index)"))
-            nodes.append(node)
-            sessions.append(try node.connect(toSessionCode: code, delegate: delegate))
-        }
-        let online = await harness.supporterEvents.waitFor(timeout: .seconds(60)) { _ in
-            harness.supporter.codes().filter { $0.state == .online }.count == count
-        }
-        #expect(online != nil)
-        #expect(harness.supporter.codes().filter { $0.state == .online }.count == count)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for code in codes {
-                group.addTask {
-                    try await harness.supporter.requestConnection(code: code, supporterName: "Load", type: .screenShare)
-                }
+        @Test func thousandDevicesOnlineWithRequestsAnsweredConcurrently() async throws {
+            let harness = try NodeHarness()
+            defer { harness.shutdown() }
+            let count = 1000
+            let delegate = AutoAllow()
+            let codes = (0..<count).map { _ in harness.supporter.createCode().code }
+            var sessions: [DeviceSession] = []
+            var nodes: [DeviceNode] = []
+            for (index, code) in codes.enumerated() {
+                let node = try harness.device(harness.deviceConfiguration(name: "device-\(index)"))
+                nodes.append(node)
+                sessions.append(try node.connect(toSessionCode: code, delegate: delegate))
             }
-            try await group.waitForAll()
+            let online = await harness.supporterEvents.waitFor(timeout: .seconds(60)) { _ in
+                harness.supporter.codes().filter { $0.state == .online }.count == count
+            }
+            #expect(online != nil)
+            #expect(harness.supporter.codes().filter { $0.state == .online }.count == count)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for code in codes {
+                    group.addTask {
+                        try await harness.supporter.requestConnection(code: code, supporterName: "Load", type: .screenShare)
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let connected = Mutex<Set<String>>([])
+            let all = await harness.supporterEvents.waitFor(timeout: .seconds(60)) { event in
+                if case .connected = event.event { connected.withLock { $0.insert(event.code) } }
+                return connected.withLock { $0.count } == count
+            }
+            #expect(all != nil, "connected: \(connected.withLock { $0.count }) of \(count)")
+            #expect(harness.supporter.codes().filter { $0.state == .active }.count == count)
+            withExtendedLifetime((sessions, nodes)) {}
         }
-        let connected = Mutex<Set<String>>([])
-        let all = await harness.supporterEvents.waitFor(timeout: .seconds(60)) { event in
-            if case .connected = event.event { connected.withLock { $0.insert(event.code) } }
-            return connected.withLock { $0.count } == count
-        }
-        #expect(all != nil, "connected: \(connected.withLock { $0.count }) of \(count)")
-        #expect(harness.supporter.codes().filter { $0.state == .active }.count == count)
-        withExtendedLifetime((sessions, nodes)) {}
-    }
 
-    @Test func aMisbehavingDeviceDoesNotDisturbAnother() async throws {
-        let harness = try NodeHarness()
-        defer { harness.shutdown() }
-        let good = harness.supporter.createCode().code
-        let device = try JoinedDevice(node: try harness.device(), code: good)
-        #expect(await device.online())
-        // A peer that completes TLS with our ALPN and then sends a malformed frame instead of HELLO.
-        let openssl = Process()
-        openssl.executableURL = URL(fileURLWithPath: TestCertificates.opensslPath)
-        openssl.arguments = [
-            "s_client", "-connect", "127.0.0.1:\(harness.port)", "-alpn", "rsup/1", "-quiet", "-no_ign_eof",
-        ]
-        let input = Pipe()
-        openssl.standardInput = input
-        openssl.standardOutput = FileHandle.nullDevice
-        openssl.standardError = FileHandle.nullDevice
-        try openssl.run()
-        input.fileHandleForWriting.write(Data([0x07, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x00]))
-        let id = try await harness.supporter.requestConnection(code: good, supporterName: "Kim", type: .screenShare)
-        device.session.answer(requestID: id, allow: true)
-        #expect(await harness.supporterEvent(on: good) { $0 == .connected(requestID: id) } != nil)
-        try? input.fileHandleForWriting.close()
-        openssl.waitUntilExit()
-        // The misbehaving connection was closed by the node (s_client exits); the good session still runs.
-        #expect(harness.supporter.code(good)?.state == .active)
+        @Test func aMisbehavingDeviceDoesNotDisturbAnother() async throws {
+            let harness = try NodeHarness()
+            defer { harness.shutdown() }
+            let good = harness.supporter.createCode().code
+            let device = try JoinedDevice(node: try harness.device(), code: good)
+            #expect(await device.online())
+            // A peer that completes TLS with our ALPN and then sends a malformed frame instead of HELLO.
+            let openssl = Process()
+            openssl.executableURL = URL(fileURLWithPath: TestCertificates.opensslPath)
+            openssl.arguments = [
+                "s_client", "-connect", "127.0.0.1:\(harness.port)", "-alpn", "rsup/1", "-quiet", "-no_ign_eof",
+            ]
+            let input = Pipe()
+            openssl.standardInput = input
+            openssl.standardOutput = FileHandle.nullDevice
+            openssl.standardError = FileHandle.nullDevice
+            try openssl.run()
+            input.fileHandleForWriting.write(Data([0x07, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x00]))
+            let id = try await harness.supporter.requestConnection(code: good, supporterName: "Kim", type: .screenShare)
+            device.session.answer(requestID: id, allow: true)
+            #expect(await harness.supporterEvent(on: good) { $0 == .connected(requestID: id) } != nil)
+            try? input.fileHandleForWriting.close()
+            openssl.waitUntilExit()
+            // The misbehaving connection was closed by the node (s_client exits); the good session still runs.
+            #expect(harness.supporter.code(good)?.state == .active)
+        }
     }
 }
