@@ -25,6 +25,11 @@ let package = Package(
         .target(name: "SupporterNode", dependencies: ["SupportSession", "SupportTransport"]),
         // The device SDK an app embeds.
         .target(name: "DeviceNode", dependencies: ["SupportSession", "SupportTransport"]),
+        // The runnable nodes: a small shared CLI helper and the two command-line programs.
+        .target(name: "CLIKit", dependencies: ["SupportSession", "SupportTransport"], path: "examples/CLIKit"),
+        .executableTarget(
+            name: "rsup-supporter", dependencies: ["CLIKit", "SupporterNode"], path: "examples/SupporterCLI"),
+        .executableTarget(name: "rsup-device", dependencies: ["CLIKit", "DeviceNode"], path: "examples/DeviceCLI"),
         .executableTarget(
             name: "Benchmarks", dependencies: ["SupportWire", "SupportTransport", "DeviceNode", "SupporterNode"],
             path: "Benchmarks"),

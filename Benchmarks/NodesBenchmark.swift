@@ -61,6 +61,8 @@ enum NodesBenchmark {
         var failures = 0
         var firstFailure: String?
         var cpuSecondsPerRequest = Double.nan
+        /// Context switches (voluntary + involuntary, every thread) of this process per request.
+        var contextSwitchesPerRequest = Double.nan
         /// Each measured request's code and start (CLOCK_MONOTONIC ns), for the legs.
         var starts: [(code: String, monotonic: UInt64)] = []
     }
@@ -105,8 +107,7 @@ enum NodesBenchmark {
         var populations: [(mode: String, Population)] = []
         var sequentialRows: [(devices: Int, SequentialResult)] = []
         var burstRows: [(devices: Int, BurstResult)] = []
-        let profiling = getenv("RSUP_NODES_PROFILE") != nil
-        for count in (profiling ? [10_000] : counts) {
+        for count in counts {
             // Run 1: sequential modes on a sample of the codes (each code used once).
             if let (population, results) = withPopulation(count: count, directory: directory, { node, recorder, codes in
                 sequentialModes(node: node, recorder: recorder, codes: codes)
@@ -114,7 +115,6 @@ enum NodesBenchmark {
                 populations.append(("sequential run", population))
                 for result in results ?? [] { sequentialRows.append((count, result)) }
             }
-            if profiling { break }
             // Run 2: a fresh node and child; all N requests at once.
             if let (population, result) = withPopulation(count: count, directory: directory, { node, recorder, codes in
                 burst(node: node, recorder: recorder, codes: codes)
@@ -220,9 +220,14 @@ enum NodesBenchmark {
     static func sequentialModes(node: SupporterNode, recorder: EventRecorder, codes: [String]) -> [SequentialResult] {
         let perMode = min(sequentialSample, (codes.count - warmUp) / gaps.count)
         let needed = warmUp + perMode * gaps.count
-        // Spread over all the codes (so over both loops of each side): every k-th code.
-        let stride = max(1, codes.count / needed)
-        let picked = (0..<needed).map { codes[($0 * stride) % codes.count] }
+        // Spread over all the codes, so over every loop of both sides: a fixed pseudo-random order.
+        var order = Array(codes.indices)
+        var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
+        for index in order.indices.reversed() where index > 0 {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            order.swapAt(index, Int((seed >> 33) % UInt64(index + 1)))
+        }
+        let picked = order.prefix(needed).map { codes[$0] }
         var results: [SequentialResult] = []
         _ = sequential(node: node, recorder: recorder, codes: Array(picked[0..<warmUp]), gap: .zero)
         for (index, gap) in gaps.enumerated() {
@@ -238,9 +243,7 @@ enum NodesBenchmark {
         -> SequentialResult
     {
         let cpuBefore = ProcessInfoLite.cpuSeconds()
-        var standardError = StandardError()
-        print("PHASE start gap=\(gap) \(Double(Deadline.now().nanoseconds) / 1e9)", to: &standardError)
-        defer { print("PHASE end gap=\(gap) \(Double(Deadline.now().nanoseconds) / 1e9)", to: &standardError) }
+        let switchesBefore = contextSwitches()
         var result = blockingAwait { () async -> SequentialResult in
             var result = SequentialResult(gap: gap)
             for code in codes {
@@ -268,6 +271,7 @@ enum NodesBenchmark {
             return result
         }
         result.cpuSecondsPerRequest = (ProcessInfoLite.cpuSeconds() - cpuBefore) / Double(max(codes.count, 1))
+        result.contextSwitchesPerRequest = Double(contextSwitches() - switchesBefore) / Double(max(codes.count, 1))
         return result
     }
 
@@ -356,6 +360,7 @@ enum NodesBenchmark {
                 .init(title: "p90", alignment: .right), .init(title: "p99", alignment: .right),
                 .init(title: "max", alignment: .right), .init(title: "mean", alignment: .right),
                 .init(title: "fail", alignment: .right), .init(title: "node CPU µs/req", alignment: .right),
+                .init(title: "node cswitch/req", alignment: .right),
             ])
         for (devices, result) in sequential {
             let r = result.roundTrip
@@ -363,6 +368,7 @@ enum NodesBenchmark {
                 Format.grouped(devices), result.gap == .zero ? "0" : "\(Format.fixed(result.gap.seconds * 1000, 0)) ms",
                 Format.grouped(r.microseconds.count), us(r.percentile(50)), us(r.percentile(90)), us(r.percentile(99)),
                 us(r.maximum), us(r.mean), Format.grouped(result.failures), us(result.cpuSecondsPerRequest * 1e6),
+                Format.fixed(result.contextSwitchesPerRequest, 1),
             ])
         }
         table.print()
@@ -421,16 +427,22 @@ enum NodesBenchmark {
                per code, default per-session delegate queue; the delegate calls `request.allow()` at once). The child
                prints a ready line when every session reported sessionCodeOnline; (a) is spawn → the node's last
                `.deviceOnline` event. Sequential: \(warmUp) unmeasured warm-up requests, then up to \(sequentialSample) per gap, each on its
-               own code (every k-th code, so spread over all loops); a request is timed from just before
+               own code (a fixed pseudo-random order, so spread over all loops); a request is timed from just before
                `requestConnection` to the consumer's stamp; the next starts after `.connected` was consumed plus the gap.
                (c): the child stamps CLOCK_MONOTONIC in the delegate callback; the parent stamps the request start.
                Burst: a fresh node and child; N tasks each call requestConnection at once; "all connected" is
-               start → last `.connected` stamp. CPU: this process only (node + consumer + request tasks).
+               start → last `.connected` stamp. CPU and context switches: this process only (node + consumer + requests).
 
             """)
     }
 
     // MARK: helpers
+
+    static func contextSwitches() -> Int {
+        var usage = rusage()
+        getrusage(Int32(RUSAGE_SELF.rawValue), &usage)
+        return usage.ru_nvcsw + usage.ru_nivcsw
+    }
 
     static func makeCertificates() -> String? {
         var template = Array("/tmp/rsup-bench-nodes-XXXXXX".utf8CString)

@@ -1,0 +1,19 @@
+import Foundation
+import SupportSession
+
+/// Parses `--log-level` and makes a logger that writes one line per event to stderr.
+public enum Logging {
+    public static func level(_ text: String?) throws(CLIError) -> LogLevel {
+        guard let text else { return .warning }
+        guard let level = LogLevel.allCases.first(where: { $0.description == text }) else {
+            throw .usage("--log-level takes error, warning, info, debug or trace, not '\(text)'")
+        }
+        return level
+    }
+
+    public static func logger(level: LogLevel, component: String) -> NodeLogger {
+        NodeLogger(minimumLevel: level) { level, message in
+            FileHandle.standardError.write(Data("\(Console.timestamp()) \(level) \(component): \(message)\n".utf8))
+        }
+    }
+}

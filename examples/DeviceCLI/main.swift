@@ -1,0 +1,94 @@
+import CLIKit
+import DeviceNode
+import Dispatch
+import Foundation
+import SupportTransport
+
+let usage = """
+    usage: rsup-device connect HOST[:PORT] --code CODE --token TOKEN (--ca FILE | --pin PIN) [options]
+
+    Joins a session code on a RemoteSupport supporter node as a device, shows what happens, and asks you to allow or
+    reject connection requests. Ctrl-C (or typing 'leave') leaves the code, in any state.
+
+      --code CODE              the session code, e.g. 123-456-789
+      --token TOKEN            the API token the supporter node issued ('rsup-supporter token')
+      --ca FILE                trust the CA that signed the node's certificate (PEM)
+      --pin PIN                trust the node's key by its pin (sha256/…, printed by certs/make-dev-certs.sh)
+      --server-name NAME       the name to verify in the node's certificate (default: HOST)
+      --name NAME              this device's name, as supporters see it (default: the host name)
+      --cert FILE --key FILE   a client certificate, if the node asks for one
+      --auto-accept            allow every request without asking (scripts)
+      --auto-reject            reject every request without asking (scripts)
+      --prompt-timeout DUR     how long a request waits for your answer (default 60s)
+      --keepalive DURATION     keepalive interval to propose (default 15s)
+      --log-level LEVEL        error, warning, info, debug or trace (default warning)
+      --json                   events as JSON lines
+
+    exit codes: 0 the session ended or you left, 1 failure (bad code or token, TLS, network), 2 usage error
+    """
+
+func run() throws(CLIError) -> Int32 {
+    var arguments = Array(CommandLine.arguments.dropFirst())
+    guard let command = arguments.first else { throw .usage("no command; see 'rsup-device --help'") }
+    arguments.removeFirst()
+    if command == "--help" || command == "-h" || command == "help" {
+        print(usage)
+        return 0
+    }
+    guard command == "connect" else { throw .usage("unknown command '\(command)'; the command is 'connect'") }
+    let parsed = try ParsedArguments(
+        arguments,
+        valueOptions: [
+            "code", "token", "ca", "pin", "server-name", "name", "cert", "key", "prompt-timeout", "keepalive",
+            "log-level",
+        ],
+        flagOptions: ["auto-accept", "auto-reject", "json"])
+    if parsed.has("help") {
+        print(usage)
+        return 0
+    }
+    guard parsed.positionals.count == 1 else { throw .usage("give the supporter node as HOST[:PORT]") }
+    let target = try HostPort(parsed.positionals[0], defaultPort: 7443)
+    let code = try parsed.require("code")
+    guard SessionCodeFormat.isWellFormed(code) else {
+        throw .usage("'\(code)' is not a session code: the format is three groups of three digits, like 123-456-789")
+    }
+    let token = try parsed.require("token")
+    guard parsed.options["ca"] != nil || parsed.options["pin"] != nil else {
+        throw .usage("say how to trust the node: --ca FILE or --pin PIN")
+    }
+    guard !(parsed.has("auto-accept") && parsed.has("auto-reject")) else {
+        throw .usage("--auto-accept and --auto-reject exclude each other")
+    }
+    var pins: [PublicKeyPin] = []
+    if let pin = parsed.options["pin"] {
+        do { pins = [try PublicKeyPin(pin)] } catch { throw .usage(Explain.transport(error)) }
+    }
+    var tls = TLSConfiguration.makeClientConfiguration(
+        trustRoots: parsed.options["ca"].map { .file($0) }, pinnedPublicKeys: pins,
+        serverName: parsed.options["server-name"])
+    if let cert = parsed.options["cert"] {
+        tls.certificateChain = .file(cert)
+        tls.privateKey = .file(try parsed.require("key"))
+    }
+    let name = parsed.options["name"] ?? ProcessInfo.processInfo.hostName
+    var configuration = DeviceConfiguration(
+        host: target.host, port: target.port, tls: tls, apiToken: token, deviceName: String(name.prefix(64)))
+    configuration.promptTimeout = try parsed.duration("prompt-timeout", default: .seconds(60))
+    configuration.keepaliveInterval = try parsed.duration("keepalive", default: .seconds(15))
+    configuration.capabilities = [Feature(.screenShare), Feature(.assistAR), Feature(.voip)]
+    configuration.logger = Logging.logger(level: try Logging.level(parsed.options["log-level"]), component: "device")
+    let console = Console(json: parsed.has("json"))
+    let node: DeviceNode
+    do { node = try DeviceNode(configuration: configuration) } catch { throw .failure(Explain.transport(error)) }
+    let answerMode: DeviceRun.AnswerMode =
+        parsed.has("auto-accept") ? .allow : parsed.has("auto-reject") ? .reject : .ask
+    return try DeviceRun(node: node, console: console, mode: answerMode, target: target).run(code: code)
+}
+
+do {
+    exit(try run())
+} catch {
+    FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+    exit(error.exitCode)
+}

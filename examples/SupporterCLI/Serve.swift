@@ -1,0 +1,181 @@
+import CLIKit
+import Dispatch
+import Foundation
+import SupporterNode
+import SupportTransport
+
+/// `rsup-supporter serve`: the node, its control socket, its event output and, on a terminal, its console.
+enum Serve {
+    static func run(_ arguments: [String], usage: String) throws(CLIError) -> Int32 {
+        let parsed = try ParsedArguments(
+            arguments,
+            valueOptions: ["listen", "cert", "key", "data", "api-token", "keepalive", "request-timeout", "log-level"],
+            flagOptions: ["non-interactive", "json"])
+        if parsed.has("help") {
+            print(usage)
+            return 0
+        }
+        guard parsed.positionals.isEmpty else { throw .usage("unexpected argument '\(parsed.positionals[0])'") }
+        let listen = try HostPort(parsed.options["listen"] ?? "127.0.0.1:7443", defaultPort: 7443)
+        let certificate = try parsed.require("cert")
+        let key = try parsed.require("key")
+        let console = Console(json: parsed.has("json"))
+        var configuration = SupporterNodeConfiguration(
+            tls: .makeServerConfiguration(certificateChain: .file(certificate), privateKey: .file(key)))
+        configuration.host = listen.host
+        configuration.port = listen.port
+        configuration.keepaliveInterval = try parsed.duration("keepalive", default: .seconds(15))
+        configuration.requestTimeout = try parsed.duration("request-timeout", default: .seconds(90))
+        configuration.logger = Logging.logger(level: try Logging.level(parsed.options["log-level"]), component: "supporter")
+        let folder = try dataFolder(parsed)
+
+        let node: SupporterNode
+        do {
+            node = try SupporterNode(configuration: configuration)
+            try node.start()
+        } catch {
+            throw .failure(Explain.transport(error))
+        }
+        if let token = parsed.options["api-token"] { node.addAPIToken(token) }
+        let commands = SupporterCommands(node: node)
+        try ControlSocket.serve(path: folder + "/control.sock") { request in
+            let reply = Reply()
+            let done = DispatchSemaphore(value: 0)
+            let box = SendableRequest(request)
+            Task {
+                reply.set(await commands.run(box.value))
+                done.signal()
+            }
+            done.wait()
+            return reply.get()
+        }
+        console.event(
+            "listening", "supporter node listening on \(listen) (data: \(folder))",
+            ["address": listen.description, "port": Int(node.port ?? listen.port)])
+
+        let events = Task {
+            for await event in node.events { report(event, console) }
+        }
+        let stop = DispatchSemaphore(value: 0)
+        let signals = [SIGINT, SIGTERM].map { number -> DispatchSourceSignal in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number)
+            source.setEventHandler { stop.signal() }
+            source.resume()
+            return source
+        }
+        if !parsed.has("non-interactive"), isatty(STDIN_FILENO) == 1 {
+            Thread { InteractiveConsole(commands: commands, console: console).run(onQuit: { stop.signal() }) }.start()
+        }
+        stop.wait()
+        console.event("stopping", "stopping: sessions end with going_away")
+        node.shutdown()
+        events.cancel()
+        unlink(folder + "/control.sock")
+        withExtendedLifetime(signals) {}
+        return 0
+    }
+
+    static func report(_ event: SupporterNodeEvent, _ console: Console) {
+        let code = event.code
+        let device = event.deviceName.map { " (\($0))" } ?? ""
+        switch event.event {
+        case .deviceOnline:
+            console.event("device_online", "\(code): device online\(device)", ["code": code, "device": event.deviceName ?? ""])
+        case .registrationRefused(_, let reason):
+            console.event("registration_refused", "\(code): registration refused: \(reason)", ["code": code, "reason": "\(reason)"])
+        case .connected(let id):
+            console.event("connected", "\(code): supporter connected (request \(id))", ["code": code, "request_id": Int(id)])
+        case .rejected(let id, let reason):
+            console.event("rejected", "\(code): request \(id) rejected (\(reason))", ["code": code, "request_id": Int(id), "reason": "\(reason)"])
+        case .requestTimedOut(let id):
+            console.event("request_timed_out", "\(code): request \(id) timed out", ["code": code, "request_id": Int(id)])
+        case .ended(let reason, let text):
+            console.event("ended", "\(code): session ended (\(reason))" + (text.map { ": \($0)" } ?? ""), ["code": code, "reason": "\(reason)"])
+        case .voipState(let state, let text):
+            console.event("voip", "\(code): VoIP \(state)" + (text.map { ": \($0)" } ?? ""), ["code": code, "state": "\(state)"])
+        case .sessionError(let reason, let feature, let text):
+            console.event(
+                "session_error", "\(code): session error \(reason)" + (text.map { ": \($0)" } ?? ""),
+                ["code": code, "reason": "\(reason)", "feature": feature.map { "\($0)" } ?? ""])
+        }
+    }
+}
+
+/// Carries a JSON request into a task. Safe: the dictionary is only read there, after the handing thread let go.
+struct SendableRequest: @unchecked Sendable {
+    let value: [String: Any]
+    init(_ value: [String: Any]) { self.value = value }
+}
+
+/// A reply handed from a task back to the waiting control thread.
+final class Reply: @unchecked Sendable {
+    // @unchecked: written once by the task before `done.signal()`, read once after `done.wait()`.
+    private var value: [String: Any] = [:]
+    func set(_ value: [String: Any]) { self.value = value }
+    func get() -> [String: Any] { value }
+}
+
+/// The console on a terminal: one command per line.
+struct InteractiveConsole {
+    let commands: SupporterCommands
+    let console: Console
+
+    static let help = """
+        commands: create [remote|assist] [description…] · list · connect CODE NAME [screen|assist] ·
+                  cancel CODE · end CODE · close CODE · token · help · quit
+        """
+
+    func run(onQuit: @escaping () -> Void) {
+        console.line(Self.help)
+        while let line = readLine() {
+            let words = line.split(separator: " ").map(String.init)
+            guard let first = words.first else { continue }
+            var request: [String: Any] = ["command": first]
+            switch first {
+            case "quit", "exit":
+                onQuit()
+                return
+            case "help":
+                console.line(Self.help)
+                continue
+            case "create":
+                if words.count > 1 { request["type"] = words[1] }
+                if words.count > 2 { request["description"] = words[2...].joined(separator: " ") }
+            case "connect":
+                guard words.count >= 3 else {
+                    console.error("connect CODE NAME [screen|assist]")
+                    continue
+                }
+                request["code"] = words[1]
+                request["as"] = words[2]
+                if words.count > 3 { request["type"] = words[3] }
+            case "cancel", "end", "close":
+                guard words.count == 2 else {
+                    console.error("\(first) CODE")
+                    continue
+                }
+                request["code"] = words[1]
+            default:
+                break
+            }
+            let reply = Reply()
+            let done = DispatchSemaphore(value: 0)
+            let box = SendableRequest(request)
+            Task {
+                reply.set(await commands.run(box.value))
+                done.signal()
+            }
+            done.wait()
+            let answer = reply.get()
+            if answer["ok"] as? Bool == true {
+                var shown = answer
+                shown["ok"] = nil
+                console.line(shown.isEmpty ? "ok" : Console.encode(shown))
+            } else {
+                console.error(answer["error"] as? String ?? "failed")
+            }
+        }
+        onQuit()
+    }
+}

@@ -1,0 +1,131 @@
+import CLIKit
+import Foundation
+import SupporterNode
+import SupportTransport
+
+let usage = """
+    usage: rsup-supporter <command> [options]
+
+    Runs a RemoteSupport supporter node and talks to a running one.
+
+    commands:
+      serve     listen for devices (interactive console on a terminal, or --non-interactive)
+      create    create a session code             [--type remote|assist] [--description TEXT]
+      list      list codes with their live state
+      connect   send a connection request         --code CODE --as NAME [--type screen|assist]
+                                                  [--features voip,remote_control] (default: voip)
+      cancel    cancel the pending request        --code CODE
+      end       end the session on a code         --code CODE
+      close     close a code for good             --code CODE
+      token     issue a new API token for devices
+
+    common options:
+      --data DIR        the node's data folder (default ./supporter-data); its control socket links the commands
+      --json            machine-readable output, one JSON object per line
+      --help            this text, or a command's own with 'rsup-supporter <command> --help'
+
+    exit codes: 0 ok, 1 failure, 2 usage error
+    """
+
+let serveUsage = """
+    usage: rsup-supporter serve --cert FILE --key FILE [options]
+
+      --listen HOST:PORT       where devices connect (default 127.0.0.1:7443; [::]:7443 for every address)
+      --cert FILE              the node's certificate chain (PEM), e.g. from certs/make-dev-certs.sh
+      --key FILE               its private key (PEM)
+      --data DIR               data folder (default ./supporter-data)
+      --api-token TOKEN        also accept this API token (otherwise issue them with 'rsup-supporter token')
+      --keepalive DURATION     keepalive interval, e.g. 15s (default 15s)
+      --request-timeout DUR    how long a request waits for the device (default 90s)
+      --non-interactive        no console: run until SIGINT or SIGTERM
+      --log-level LEVEL        error, warning, info, debug or trace (default warning)
+      --json                   events as JSON lines
+    """
+
+func dataFolder(_ arguments: ParsedArguments) throws(CLIError) -> String {
+    let folder = arguments.options["data"] ?? "supporter-data"
+    do {
+        try FileManager.default.createDirectory(
+            atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+    } catch {
+        throw .failure("cannot create the data folder \(folder): \(error.localizedDescription)")
+    }
+    return folder
+}
+
+/// Sends one command to the node serving `--data` and prints its answer.
+func remote(_ command: String, _ arguments: [String], required: [String], optional: [String]) throws(CLIError) {
+    let parsed = try ParsedArguments(arguments, valueOptions: Set(required + optional + ["data"]), flagOptions: ["json"])
+    if parsed.has("help") {
+        print("usage: rsup-supporter \(command) " + required.map { "--\($0) VALUE" }.joined(separator: " ")
+            + optional.map { " [--\($0) VALUE]" }.joined() + " [--data DIR] [--json]")
+        return
+    }
+    guard parsed.positionals.isEmpty else { throw .usage("unexpected argument '\(parsed.positionals[0])'") }
+    var request: [String: Any] = ["command": command]
+    for name in required { request[name] = try parsed.require(name) }
+    for name in optional { if let value = parsed.options[name] { request[name] = value } }
+    if let code = request["code"] as? String, !SessionCodeFormat.isWellFormed(code) {
+        throw .usage("'\(code)' is not a session code (the format is 123-456-789)")
+    }
+    let folder = parsed.options["data"] ?? "supporter-data"
+    let reply = try ControlSocket.request(path: folder + "/control.sock", request)
+    guard reply["ok"] as? Bool == true else { throw .failure(reply["error"] as? String ?? "the command failed") }
+    let console = Console(json: parsed.has("json"))
+    if console.json {
+        console.line(Console.encode(reply))
+        return
+    }
+    switch command {
+    case "create":
+        let code = reply["code"] as? [String: Any] ?? [:]
+        console.line("\(code["code"] ?? "?")  \(code["type"] ?? "")  \(code["state"] ?? "")")
+    case "list":
+        let codes = reply["codes"] as? [[String: Any]] ?? []
+        if codes.isEmpty { console.line("no codes; create one with 'rsup-supporter create'") }
+        for code in codes {
+            let extra = [code["device"].map { "device: \($0)" }, code["description"].map { "\($0)" }]
+                .compactMap { $0 }.joined(separator: "  ")
+            console.line("\(code["code"] ?? "?")  \(code["type"] ?? "")  \(code["state"] ?? "")  \(extra)")
+        }
+    case "token":
+        console.line(reply["token"] as? String ?? "")
+    case "connect":
+        console.line("request \(reply["request_id"] ?? "?") sent")
+    default:
+        console.line("ok")
+    }
+}
+
+func main() -> Int32 {
+    var arguments = Array(CommandLine.arguments.dropFirst())
+    guard let command = arguments.first else {
+        FileHandle.standardError.write(Data((usage + "\n").utf8))
+        return 2
+    }
+    arguments.removeFirst()
+    do throws(CLIError) {
+        switch command {
+        case "--help", "-h", "help":
+            print(usage)
+        case "serve":
+            return try Serve.run(arguments, usage: serveUsage)
+        case "create": try remote("create", arguments, required: [], optional: ["type", "description"])
+        case "list": try remote("list", arguments, required: [], optional: [])
+        case "connect": try remote("connect", arguments, required: ["code", "as"], optional: ["type", "features"])
+        case "cancel": try remote("cancel", arguments, required: ["code"], optional: [])
+        case "end": try remote("end", arguments, required: ["code"], optional: [])
+        case "close": try remote("close", arguments, required: ["code"], optional: [])
+        case "token": try remote("token", arguments, required: [], optional: [])
+        default:
+            throw CLIError.usage("unknown command '\(command)'; see 'rsup-supporter --help'")
+        }
+        return 0
+    } catch {
+        FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+        if case .usage = error { FileHandle.standardError.write(Data("see 'rsup-supporter --help'\n".utf8)) }
+        return error.exitCode
+    }
+}
+
+exit(main())
