@@ -39,6 +39,8 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "SupportTransportTests", dependencies: ["SupportTransport", "SupportWire", "TestSupport"]),
         .testTarget(name: "NodeTests", dependencies: ["DeviceNode", "SupporterNode", "TestSupport"]),
+        // The two CLIs run as real processes against real TLS on loopback (SwiftPM builds them for this target).
+        .testTarget(name: "CLITests", dependencies: ["rsup-supporter", "rsup-device", "TestSupport"], path: "Tests/CLITests"),
     ],
     swiftLanguageModes: [.v6]
 )

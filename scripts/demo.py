@@ -3,6 +3,8 @@
 
 code created -> device online -> request -> allow -> connected -> VoIP state -> supporter ends.
 Usage: demo.py BIN_DIR   (the folder holding rsup-supporter and rsup-device)
+
+Also a module: scripts/two_hosts.py imports Side, control, make_certs, stop and print_timeline from here.
 """
 import json
 import os
@@ -14,20 +16,28 @@ import tempfile
 import threading
 import time
 
-BIN = sys.argv[1] if len(sys.argv) > 1 else ".build/debug"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SUPPORTER = os.path.join(BIN, "rsup-supporter")
-DEVICE = os.path.join(BIN, "rsup-device")
 TIMEOUT = 30
 
 
+class Failure(Exception):
+    """A step did not happen; the message says which."""
+
+
 def fail(message):
-    print(f"demo failed: {message}", file=sys.stderr)
-    sys.exit(1)
+    raise Failure(message)
+
+
+def binaries(bin_dir):
+    """The paths of (rsup-supporter, rsup-device) in `bin_dir`."""
+    return os.path.join(bin_dir, "rsup-supporter"), os.path.join(bin_dir, "rsup-device")
 
 
 class Side:
-    """A running node whose JSON events are collected, with the side's name."""
+    """A running node whose JSON events are collected, with the side's name.
+
+    Each event gets a `_received` key: time.monotonic() when its line was read (keys starting with '_' are ours).
+    """
 
     def __init__(self, name, arguments):
         self.name = name
@@ -42,20 +52,30 @@ class Side:
 
     def _read(self):
         for line in self.process.stdout:
+            received = time.monotonic()
             try:
-                self.events.put(json.loads(line))
+                event = json.loads(line)
             except json.JSONDecodeError:
-                pass
+                continue
+            if isinstance(event, dict):
+                event["_received"] = received
+                self.events.put(event)
         self.events.put(None)
 
     def _read_errors(self):
         for line in self.process.stderr:
             self.errors.append(line.rstrip())
 
-    def wait_for(self, kind, timeout=TIMEOUT):
-        """Returns the first event of `kind`, collecting every event on the way."""
+    def wait_for(self, kind, timeout=TIMEOUT, **fields):
+        """Returns the first event of `kind` (a name or a tuple of names) whose fields include `fields`,
+        collecting every event on the way."""
+        kinds = (kind,) if isinstance(kind, str) else tuple(kind)
+
+        def matches(event):
+            return event.get("event") in kinds and all(event.get(key) == value for key, value in fields.items())
+
         for event in self.seen:
-            if event.get("event") == kind:
+            if matches(event):
                 return event
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -64,70 +84,87 @@ class Side:
             except queue.Empty:
                 break
             if event is None:
+                self.events.put(None)  # keep the end marker for later waits
                 break
             self.seen.append(event)
-            if event.get("event") == kind:
+            if matches(event):
                 return event
         details = "\n".join(self.errors[-5:])
-        fail(f"the {self.name} never reported '{kind}'" + (f":\n{details}" if details else ""))
+        wanted = "' or '".join(kinds) + "".join(f" {key}={value}" for key, value in fields.items())
+        fail(f"the {self.name} never reported '{wanted}' within {timeout:g}s" + (f":\n{details}" if details else ""))
 
 
-def control(data, *arguments):
-    result = subprocess.run([SUPPORTER, *arguments, "--data", data, "--json"], capture_output=True, text=True)
+def control(supporter, data, *arguments, prefix=()):
+    """Runs `rsup-supporter ARGUMENTS --data DATA --json` (after `prefix`, e.g. ip netns exec NS) and returns its JSON."""
+    result = subprocess.run([*prefix, supporter, *arguments, "--data", data, "--json"], capture_output=True, text=True)
     if result.returncode != 0:
-        fail(f"rsup-supporter {arguments[0]}: {result.stderr.strip()}")
+        fail(f"rsup-supporter {arguments[0]}: {(result.stderr or result.stdout).strip()}")
     return json.loads(result.stdout)
 
 
-def main():
+def make_certs(directory, *extra_sans):
+    """Development certificates in `directory` (certs/make-dev-certs.sh), the supporter's with `extra_sans` too."""
+    made = subprocess.run(
+        ["bash", os.path.join(ROOT, "certs", "make-dev-certs.sh"), "--out", directory, *extra_sans],
+        capture_output=True, text=True,
+    )
+    if made.returncode != 0:
+        fail(f"making certificates: {made.stderr.strip()}")
+    return directory
+
+
+def stop(*sides):
+    """Ends every side still running: SIGTERM, then SIGKILL after 10 s."""
+    for side in sides:
+        if side and side.process.poll() is None:
+            side.process.terminate()
+    for side in sides:
+        if side and side.process.poll() is None:
+            try:
+                side.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                side.process.kill()
+                side.process.wait()
+
+
+def run_demo(bin_dir):
+    supporter_bin, device_bin = binaries(bin_dir)
     work = tempfile.mkdtemp(prefix="rsup-demo-")
     supporter = device = None
     try:
-        certs = os.path.join(work, "certs")
-        made = subprocess.run(
-            ["bash", os.path.join(ROOT, "certs", "make-dev-certs.sh"), "--out", certs], capture_output=True, text=True
-        )
-        if made.returncode != 0:
-            fail(f"making certificates: {made.stderr.strip()}")
+        certs = make_certs(os.path.join(work, "certs"))
         data = os.path.join(work, "data")
         supporter = Side(
             "supporter",
-            [SUPPORTER, "serve", "--listen", "127.0.0.1:0", "--cert", f"{certs}/supporter.pem",
+            [supporter_bin, "serve", "--listen", "127.0.0.1:0", "--cert", f"{certs}/supporter.pem",
              "--key", f"{certs}/supporter.key", "--data", data, "--non-interactive", "--json"],
         )
         port = supporter.wait_for("listening")["port"]
-        token = control(data, "token")["token"]
-        code = control(data, "create", "--type", "remote", "--description", "demo")["code"]["code"]
+        token = control(supporter_bin, data, "token")["token"]
+        code = control(supporter_bin, data, "create", "--type", "remote", "--description", "demo")["code"]["code"]
         supporter.seen.append({"time": now(), "event": "code_created", "code": code})
         device = Side(
             "device",
-            [DEVICE, "connect", f"127.0.0.1:{port}", "--code", code, "--token", token, "--ca", f"{certs}/ca.pem",
+            [device_bin, "connect", f"127.0.0.1:{port}", "--code", code, "--token", token, "--ca", f"{certs}/ca.pem",
              "--name", "demo-phone", "--auto-accept", "--json"],
         )
         device.wait_for("online")
         supporter.wait_for("device_online")
-        control(data, "connect", "--code", code, "--as", "Alice", "--type", "screen", "--features", "voip")
+        control(supporter_bin, data, "connect", "--code", code, "--as", "Alice", "--type", "screen", "--features", "voip")
         device.wait_for("request")
         device.wait_for("connected")
         supporter.wait_for("connected")
         device.wait_for("voip")
         supporter.wait_for("voip")
-        control(data, "end", "--code", code)
+        control(supporter_bin, data, "end", "--code", code)
         device.wait_for("disconnected")
         supporter.wait_for("ended")
         if device.process.wait(timeout=TIMEOUT) != 0:
             fail(f"the device exited with {device.process.returncode}")
         print_timeline(supporter, device)
         print(f"\nwhole session completed: code {code}, supporter 'Alice', device 'demo-phone'")
-        return 0
     finally:
-        for side in (device, supporter):
-            if side and side.process.poll() is None:
-                side.process.terminate()
-                try:
-                    side.process.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    side.process.kill()
+        stop(device, supporter)
         shutil.rmtree(work, ignore_errors=True)
 
 
@@ -137,17 +174,27 @@ def now():
 
 def describe(event):
     kind = event.get("event")
-    details = {key: value for key, value in event.items() if key not in ("time", "event")}
+    details = {key: value for key, value in event.items() if key not in ("time", "event") and not key.startswith("_")}
     text = " ".join(f"{key}={value}" for key, value in sorted(details.items()))
     return f"{kind:<20} {text}"
 
 
 def print_timeline(*sides):
-    rows = [(event["time"], side.name, event) for side in sides for event in side.seen if "time" in event]
+    rows = [(event["time"], side.name, event) for side in sides if side for event in side.seen if "time" in event]
     rows.sort(key=lambda row: row[0])
     print("time                      side       event")
     for time_text, name, event in rows:
         print(f"{time_text}  {name:<9}  {describe(event)}")
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        run_demo(argv[0] if argv else ".build/debug")
+    except Failure as failure:
+        print(f"demo failed: {failure}", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

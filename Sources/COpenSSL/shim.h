@@ -53,6 +53,7 @@ static inline int rs_SSL_get_ex_new_index(void) { return SSL_get_ex_new_index(0,
 static inline int rs_SSL_CTX_get_ex_new_index(void) { return SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, NULL); }
 static inline int rs_SSL_TLSEXT_ERR_OK(void) { return SSL_TLSEXT_ERR_OK; }
 static inline int rs_SSL_TLSEXT_ERR_ALERT_FATAL(void) { return SSL_TLSEXT_ERR_ALERT_FATAL; }
+static inline int rs_SSL_TLSEXT_ERR_NOACK(void) { return SSL_TLSEXT_ERR_NOACK; }
 static inline int rs_X509_V_OK(void) { return X509_V_OK; }
 static inline int rs_X509_V_ERR_APPLICATION_VERIFICATION(void) { return X509_V_ERR_APPLICATION_VERIFICATION; }
 static inline void rs_OPENSSL_free(void *pointer) { OPENSSL_free(pointer); }

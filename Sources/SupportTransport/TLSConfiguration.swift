@@ -54,6 +54,9 @@ public struct TLSConfiguration: Sendable, Hashable {
     public var clientCertificateRequirement: ClientCertificateRequirement = .none
     /// The ALPN protocol both sides must agree on.
     public var applicationProtocol: String = TLSConfiguration.protocolID
+    /// Whether a peer that does not offer ``applicationProtocol`` is refused (our protocol: yes). A server for a
+    /// protocol whose clients may send no ALPN at all (HTTP/1.1 clients) sets this to false.
+    public var requiresApplicationProtocol = true
     /// TLS handshake deadline, from TCP accept (server) or TCP connect (client).
     public var handshakeTimeout: Duration = .seconds(10)
 

@@ -161,7 +161,7 @@ final class TLSConnection: Selectable {
         if result == 1 {
             handshakeTimer?.cancel()
             handshakeTimer = nil
-            guard context.negotiatedOurProtocol(ssl) else {
+            guard !context.configuration.requiresApplicationProtocol || context.negotiatedOurProtocol(ssl) else {
                 finish(
                     TransportError(
                         .alpnMismatch,

@@ -20,13 +20,16 @@ public final class TLSContext: @unchecked Sendable {
         }
         self.context = context
         let protocolID = Array(configuration.applicationProtocol.utf8)
-        alpnWire = .allocate(capacity: protocolID.count + 1)
+        // Length-prefixed protocol id as the wire wants it, plus one byte after it that tells the server callback
+        // (which can carry only this pointer) whether a client without the protocol is refused.
+        alpnWire = .allocate(capacity: protocolID.count + 2)
         verifier = PeerVerifier(pins: configuration.pinnedPublicKeys.map(\.digest))
         guard (1...255).contains(protocolID.count) else {
             throw TransportError(.invalidConfiguration, "the ALPN protocol id must be 1 to 255 bytes")
         }
         alpnWire[0] = UInt8(protocolID.count)
-        _ = UnsafeMutableBufferPointer(rebasing: alpnWire[1...]).initialize(from: protocolID)
+        _ = UnsafeMutableBufferPointer(rebasing: alpnWire[1...protocolID.count]).initialize(from: protocolID)
+        alpnWire[protocolID.count + 1] = configuration.requiresApplicationProtocol ? 1 : 0
         try configure()
     }
 
@@ -174,12 +177,13 @@ public final class TLSContext: @unchecked Sendable {
                         }
                         index += 1 + length
                     }
-                    // A client that does not offer our protocol is refused with a fatal alert.
-                    return rs_SSL_TLSEXT_ERR_ALERT_FATAL()
+                    // A client that does not offer our protocol is refused with a fatal alert, unless the protocol is
+                    // optional for this server: then no ALPN is selected.
+                    return ours[oursLength + 1] == 1 ? rs_SSL_TLSEXT_ERR_ALERT_FATAL() : rs_SSL_TLSEXT_ERR_NOACK()
                 }, UnsafeMutableRawPointer(alpnWire.baseAddress))
         } else {
             // Note: returns 0 on success, unlike most OpenSSL calls.
-            guard SSL_CTX_set_alpn_protos(context, alpnWire.baseAddress, UInt32(alpnWire.count)) == 0 else {
+            guard SSL_CTX_set_alpn_protos(context, alpnWire.baseAddress, UInt32(alpnWire.count - 1)) == 0 else {
                 throw TransportError(.tls, "cannot set ALPN", openSSLReason: OpenSSLErrorQueue.drain())
             }
         }

@@ -2,7 +2,8 @@ import COpenSSL
 import Glibc
 import Synchronization
 
-/// Accepts TLS connections and turns each into a ``FramedLink`` on one of a group's loops.
+/// Accepts TLS connections and turns each into a ``FramedLink`` (or, for other protocols such as HTTP, a
+/// ``TLSStream``) on one of a group's loops.
 ///
 /// A connection that fails TLS (plaintext, an HTTP request, a bad certificate, a silent peer) is closed alone; the
 /// listener keeps serving others.
@@ -18,10 +19,45 @@ public final class TLSListener: @unchecked Sendable {
     ///
     /// - Parameter onLink: called on the new link's loop before it starts, to set its delegate. Return false to refuse
     ///   the connection (it is closed at once).
-    public init(
+    public convenience init(
         host: String, port: UInt16, context: TLSContext, settings: LinkSettings, group: EventLoopGroup,
         backlog: Int32 = 4096, idleTimeout: Duration? = nil,
         onLink: @escaping @Sendable (FramedLink) -> Bool
+    ) throws(TransportError) {
+        try self.init(
+            host: host, port: port, context: context, group: group, backlog: backlog,
+            maxBufferedBytes: settings.maxBufferedBytes, idleTimeout: idleTimeout
+        ) { connection in
+            let link = FramedLink(connection: connection, settings: settings, isInitiator: false)
+            guard onLink(link) else { return false }
+            link.start()
+            return true
+        }
+    }
+
+    /// Binds `host:port` and hands every accepted connection over as a raw ``TLSStream`` (HTTP, …).
+    ///
+    /// - Parameter onStream: called on the stream's loop before it starts, to set its delegate. Return false to
+    ///   refuse the connection.
+    public convenience init(
+        host: String, port: UInt16, context: TLSContext, group: EventLoopGroup, backlog: Int32 = 1024,
+        maxBufferedBytes: Int = 1 << 20, idleTimeout: Duration? = nil,
+        onStream: @escaping @Sendable (TLSStream) -> Bool
+    ) throws(TransportError) {
+        try self.init(
+            host: host, port: port, context: context, group: group, backlog: backlog,
+            maxBufferedBytes: maxBufferedBytes, idleTimeout: idleTimeout
+        ) { connection in
+            let stream = TLSStream(connection: connection)
+            guard onStream(stream) else { return false }
+            connection.start()
+            return true
+        }
+    }
+
+    private init(
+        host: String, port: UInt16, context: TLSContext, group: EventLoopGroup, backlog: Int32,
+        maxBufferedBytes: Int, idleTimeout: Duration?, accept: @escaping @Sendable (TLSConnection) -> Bool
     ) throws(TransportError) {
         guard context.configuration.isServer else {
             throw TransportError(.invalidConfiguration, "a listener needs a server TLS configuration")
@@ -33,8 +69,8 @@ public final class TLSListener: @unchecked Sendable {
         localAddress = SocketAddress.of(fd, peer: false) ?? address
         loop = group.loops[0]
         let acceptor = Acceptor(
-            fd: fd, loop: loop, group: group, context: context, settings: settings, idleTimeout: idleTimeout,
-            onLink: onLink)
+            fd: fd, loop: loop, group: group, context: context, maxBufferedBytes: maxBufferedBytes,
+            idleTimeout: idleTimeout, accept: accept)
         self.acceptor = acceptor
         let loop = self.loop
         let fd = self.fd
@@ -62,22 +98,23 @@ private final class Acceptor: Selectable, @unchecked Sendable {
     let loop: EventLoop
     let group: EventLoopGroup
     let context: TLSContext
-    let settings: LinkSettings
+    let maxBufferedBytes: Int
     let idleTimeout: Duration?
-    let onLink: @Sendable (FramedLink) -> Bool
+    /// Wraps the new connection, sets its owner up and starts it; false refuses it.
+    let accept: @Sendable (TLSConnection) -> Bool
     private var paused = false
 
     init(
-        fd: Int32, loop: EventLoop, group: EventLoopGroup, context: TLSContext, settings: LinkSettings,
-        idleTimeout: Duration?, onLink: @escaping @Sendable (FramedLink) -> Bool
+        fd: Int32, loop: EventLoop, group: EventLoopGroup, context: TLSContext, maxBufferedBytes: Int,
+        idleTimeout: Duration?, accept: @escaping @Sendable (TLSConnection) -> Bool
     ) {
         self.fd = fd
         self.loop = loop
         self.group = group
         self.context = context
-        self.settings = settings
+        self.maxBufferedBytes = maxBufferedBytes
         self.idleTimeout = idleTimeout
-        self.onLink = onLink
+        self.accept = accept
     }
 
     func handle(events: UInt32) {
@@ -87,19 +124,16 @@ private final class Acceptor: Selectable, @unchecked Sendable {
             case .accepted(let client):
                 let target = group.next()
                 let context = self.context
-                let settings = self.settings
+                let maxBufferedBytes = self.maxBufferedBytes
                 let idleTimeout = self.idleTimeout
-                let onLink = self.onLink
+                let accept = self.accept
                 let setUp: @Sendable () -> Void = {
                     let connection = TLSConnection(
                         loop: target, context: context, fd: client, connecting: nil, serverName: nil,
-                        maxBufferedBytes: settings.maxBufferedBytes, idleTimeout: idleTimeout)
-                    let link = FramedLink(connection: connection, settings: settings, isInitiator: false)
-                    guard onLink(link) else {
-                        connection.handler = nil
-                        return  // the connection's deinit closes the fd
+                        maxBufferedBytes: maxBufferedBytes, idleTimeout: idleTimeout)
+                    if !accept(connection) {
+                        connection.handler = nil  // the connection's deinit closes the fd
                     }
-                    link.start()
                 }
                 if target === loop { setUp() } else { target.execute(setUp) }
             case .wouldBlock:

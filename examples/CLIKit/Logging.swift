@@ -3,8 +3,9 @@ import SupportSession
 
 /// Parses `--log-level` and makes a logger that writes one line per event to stderr.
 public enum Logging {
-    public static func level(_ text: String?) throws(CLIError) -> LogLevel {
-        guard let text else { return .warning }
+    /// The level `--log-level` names, or `fallback` without one.
+    public static func level(_ text: String?, default fallback: LogLevel = .warning) throws(CLIError) -> LogLevel {
+        guard let text else { return fallback }
         guard let level = LogLevel.allCases.first(where: { $0.description == text }) else {
             throw .usage("--log-level takes error, warning, info, debug or trace, not '\(text)'")
         }

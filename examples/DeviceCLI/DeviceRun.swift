@@ -42,7 +42,7 @@ struct DeviceRun {
                         return
                     }
                     guard let request = pending.withLock({ $0 }) else {
-                        if !word.isEmpty { console.line("no request is waiting; type 'leave' to leave") }
+                        if !word.isEmpty { hint("no request is waiting; type 'leave' to leave") }
                         continue
                     }
                     if word == "y" || word == "yes" {
@@ -50,7 +50,7 @@ struct DeviceRun {
                     } else if word == "n" || word == "no" || word.isEmpty {
                         session.answer(requestID: request.requestID, allow: false)
                     } else {
-                        console.line("answer y or n")
+                        hint("answer y or n")
                         continue
                     }
                     pending.withLock { $0 = nil }
@@ -91,7 +91,7 @@ struct DeviceRun {
                 session.answer(requestID: info.requestID, allow: false)
             case .ask:
                 pending.withLock { $0 = info }
-                console.line("allow? [y/N] ")
+                hint("allow? [y/N] ")
             }
         case .connectionRequestAborted(let id, let reason):
             pending.withLock { $0 = nil }
@@ -139,6 +139,15 @@ struct DeviceRun {
         }
     }
 
+    /// A line for the person at the terminal; with `--json`, a `hint` event so that stdout stays JSON lines.
+    private func hint(_ text: String) {
+        if console.json {
+            console.event("hint", text, ["text": text])
+        } else {
+            console.line(text)
+        }
+    }
+
     /// One line: what happened and what to do.
     static func explain(_ failure: DeviceSessionFailure) -> String {
         switch failure.reason {
@@ -148,6 +157,7 @@ struct DeviceRun {
         case .sessionCodeClosed: "the session code is closed — ask for a new code"
         case .sessionCodeInUse: "another device is already on this code"
         case .rateLimited: "too many failed attempts: \(failure.message)"
+        case .connectionLost: Explain.connectFailure(failure.message)
         default: failure.message
         }
     }

@@ -21,7 +21,7 @@ let usage = """
       --auto-reject            reject every request without asking (scripts)
       --prompt-timeout DUR     how long a request waits for your answer (default 60s)
       --keepalive DURATION     keepalive interval to propose (default 15s)
-      --log-level LEVEL        error, warning, info, debug or trace (default warning)
+      --log-level LEVEL        error, warning, info, debug or trace (default error: failures are the one 'error:' line)
       --json                   events as JSON lines
 
     exit codes: 0 the session ended or you left, 1 failure (bad code or token, TLS, network), 2 usage error
@@ -29,7 +29,7 @@ let usage = """
 
 func run() throws(CLIError) -> Int32 {
     var arguments = Array(CommandLine.arguments.dropFirst())
-    guard let command = arguments.first else { throw .usage("no command; see 'rsup-device --help'") }
+    guard let command = arguments.first else { throw .usage("no command; the command is 'connect'") }
     arguments.removeFirst()
     if command == "--help" || command == "-h" || command == "help" {
         print(usage)
@@ -77,7 +77,7 @@ func run() throws(CLIError) -> Int32 {
     configuration.promptTimeout = try parsed.duration("prompt-timeout", default: .seconds(60))
     configuration.keepaliveInterval = try parsed.duration("keepalive", default: .seconds(15))
     configuration.capabilities = [Feature(.screenShare), Feature(.assistAR), Feature(.voip)]
-    configuration.logger = Logging.logger(level: try Logging.level(parsed.options["log-level"]), component: "device")
+    configuration.logger = Logging.logger(level: try Logging.level(parsed.options["log-level"], default: .error), component: "device")
     let console = Console(json: parsed.has("json"))
     let node: DeviceNode
     do { node = try DeviceNode(configuration: configuration) } catch { throw .failure(Explain.transport(error)) }
@@ -90,5 +90,6 @@ do {
     exit(try run())
 } catch {
     FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+    if case .usage = error { FileHandle.standardError.write(Data("see 'rsup-device --help'\n".utf8)) }
     exit(error.exitCode)
 }

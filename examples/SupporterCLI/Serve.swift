@@ -49,13 +49,7 @@ enum Serve {
             done.wait()
             return reply.get()
         }
-        console.event(
-            "listening", "supporter node listening on \(listen) (data: \(folder))",
-            ["address": listen.description, "port": Int(node.port ?? listen.port)])
-
-        let events = Task {
-            for await event in node.events { report(event, console) }
-        }
+        // Ctrl-C and SIGTERM stop the node cleanly from here on: set before `listening` tells anyone to connect.
         let stop = DispatchSemaphore(value: 0)
         let signals = [SIGINT, SIGTERM].map { number -> DispatchSourceSignal in
             signal(number, SIG_IGN)
@@ -63,6 +57,15 @@ enum Serve {
             source.setEventHandler { stop.signal() }
             source.resume()
             return source
+        }
+        var bound = listen
+        bound.port = node.port ?? listen.port
+        console.event(
+            "listening", "supporter node listening on \(bound) (data: \(folder))",
+            ["address": bound.description, "port": Int(bound.port)])
+
+        let events = Task {
+            for await event in node.events { report(event, console) }
         }
         if !parsed.has("non-interactive"), isatty(STDIN_FILENO) == 1 {
             Thread { InteractiveConsole(commands: commands, console: console).run(onQuit: { stop.signal() }) }.start()

@@ -1,0 +1,76 @@
+import Synchronization
+
+/// What a ``TLSStream`` tells its owner, on the stream's loop, in order.
+public protocol TLSStreamDelegate: AnyObject, Sendable {
+    /// The TLS handshake completed.
+    func streamDidBecomeActive(_ stream: TLSStream)
+    /// Decrypted bytes arrived; the buffer is valid only during the call.
+    func stream(_ stream: TLSStream, didRead bytes: UnsafeRawBufferPointer)
+    /// The stream closed: nil after a clean close_notify exchange, else why. No call follows.
+    func streamDidClose(_ stream: TLSStream, error: TransportError?)
+}
+
+/// A raw byte stream over one TLS connection, for protocols other than ours (the REST API's HTTP/1.1).
+///
+/// Same transport as ``FramedLink``: non-blocking, on an event loop, with back-pressure (a peer that reads too slowly
+/// is disconnected once more than the listener's `maxBufferedBytes` wait) and clean close.
+public final class TLSStream: TLSConnectionHandler, @unchecked Sendable {
+    // @unchecked: `connection` is used only on `loop` (public entry points hop there); the delegate sits in a Mutex.
+    public let loop: EventLoop
+    let connection: TLSConnection
+    private let delegateBox = Mutex<WeakDelegate>(WeakDelegate())
+    private let closedFlag = Atomic<Bool>(false)
+    /// The peer's address.
+    public let peerAddress: SocketAddress?
+
+    private struct WeakDelegate { weak var value: TLSStreamDelegate? }
+
+    init(connection: TLSConnection) {
+        self.loop = connection.loop
+        self.connection = connection
+        self.peerAddress = connection.peerAddress
+        connection.handler = self
+    }
+
+    /// The owner; weak. The open connection keeps the stream alive.
+    public var delegate: TLSStreamDelegate? {
+        get { delegateBox.withLock { $0.value } }
+        set { delegateBox.withLock { $0.value = newValue } }
+    }
+
+    public var isClosed: Bool { closedFlag.load(ordering: .acquiring) }
+
+    /// Bytes queued and not yet sent. Loop thread only.
+    public var bufferedByteCount: Int { connection.bufferedByteCount }
+
+    /// Sends `bytes`. On the loop: at once (throws `closed` or `write_buffer_full`); elsewhere: queued in order.
+    public func write(_ bytes: [UInt8]) throws(TransportError) {
+        guard !isClosed else { throw TransportError(.closed, "the stream is closed; nothing more can be sent") }
+        if loop.inLoop {
+            try connection.write(bytes)
+        } else {
+            loop.execute { [self] in try? self.connection.write(bytes) }
+        }
+    }
+
+    /// Closes cleanly after what was written is sent. From any thread.
+    public func close() {
+        closedFlag.store(true, ordering: .releasing)
+        if loop.inLoop {
+            connection.close()
+        } else {
+            loop.execute { [self] in self.connection.close() }
+        }
+    }
+
+    func connectionDidBecomeActive(_ connection: TLSConnection) { delegate?.streamDidBecomeActive(self) }
+
+    func connection(_ connection: TLSConnection, didRead bytes: UnsafeRawBufferPointer) {
+        delegate?.stream(self, didRead: bytes)
+    }
+
+    func connectionDidClose(_ connection: TLSConnection, error: TransportError?) {
+        closedFlag.store(true, ordering: .releasing)
+        delegate?.streamDidClose(self, error: error)
+    }
+}
