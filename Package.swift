@@ -21,10 +21,14 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", providers: [.apt(["libssl-dev"])]),
         // TLS on OpenSSL, non-blocking sockets, an epoll loop, and the framed link both nodes share.
         .target(name: "SupportTransport", dependencies: ["SupportWire", "COpenSSL"]),
+        // SQLite 3 from Debian (libsqlite3-dev): the supporter node's durable store.
+        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         // The supporter node: registry of codes and tokens, device connections, supporter commands.
-        .target(name: "SupporterNode", dependencies: ["SupportSession", "SupportTransport"]),
+        .target(name: "SupporterNode", dependencies: ["SupportSession", "SupportTransport", "CSQLite"]),
         // The device SDK an app embeds.
         .target(name: "DeviceNode", dependencies: ["SupportSession", "SupportTransport"]),
+        // A small, strict HTTP/1.1 server over TLSStream for the supporter node's REST API.
+        .target(name: "SupportHTTP", dependencies: ["SupportTransport"]),
         // The runnable nodes: a small shared CLI helper and the two command-line programs.
         .target(name: "CLIKit", dependencies: ["SupportSession", "SupportTransport"], path: "examples/CLIKit"),
         .executableTarget(
@@ -35,12 +39,15 @@ let package = Package(
             path: "Benchmarks"),
         .testTarget(name: "SupportWireTests", dependencies: ["SupportWire"]),
         .testTarget(name: "SupportSessionTests", dependencies: ["SupportSession"]),
+        .testTarget(name: "SupporterNodeTests", dependencies: ["SupporterNode"]),
         // Certificates made at test time, shared by the test targets that speak TLS.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "SupportTransportTests", dependencies: ["SupportTransport", "SupportWire", "TestSupport"]),
         .testTarget(name: "NodeTests", dependencies: ["DeviceNode", "SupporterNode", "TestSupport"]),
+        .testTarget(name: "SupportHTTPTests", dependencies: ["SupportHTTP", "TestSupport"]),
         // The two CLIs run as real processes against real TLS on loopback (SwiftPM builds them for this target).
-        .testTarget(name: "CLITests", dependencies: ["rsup-supporter", "rsup-device", "TestSupport"], path: "Tests/CLITests"),
+        .testTarget(
+            name: "CLITests", dependencies: ["rsup-supporter", "rsup-device", "TestSupport"], path: "Tests/CLITests"),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -2,7 +2,7 @@
 # Installs the Debian packages RemoteSupport needs, if any is missing. Used by the demo and by CI.
 set -euo pipefail
 need=()
-for package in libssl-dev libsqlite3-dev openssl iproute2 python3; do
+for package in libssl-dev libsqlite3-dev openssl iproute2 python3 curl; do
   dpkg -s "$package" >/dev/null 2>&1 || need+=("$package")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The project's one test command: unit and integration tests, then fuzz regression inputs and a short bounded fuzz.
+# The project's one test command: unit and integration tests, the two-hosts check (scripts/two-hosts.sh), then fuzz
+# regression inputs and a short bounded fuzz.
 # FUZZ_SECONDS=0 skips the timed fuzz (regression inputs still run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +20,10 @@ if [ "$status" -ne 0 ] || [ -z "$summary" ]; then
   exit 1
 fi
 count=$(sed -E 's/.*Test run with ([0-9]+) tests.*/\1/' <<<"$summary")
+
+echo "== two hosts (network namespaces)"
+# Builds the two CLI products itself, then runs them in two network namespaces (root; RSUP_ALLOW_SKIP=1 skips elsewhere).
+bash scripts/two-hosts.sh
 
 echo "== fuzz: regression inputs"
 bash FuzzTesting/run.sh --regress

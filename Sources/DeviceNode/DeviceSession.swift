@@ -108,8 +108,10 @@ public final class DeviceSession: @unchecked Sendable {
 
     fileprivate func failConnecting(_ error: TransportError) {
         guard phase == .connecting else { return }
-        logger.log(.warning, "cannot reach the supporter node: \(error)")
-        finish(report: .error(DeviceSessionFailure(reason: .connectionLost, message: "network error: \(error)")))
+        logger.log(.info, "cannot reach the supporter node: \(error)")
+        finish(
+            report: .error(
+                DeviceSessionFailure(reason: .connectionLost, message: "network error: \(error)", underlying: error)))
     }
 
     // MARK: app commands (any thread)

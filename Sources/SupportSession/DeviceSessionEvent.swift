@@ -15,14 +15,32 @@ public struct DeviceSessionFailure: Error, Sendable, Hashable, CustomStringConve
     public var message: String
     /// With `rate_limited`: when to try again.
     public var retryAfterMilliseconds: UInt32?
+    /// The error underneath, when there is one (a transport error for network failures), for code that wants to
+    /// tell them apart without reading the message.
+    public var underlying: (any Error & Sendable)?
 
-    public init(reason: ReasonCode, message: String, retryAfterMilliseconds: UInt32? = nil) {
+    public init(
+        reason: ReasonCode, message: String, retryAfterMilliseconds: UInt32? = nil,
+        underlying: (any Error & Sendable)? = nil
+    ) {
         self.reason = reason
         self.message = message
         self.retryAfterMilliseconds = retryAfterMilliseconds
+        self.underlying = underlying
     }
 
     public var description: String { message }
+
+    /// Equal when reason, message and retry hint are; the underlying error is detail.
+    public static func == (lhs: DeviceSessionFailure, rhs: DeviceSessionFailure) -> Bool {
+        lhs.reason == rhs.reason && lhs.message == rhs.message && lhs.retryAfterMilliseconds == rhs.retryAfterMilliseconds
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(reason)
+        hasher.combine(message)
+        hasher.combine(retryAfterMilliseconds)
+    }
 }
 
 /// What the device session reports to the app, in order (SPEC §8).

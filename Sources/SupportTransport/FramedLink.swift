@@ -153,7 +153,13 @@ public final class FramedLink: @unchecked Sendable {
                 isClosedFlag.store(true, ordering: .releasing)
                 closeRequested = true
                 if closeReason == nil { closeReason = reason }
-                connection.close()
+                if case .keepaliveTimeout = reason {
+                    // The peer is dead: it will answer no close_notify, so do not wait for one. The GOAWAY just
+                    // written still leaves with the socket's buffer.
+                    connection.abort(TransportError(.idleTimeout, "keepalive timeout"))
+                } else {
+                    connection.close()
+                }
             }
         }
         rearmTick()

@@ -190,10 +190,10 @@ final class TLSConnection: Selectable {
             let verify = SSL_get_verify_result(ssl)
             if verify != Int(rs_X509_V_OK()) {
                 if verify == Int(rs_X509_V_ERR_APPLICATION_VERIFICATION()), context.usesPins {
+                    // OpenSSL's own reason here is only "certificate verify failed", which reads like a CA problem.
                     return TransportError(
                         .pinMismatch,
-                        "the public key of \(peerDescription) matches none of the \(context.configuration.pinnedPublicKeys.count) pinned key(s)",
-                        openSSLReason: reason)
+                        "the public key of \(peerDescription) matches none of the \(context.configuration.pinnedPublicKeys.count) pinned key(s)")
                 }
                 let text = String(cString: X509_verify_cert_error_string(verify))
                 return TransportError(
@@ -370,7 +370,18 @@ final class TLSConnection: Selectable {
             finish(TransportError(.closed, "closed before the TLS handshake completed"))
         case .open:
             closeWhenFlushed = true
-            if outboundStart == outbound.count { sendCloseNotify() }
+            if outboundStart == outbound.count {
+                sendCloseNotify()
+            } else {
+                // A peer that never reads must not hold the connection open: give the queue 5 s to drain.
+                closeTimer = loop.schedule(at: Deadline.now() + .seconds(5)) { [weak self] in
+                    guard let self, self.state == .open else { return }
+                    self.finish(
+                        TransportError(
+                            .writeBufferFull,
+                            "\(self.peerDescription) did not read the \(self.bufferedByteCount) bytes queued before close"))
+                }
+            }
         case .closing, .closed:
             break
         }
@@ -386,6 +397,7 @@ final class TLSConnection: Selectable {
             finish(nil)
             return
         }
+        closeTimer?.cancel()
         closeTimer = loop.schedule(at: Deadline.now() + .seconds(2)) { [weak self] in
             // The peer never answered our close_notify; what we sent was flushed, so this is still our clean close.
             self?.finish(nil)

@@ -1,0 +1,216 @@
+import SupportTransport
+
+/// One HTTP/1.1 connection over a ``TLSStream``: parse, hand one request at a time to the handler, write its
+/// answer, keep alive or close; with header, body, idle and handler timers.
+final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
+    // @unchecked: every `var` is read and written only on `loop`: the stream calls its delegate there, `start` runs in
+    // the listener's `onStream` (on the stream's loop), timers fire there, and the handler's answer and `shutdown`
+    // reach it through `loop.execute`. The `let`s are Sendable or immutable after init.
+    let stream: TLSStream
+    let loop: EventLoop
+    private let configuration: HTTPServerConfiguration
+    private let handler: HTTPServer.Handler
+    private let registry: HTTPConnectionRegistry
+
+    private enum TimerKind { case header, body, idle }
+
+    /// The request being answered: its handler task and what the answer's framing depends on.
+    private struct InFlight {
+        let id: UInt64
+        let task: Task<Void, Never>
+        let keepAlive: Bool
+        let version: HTTPVersion
+        let isHead: Bool
+    }
+
+    private var parser: HTTPRequestParser
+    private var readTimer: LoopTimer?
+    private var readTimerKind: TimerKind?
+    private var handlerTimer: LoopTimer?
+    private var inFlight: InFlight?
+    private var nextRequestID: UInt64 = 0
+    /// An answer with `Connection: close` was written (or is due); nothing more is read.
+    private var closing = false
+    /// The client pipelined more than one request's worth while a handler ran: close after its answer.
+    private var closeAfterResponse = false
+    private var closed = false
+    /// Bytes that may wait, unparsed, behind the request being answered.
+    private let maxPipelinedBytes: Int
+
+    init(
+        stream: TLSStream, configuration: HTTPServerConfiguration, handler: @escaping HTTPServer.Handler,
+        registry: HTTPConnectionRegistry
+    ) {
+        self.stream = stream
+        self.loop = stream.loop
+        self.configuration = configuration
+        self.handler = handler
+        self.registry = registry
+        self.parser = HTTPRequestParser(limits: configuration.limits)
+        let limits = configuration.limits
+        self.maxPipelinedBytes = limits.maxRequestLineBytes + limits.maxHeaderBytes + limits.maxBodyBytes + 4096
+    }
+
+    /// Arms the first request's header timer (from connection start, the TLS handshake included).
+    func start() {
+        loop.assertInLoop()
+        arm(.header)
+    }
+
+    /// Closes from the server's `close()`; any thread.
+    func shutdown() {
+        loop.execute { [self] in
+            guard !self.closed else { return }
+            self.closing = true
+            self.inFlight?.task.cancel()
+            self.inFlight = nil
+            self.cancelTimers()
+            self.stream.close()
+        }
+    }
+
+    // MARK: TLSStreamDelegate (loop)
+
+    func streamDidBecomeActive(_ stream: TLSStream) {}
+
+    func stream(_ stream: TLSStream, didRead bytes: UnsafeRawBufferPointer) {
+        guard !closing, !closed else { return }
+        if inFlight != nil {
+            // One request at a time: later ones wait in the parser, within a bound.
+            guard parser.bufferedByteCount + bytes.count <= maxPipelinedBytes else {
+                closeAfterResponse = true
+                return
+            }
+            if !closeAfterResponse { parser.append(bytes) }
+            return
+        }
+        parser.append(bytes)
+        processInput()
+    }
+
+    func streamDidClose(_ stream: TLSStream, error: TransportError?) {
+        closed = true
+        closing = true
+        cancelTimers()
+        inFlight?.task.cancel()
+        inFlight = nil
+        registry.remove(self)
+    }
+
+    // MARK: requests
+
+    private func processInput() {
+        while inFlight == nil, !closing, !closed {
+            switch parser.next() {
+            case .needMoreData:
+                switch parser.phase {
+                case .idle: break  // the connection-start header timer or the idle timer keeps running
+                case .head: if readTimerKind != .header { arm(.header) }
+                case .body: if readTimerKind != .body { arm(.body) }
+                }
+                return
+            case .expectContinue:
+                write(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
+            case .request(var request):
+                request.peerAddress = stream.peerAddress
+                dispatch(request)
+                return
+            case .error(let error):
+                respondAndClose(.error(error.status, message: error.message))
+                return
+            }
+        }
+    }
+
+    private func dispatch(_ request: HTTPRequest) {
+        cancelReadTimer()
+        nextRequestID &+= 1
+        let id = nextRequestID
+        let handler = self.handler
+        let loop = self.loop
+        let task = Task { [self] in
+            let response = await handler(request)
+            loop.execute { self.answer(id, response) }
+        }
+        inFlight = InFlight(
+            id: id, task: task, keepAlive: request.keepAlive, version: request.version, isHead: request.method == .head)
+        let timeout = configuration.handlerTimeout
+        handlerTimer = loop.schedule(at: Deadline.now() + timeout) { [weak self] in
+            guard let self, let current = self.inFlight, current.id == id else { return }
+            current.task.cancel()
+            self.inFlight = nil
+            self.handlerTimer = nil
+            self.respondAndClose(
+                .error(.serviceUnavailable, message: "the server did not answer within \(timeout)"),
+                version: current.version, isHead: current.isHead)
+        }
+    }
+
+    /// The handler's answer, on the loop.
+    private func answer(_ id: UInt64, _ response: HTTPResponse) {
+        guard !closed, let current = inFlight, current.id == id else { return }  // timed out or closed meanwhile
+        inFlight = nil
+        handlerTimer?.cancel()
+        handlerTimer = nil
+        let keepAlive = current.keepAlive && !closeAfterResponse && !closing && !response.requestsClose
+        write(response.serialized(keepAlive: keepAlive, version: current.version, includeBody: !current.isHead))
+        guard keepAlive else {
+            closing = true
+            stream.close()
+            return
+        }
+        arm(.idle)
+        processInput()
+    }
+
+    private func respondAndClose(_ response: HTTPResponse, version: HTTPVersion = .http1_1, isHead: Bool = false) {
+        closing = true
+        cancelTimers()
+        write(response.serialized(keepAlive: false, version: version, includeBody: !isHead))
+        stream.close()
+    }
+
+    private func write(_ bytes: [UInt8]) {
+        // A failure means the stream is closed (or closing for a too-slow reader); streamDidClose follows.
+        try? stream.write(bytes)
+    }
+
+    // MARK: timers
+
+    private func arm(_ kind: TimerKind) {
+        readTimer?.cancel()
+        let timeout =
+            switch kind {
+            case .header: configuration.headerTimeout
+            case .body: configuration.bodyTimeout
+            case .idle: configuration.idleTimeout
+            }
+        readTimerKind = kind
+        readTimer = loop.schedule(at: Deadline.now() + timeout) { [weak self] in self?.readTimerFired(kind) }
+    }
+
+    private func readTimerFired(_ kind: TimerKind) {
+        guard !closing, !closed, inFlight == nil else { return }
+        readTimer = nil
+        readTimerKind = nil
+        if parser.phase == .idle {
+            closing = true
+            stream.close()
+        } else {
+            let what = kind == .body ? "body" : "header section"
+            respondAndClose(.error(.requestTimeout, message: "the request's \(what) did not arrive in time"))
+        }
+    }
+
+    private func cancelReadTimer() {
+        readTimer?.cancel()
+        readTimer = nil
+        readTimerKind = nil
+    }
+
+    private func cancelTimers() {
+        cancelReadTimer()
+        handlerTimer?.cancel()
+        handlerTimer = nil
+    }
+}

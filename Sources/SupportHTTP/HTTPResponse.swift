@@ -1,0 +1,111 @@
+import Foundation
+
+/// A response: status, header fields and a body held whole in memory (the REST API's answers are small).
+public struct HTTPResponse: Sendable, Hashable {
+    /// The status code and reason phrase.
+    public var status: HTTPStatus
+    /// Fields to send. `Content-Length`, `Date`, `Connection` and `Transfer-Encoding` are the server's own and are
+    /// replaced when serialized (a handler may still ask to close with `Connection: close`); fields whose name is not a
+    /// token or whose value holds CR, LF or another control character are dropped, so no handler can split a response.
+    public var headers: HTTPHeaders
+    /// The body; dropped for HEAD requests and for 1xx, 204 and 304.
+    public var body: [UInt8]
+
+    /// A response from its parts.
+    public init(status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// A JSON response from Foundation property-list values (`[String: Any]`, `[Any]`, `String`, numbers, `Bool`,
+    /// `NSNull`), serialized by `JSONSerialization` with sorted keys, so equal objects give equal bytes.
+    ///
+    /// An object `JSONSerialization` cannot encode yields a 500 with a JSON error body instead (never a crash).
+    public static func json(_ status: HTTPStatus, _ object: Any, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
+        guard JSONSerialization.isValidJSONObject(object),
+            let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        else {
+            return .error(.internalServerError, message: "the server built a response that is not valid JSON")
+        }
+        var headers = headers
+        headers.replaceOrAdd(name: "Content-Type", value: "application/json")
+        return HTTPResponse(status: status, headers: headers, body: Array(data))
+    }
+
+    /// A JSON response from an `Encodable` value, encoded by `JSONEncoder` with sorted keys; a 500 if encoding fails.
+    public static func json(_ status: HTTPStatus, encoding value: some Encodable, headers: HTTPHeaders = HTTPHeaders())
+        -> HTTPResponse
+    {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(value) else {
+            return .error(.internalServerError, message: "the server could not encode its response as JSON")
+        }
+        var headers = headers
+        headers.replaceOrAdd(name: "Content-Type", value: "application/json")
+        return HTTPResponse(status: status, headers: headers, body: Array(data))
+    }
+
+    /// The server's error shape: `{"error": {"message": "…", "status": 400}}`.
+    public static func error(_ status: HTTPStatus, message: String) -> HTTPResponse {
+        json(status, ["error": ["status": status.code, "message": message] as [String: Any]])
+    }
+
+    /// A `text/plain; charset=utf-8` response.
+    public static func text(_ status: HTTPStatus, _ text: String) -> HTTPResponse {
+        HTTPResponse(status: status, headers: ["Content-Type": "text/plain; charset=utf-8"], body: Array(text.utf8))
+    }
+
+    /// Whether the handler asked to close the connection after this response (`Connection: close`).
+    public var requestsClose: Bool { headers.tokens(for: "Connection").contains("close") }
+
+    /// The bytes on the wire: status line (always `HTTP/1.1`), the fields, `Date`, `Content-Length` (except for
+    /// 1xx, 204 and 304, which carry no body), and `Connection: close` when `keepAlive` is false
+    /// (`Connection: keep-alive` for a kept HTTP/1.0 connection). `includeBody: false` answers a HEAD request.
+    public func serialized(
+        keepAlive: Bool, version: HTTPVersion = .http1_1, includeBody: Bool = true, date: Date = Date()
+    ) -> [UInt8] {
+        var head = "HTTP/1.1 \(status.code) \(Self.sanitizedReason(status.reasonPhrase))\r\n"
+        for field in headers where Self.isSendable(field) {
+            head += "\(field.name): \(field.value)\r\n"
+        }
+        head += "Date: \(Self.imfFixdate(date))\r\n"
+        if status.allowsBody { head += "Content-Length: \(body.count)\r\n" }
+        if !keepAlive {
+            head += "Connection: close\r\n"
+        } else if version == .http1_0 {
+            head += "Connection: keep-alive\r\n"
+        }
+        head += "\r\n"
+        var bytes = Array(head.utf8)
+        if includeBody, status.allowsBody { bytes += body }
+        return bytes
+    }
+
+    private static let reserved = ["content-length", "date", "connection", "transfer-encoding"]
+
+    private static func isSendable(_ field: HTTPHeaders.Field) -> Bool {
+        !field.name.isEmpty && field.name.utf8.allSatisfy(HTTPRequestParser.isTokenByte)
+            && !reserved.contains(field.name.lowercasedASCII())
+            && field.value.utf8.allSatisfy { $0 == 0x09 || $0 >= 0x20 && $0 != 0x7F }
+    }
+
+    private static func sanitizedReason(_ reason: String) -> String {
+        String(decoding: reason.utf8.filter { $0 == 0x09 || $0 >= 0x20 && $0 != 0x7F }, as: UTF8.self)
+    }
+
+    /// RFC 9110 §5.6.7 IMF-fixdate, e.g. `Sun, 06 Nov 1994 08:49:37 GMT`.
+    static func imfFixdate(_ date: Date) -> String {
+        var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        let day = days[Int(parts.tm_wday) % 7]
+        let month = months[Int(parts.tm_mon) % 12]
+        return "\(day), \(two(parts.tm_mday)) \(month) \(parts.tm_year + 1900) "
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
+    }
+}

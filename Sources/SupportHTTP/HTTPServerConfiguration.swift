@@ -1,0 +1,30 @@
+/// Limits and timeouts of an ``HTTPServer``, with defaults on every field.
+public struct HTTPServerConfiguration: Sendable, Hashable {
+    /// Request size limits (request line 8 KiB, header section 16 KiB and 100 fields, body 64 KiB).
+    public var limits = HTTPRequestParser.Limits()
+    /// From connection start (first request) or from the first byte of a request to its complete head; then 408
+    /// (if anything arrived) and close.
+    public var headerTimeout: Duration = .seconds(10)
+    /// From the complete head to the complete body; then 408 and close.
+    public var bodyTimeout: Duration = .seconds(10)
+    /// How long a kept-alive connection may wait for its next request; then it closes silently.
+    public var idleTimeout: Duration = .seconds(30)
+    /// How long the handler may take; then the client gets 503 and the connection closes (the handler's task is
+    /// cancelled and its late answer dropped).
+    public var handlerTimeout: Duration = .seconds(30)
+    /// Open connections beyond which new ones are closed at once (before TLS).
+    public var maxConnections = 1024
+    /// Response bytes waiting for a slow reader beyond which its connection is closed.
+    public var maxBufferedBytes = 1 << 20
+    /// The listen backlog.
+    public var backlog: Int32 = 1024
+
+    /// The largest body accepted (`Content-Length`); larger → 413.
+    public var maxBodyBytes: Int {
+        get { limits.maxBodyBytes }
+        set { limits.maxBodyBytes = newValue }
+    }
+
+    /// Every field at its default.
+    public init() {}
+}

@@ -1,0 +1,195 @@
+import CSQLite
+import Glibc
+import Synchronization
+
+/// One SQLite connection to a database file (or `:memory:`), safe to share between threads.
+///
+/// Thread safety: the connection lives inside a `Mutex`; every use goes through ``withConnection(_:)`` (or the
+/// conveniences built on it), so exactly one thread talks to SQLite at a time and the connection is opened in
+/// SQLite's multi-thread mode (`SQLITE_OPEN_NOMUTEX`). Prepared statements and the ``Connection`` itself are
+/// non-copyable and cannot leave the closure, so nothing touches SQLite without holding the lock.
+///
+/// On open: `journal_mode=WAL`, `synchronous` from ``Durability``, `foreign_keys=ON`, `busy_timeout=5000`. New files
+/// are made readable by their owner only (`0600`): they hold customer names and e-mail addresses.
+/// Statements are finalized and the connection closed when the database is released.
+public final class SQLiteDatabase: Sendable {
+    /// How much a committed transaction survives.
+    public enum Durability: Sendable, Hashable {
+        /// `synchronous=NORMAL` in WAL mode: a committed transaction survives the process crashing or being killed
+        /// (`kill -9`); the last transactions may be lost if the machine loses power. The default.
+        case processCrash
+        /// `synchronous=FULL`: every commit is flushed to the disk (`fsync`) before it returns, so it also survives a
+        /// power loss. Slower: one flush per transaction.
+        case powerLoss
+    }
+
+    /// How a transaction takes its lock.
+    public enum TransactionKind: Sendable, Hashable {
+        /// Takes the write lock at the start (`BEGIN IMMEDIATE`): for transactions that write.
+        case immediate
+        /// Takes locks as needed (`BEGIN DEFERRED`): for transactions that only read a consistent snapshot.
+        case deferred
+    }
+
+    /// The database file, or `:memory:`.
+    public let path: String
+    /// The journal mode SQLite reported after `PRAGMA journal_mode=WAL`: `wal` for a file, `memory` for `:memory:`.
+    public let journalMode: String
+    public let durability: Durability
+    private let connection: Mutex<Connection>
+
+    /// Opens (creating if needed) the database at `path`; `":memory:"` makes a private in-memory database.
+    ///
+    /// Throws a ``StoreError`` naming `path` when the file cannot be opened or created
+    /// (kind ``StoreError/Kind/cantOpen``) or is not an SQLite database (kind ``StoreError/Kind/corrupt``).
+    public init(path: String, durability: Durability = .processCrash) throws(StoreError) {
+        let isNewFile = path != ":memory:" && !path.isEmpty && access(path, F_OK) != 0
+        var handle: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        let status = sqlite3_open_v2(path, &handle, flags, nil)
+        guard status == SQLITE_OK, let handle else {
+            let error = StoreError(sqlite: status, db: handle, operation: "open", path: path)
+            sqlite3_close_v2(handle)
+            throw error
+        }
+        // From here on the connection closes itself if a later step throws.
+        let opened = Connection(handle: handle, path: path)
+        sqlite3_busy_timeout(handle, 5000)
+        let mode = try opened.pragmaText("PRAGMA journal_mode = WAL", operation: "open (set journal_mode=WAL)")
+        let synchronous = durability == .powerLoss ? "FULL" : "NORMAL"
+        try opened.execute("PRAGMA synchronous = \(synchronous)", operation: "open (set synchronous=\(synchronous))")
+        try opened.execute("PRAGMA foreign_keys = ON", operation: "open (set foreign_keys=ON)")
+        try opened.execute("PRAGMA busy_timeout = 5000", operation: "open (set busy_timeout)")
+        if isNewFile { chmod(path, 0o600) }
+        self.path = path
+        self.durability = durability
+        self.journalMode = mode?.lowercased() ?? ""
+        self.connection = Mutex(opened)
+    }
+
+    /// Runs `body` with the connection, holding the lock. Keep it short: other threads wait.
+    public func withConnection<Result>(
+        _ body: (borrowing Connection) throws(StoreError) -> sending Result
+    ) throws(StoreError) -> sending Result {
+        try connection.withLock { (connection: inout sending Connection) throws(StoreError) -> sending Result in
+            try body(connection)
+        }
+    }
+
+    /// Runs `body` in one transaction, holding the lock: committed when `body` returns, rolled back when it throws.
+    public func transaction<Result>(
+        _ kind: TransactionKind = .immediate, _ body: (borrowing Connection) throws(StoreError) -> sending Result
+    ) throws(StoreError) -> sending Result {
+        try withConnection { (connection: borrowing Connection) throws(StoreError) -> sending Result in
+            try connection.transaction(kind, body)
+        }
+    }
+
+    /// Runs one or more SQL statements that return no rows (a script, a PRAGMA, a DDL change).
+    public func execute(_ sql: String) throws(StoreError) {
+        try withConnection { (connection: borrowing Connection) throws(StoreError) in try connection.execute(sql) }
+    }
+}
+
+extension SQLiteDatabase {
+    /// The open connection, reachable only inside ``SQLiteDatabase/withConnection(_:)``. Closes itself when dropped,
+    /// after finalizing every cached statement.
+    public struct Connection: ~Copyable {
+        let handle: OpaquePointer
+        /// The database file, or `:memory:`.
+        public let path: String
+        let cache: StatementCache
+
+        init(handle: OpaquePointer, path: String) {
+            self.handle = handle
+            self.path = path
+            self.cache = StatementCache()
+        }
+
+        deinit {
+            cache.finalizeAll()
+            sqlite3_close_v2(handle)
+        }
+
+        /// Runs one or more SQL statements that return no rows.
+        public func execute(_ sql: String, operation: String = "execute") throws(StoreError) {
+            var message: UnsafeMutablePointer<CChar>?
+            let status = sqlite3_exec(handle, sql, nil, nil, &message)
+            guard status != SQLITE_OK else { return }
+            var error = StoreError(
+                sqlite: sqlite3_extended_errcode(handle), db: handle, operation: operation, path: path)
+            if let message {
+                error.message = String(cString: message)
+                sqlite3_free(message)
+            }
+            throw error
+        }
+
+        /// A prepared statement for one SQL statement. Statements are cached by their text: preparing the same SQL
+        /// again reuses the compiled statement. Bind parameters are 1-based, columns 0-based, as in SQLite.
+        public func prepare(_ sql: String) throws(StoreError) -> Statement {
+            if let cached = cache.take(sql) {
+                return Statement(handle: cached, sql: sql, connection: handle, path: path, cache: cache)
+            }
+            var statement: OpaquePointer?
+            let status = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
+            guard status == SQLITE_OK, let statement else {
+                sqlite3_finalize(statement)
+                throw error(status == SQLITE_OK ? SQLITE_MISUSE : status, operation: "prepare")
+            }
+            return Statement(handle: statement, sql: sql, connection: handle, path: path, cache: cache)
+        }
+
+        /// Runs `body` in a transaction: committed when it returns, rolled back when it throws. Inside another
+        /// transaction it becomes a savepoint, so transactions nest.
+        public func transaction<Result>(
+            _ kind: TransactionKind = .immediate, _ body: (borrowing Connection) throws(StoreError) -> sending Result
+        ) throws(StoreError) -> sending Result {
+            if isInTransaction {
+                try execute("SAVEPOINT nested", operation: "begin savepoint")
+                do {
+                    let result = try body(self)
+                    try execute("RELEASE nested", operation: "release savepoint")
+                    return result
+                } catch {
+                    sqlite3_exec(handle, "ROLLBACK TO nested; RELEASE nested", nil, nil, nil)
+                    throw error
+                }
+            }
+            try execute(kind == .immediate ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED", operation: "begin transaction")
+            do {
+                let result = try body(self)
+                try execute("COMMIT", operation: "commit")
+                return result
+            } catch {
+                if isInTransaction { sqlite3_exec(handle, "ROLLBACK", nil, nil, nil) }
+                throw error
+            }
+        }
+
+        /// Whether a transaction is open on this connection.
+        public var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
+        /// Rows changed by the last INSERT, UPDATE or DELETE.
+        public var changes: Int { Int(sqlite3_changes64(handle)) }
+
+        /// The rowid of the last successful INSERT.
+        public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+
+        /// The first column of the first row of a PRAGMA (or any query), as text.
+        func pragmaText(_ sql: String, operation: String) throws(StoreError) -> String? {
+            var statement: OpaquePointer?
+            let status = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
+            defer { sqlite3_finalize(statement) }
+            guard status == SQLITE_OK, let statement else { throw error(status, operation: operation) }
+            let step = sqlite3_step(statement)
+            guard step == SQLITE_ROW || step == SQLITE_DONE else { throw error(step, operation: operation) }
+            guard step == SQLITE_ROW, let text = sqlite3_column_text(statement, 0) else { return nil }
+            return String(cString: text)
+        }
+
+        func error(_ status: Int32, operation: String) -> StoreError {
+            StoreError(sqlite: status, db: handle, operation: operation, path: path)
+        }
+    }
+}

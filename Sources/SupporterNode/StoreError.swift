@@ -1,0 +1,87 @@
+import CSQLite
+
+/// An error of the supporter node's durable store: what was being done, what SQLite said, and on which file.
+///
+/// A struct over a small kind, so new kinds can be added without breaking callers that switch on ``kind``.
+public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What went wrong, coarsely, for callers that react differently (a duplicate code, a missing code, …).
+    public struct Kind: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable {
+            case sqlite, cantOpen, corrupt, duplicate, notFound, schemaTooNew, invalidData, constraint, busy
+        }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// Any other failure reported by SQLite (see ``StoreError/resultCode``).
+        public static let sqlite = Kind(.sqlite)
+        /// The database file could not be opened or created (missing folder, permissions, read-only file system).
+        public static let cantOpen = Kind(.cantOpen)
+        /// The file is not an SQLite database, or it is damaged.
+        public static let corrupt = Kind(.corrupt)
+        /// A row with the same key already exists (for example a session code).
+        public static let duplicate = Kind(.duplicate)
+        /// The row to change does not exist.
+        public static let notFound = Kind(.notFound)
+        /// The database was written by a newer version of the node.
+        public static let schemaTooNew = Kind(.schemaTooNew)
+        /// A value read from the file cannot be understood (unknown code type, malformed JSON, …).
+        public static let invalidData = Kind(.invalidData)
+        /// A constraint or trigger refused the change (for example an UPDATE of an audit event).
+        public static let constraint = Kind(.constraint)
+        /// Another process held the database locked for longer than the busy timeout.
+        public static let busy = Kind(.busy)
+
+        public var description: String { base.rawValue }
+    }
+
+    /// What went wrong, coarsely.
+    public var kind: Kind
+    /// What the store was doing, e.g. `open`, `prepare`, `insert session code`.
+    public var operation: String
+    /// SQLite's message (`sqlite3_errmsg`) or the store's own explanation.
+    public var message: String
+    /// The database file (`:memory:` for an in-memory database).
+    public var path: String
+    /// SQLite's extended result code, when SQLite reported the error.
+    public var resultCode: Int32?
+
+    public init(kind: Kind, operation: String, message: String, path: String, resultCode: Int32? = nil) {
+        self.kind = kind
+        self.operation = operation
+        self.message = message
+        self.path = path
+        self.resultCode = resultCode
+    }
+
+    /// An error from SQLite's result code `code` on connection `db` (nil when there is no connection).
+    init(sqlite code: Int32, db: OpaquePointer?, operation: String, path: String) {
+        let message: String
+        if let db, let text = sqlite3_errmsg(db) {
+            message = String(cString: text)
+        } else if let text = sqlite3_errstr(code) {
+            message = String(cString: text)
+        } else {
+            message = "SQLite error \(code)"
+        }
+        self.init(kind: Self.kind(of: code), operation: operation, message: message, path: path, resultCode: code)
+    }
+
+    static func kind(of code: Int32) -> Kind {
+        // SQLITE_CONSTRAINT_PRIMARYKEY and SQLITE_CONSTRAINT_UNIQUE are macro expressions that do not import.
+        let primaryKey = SQLITE_CONSTRAINT | (6 << 8), unique = SQLITE_CONSTRAINT | (8 << 8)
+        if code == primaryKey || code == unique { return .duplicate }
+        switch code & 0xFF {  // the primary result code
+        case SQLITE_CONSTRAINT: return .constraint
+        case SQLITE_CANTOPEN, SQLITE_PERM, SQLITE_READONLY, SQLITE_AUTH: return .cantOpen
+        case SQLITE_NOTADB, SQLITE_CORRUPT: return .corrupt
+        case SQLITE_BUSY, SQLITE_LOCKED: return .busy
+        default: return .sqlite
+        }
+    }
+
+    public var description: String {
+        var text = "\(operation) failed on \(path): \(message)"
+        if let resultCode { text += " (SQLite code \(resultCode))" }
+        return text
+    }
+}

@@ -1,0 +1,127 @@
+/// The supporter store's schema: its version, kept in SQLite's `PRAGMA user_version`, and the ordered migrations
+/// that lead to it.
+///
+/// Opening a database runs every migration newer than the file's version, all in one transaction: a crash or an
+/// error leaves the file at its old version, untouched. A file whose version is newer than ``currentVersion`` was
+/// written by a newer node and is refused (``StoreError/Kind/schemaTooNew``), never changed.
+///
+/// To change the schema, append a migration with the next version; never edit one that has shipped.
+public enum StoreSchema {
+    /// One step of the schema: the SQL that brings a database from `version - 1` to `version`.
+    public struct Migration: Sendable {
+        public let version: Int32
+        public let summary: String
+        public let sql: String
+
+        public init(version: Int32, summary: String, sql: String) {
+            self.version = version
+            self.summary = summary
+            self.sql = sql
+        }
+    }
+
+    /// Every migration, in order; versions count up from 1.
+    public static let migrations: [Migration] = [
+        Migration(
+            version: 1, summary: "session codes, audit log, API token digests, registration back-off",
+            sql: """
+                CREATE TABLE session_codes (
+                    code TEXT PRIMARY KEY NOT NULL,
+                    type INTEGER NOT NULL,
+                    description TEXT,
+                    customer_name TEXT,
+                    customer_email TEXT,
+                    waiting_message TEXT,
+                    is_closed INTEGER NOT NULL DEFAULT 0 CHECK (is_closed IN (0, 1)),
+                    created_at INTEGER NOT NULL,
+                    valid_until INTEGER NOT NULL,
+                    closed_at INTEGER,
+                    assigned_supporter TEXT
+                ) STRICT;
+                CREATE INDEX session_codes_by_created ON session_codes (created_at, code);
+
+                CREATE TABLE audit_events (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    time INTEGER NOT NULL,
+                    code TEXT,
+                    kind TEXT NOT NULL,
+                    details TEXT NOT NULL DEFAULT '{}'
+                ) STRICT;
+                CREATE INDEX audit_events_by_code_time ON audit_events (code, time);
+                CREATE INDEX audit_events_by_time ON audit_events (time);
+                CREATE TRIGGER audit_events_no_update BEFORE UPDATE ON audit_events
+                BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END;
+                CREATE TRIGGER audit_events_no_delete BEFORE DELETE ON audit_events
+                BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END;
+                -- INSERT OR REPLACE deletes without firing DELETE triggers: refuse an insert over an existing id.
+                CREATE TRIGGER audit_events_no_replace BEFORE INSERT ON audit_events
+                WHEN NEW.id IS NOT NULL AND EXISTS (SELECT 1 FROM audit_events WHERE id = NEW.id)
+                BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END;
+
+                CREATE TABLE api_tokens (
+                    digest BLOB PRIMARY KEY NOT NULL CHECK (length(digest) > 0),
+                    label TEXT,
+                    created_at INTEGER NOT NULL
+                ) STRICT;
+
+                CREATE TABLE registration_backoff (
+                    key TEXT PRIMARY KEY NOT NULL,
+                    failures INTEGER NOT NULL,
+                    blocked_until INTEGER,
+                    last_failure INTEGER NOT NULL
+                ) STRICT;
+                CREATE INDEX registration_backoff_by_last_failure ON registration_backoff (last_failure);
+                """),
+    ]
+
+    /// The schema version this code writes and understands.
+    public static var currentVersion: Int32 { migrations.last?.version ?? 0 }
+
+    /// The schema version stored in the database (0 for a new, empty file).
+    public static func version(of database: SQLiteDatabase) throws(StoreError) -> Int32 {
+        try database.withConnection { (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) in
+            try version(of: connection)
+        }
+    }
+
+    /// Brings `database` to the newest version of `migrations`, in one transaction. Returns the version found.
+    ///
+    /// Throws ``StoreError/Kind/schemaTooNew`` for a database newer than `migrations`, and the failing migration's
+    /// error (with nothing changed) when one fails.
+    @discardableResult
+    public static func migrate(
+        _ database: SQLiteDatabase, migrations: [Migration] = StoreSchema.migrations
+    ) throws(StoreError) -> Int32 {
+        let target = migrations.last?.version ?? 0
+        for (offset, migration) in migrations.enumerated() where migration.version != Int32(offset + 1) {
+            throw StoreError(
+                kind: .sqlite, operation: "migrate",
+                message:
+                    "migration versions must count up from 1; found \(migration.version) at position \(offset + 1)",
+                path: database.path)
+        }
+        return try database.transaction(.immediate) {
+            (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) -> Int32 in
+            let found = try version(of: connection)
+            guard found <= target else {
+                throw StoreError(
+                    kind: .schemaTooNew, operation: "open",
+                    message: "database schema version \(found) is newer than this node supports (\(target))",
+                    path: database.path)
+            }
+            for migration in migrations where migration.version > found {
+                try connection.execute(
+                    migration.sql, operation: "migrate to schema version \(migration.version) (\(migration.summary))")
+            }
+            if found != target {
+                try connection.execute("PRAGMA user_version = \(target)", operation: "set schema version")
+            }
+            return found
+        }
+    }
+
+    private static func version(of connection: borrowing SQLiteDatabase.Connection) throws(StoreError) -> Int32 {
+        let text = try connection.pragmaText("PRAGMA user_version", operation: "read schema version")
+        return text.flatMap { Int32($0) } ?? 0
+    }
+}

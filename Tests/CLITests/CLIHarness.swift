@@ -1,0 +1,358 @@
+import Foundation
+import Synchronization
+import TestSupport
+import Testing
+
+/// How long anything may take on a loaded machine. Waits end early as soon as what they wait for happens.
+let patience: Duration = .seconds(60)
+
+/// Where `swift build` put the two programs: next to the test bundle (`swift test`, or running the xctest by hand),
+/// else `.build/debug` of this package.
+enum Binaries {
+    static let directory: URL = {
+        var candidates: [URL] = []
+        if let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            candidates.append(URL(fileURLWithPath: exe).deletingLastPathComponent())
+        }
+        candidates.append(Bundle.main.bundleURL)
+        candidates.append(Bundle.main.bundleURL.deletingLastPathComponent())
+        if let first = CommandLine.arguments.first {
+            candidates.append(URL(fileURLWithPath: first).deletingLastPathComponent())
+        }
+        let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        candidates.append(package.appendingPathComponent(".build/debug"))
+        return candidates.first {
+            FileManager.default.isExecutableFile(atPath: $0.appendingPathComponent("rsup-supporter").path)
+                && FileManager.default.isExecutableFile(atPath: $0.appendingPathComponent("rsup-device").path)
+        } ?? package.appendingPathComponent(".build/debug")
+    }()
+
+    static var supporter: String { directory.appendingPathComponent("rsup-supporter").path }
+    static var device: String { directory.appendingPathComponent("rsup-device").path }
+}
+
+/// A temporary folder, deleted by `remove()`.
+struct TemporaryFolder: Sendable {
+    let path: String
+
+    init() throws {
+        // Short: the control socket's path must fit in sun_path (108 bytes).
+        path = "/tmp/rsup-cli-" + UUID().uuidString.prefix(8).lowercased()
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    func file(_ name: String) -> String { path + "/" + name }
+    func remove() { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// A running program: its output collected line by line from both pipes, its exit awaited with a deadline.
+final class CLIProcess: Sendable {
+    let name: String
+    private let process: Process
+    private let output = Mutex<(stdout: [String], stderr: [String], open: Int)>(([], [], 2))
+    /// The write end of the program's stdin, kept open when `keepStdinOpen` (so a prompt waits for an answer).
+    private let stdinPipe: Pipe?
+
+    init(_ executable: String, _ arguments: [String], keepStdinOpen: Bool = false) throws {
+        name = URL(fileURLWithPath: executable).lastPathComponent + " " + arguments.joined(separator: " ")
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        if keepStdinOpen {
+            let pipe = Pipe()
+            process.standardInput = pipe
+            stdinPipe = pipe
+        } else {
+            process.standardInput = FileHandle.nullDevice
+            stdinPipe = nil
+        }
+        try process.run()
+        // The child holds its own copies; close ours so that EOF arrives when it exits.
+        try? out.fileHandleForWriting.close()
+        try? err.fileHandleForWriting.close()
+        try? stdinPipe?.fileHandleForReading.close()
+        startReading(out.fileHandleForReading, isStdout: true)
+        startReading(err.fileHandleForReading, isStdout: false)
+    }
+
+    private func startReading(_ handle: FileHandle, isStdout: Bool) {
+        let fd = handle.fileDescriptor
+        let thread = Thread { [self] in
+            var pending: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if count < 0, errno == EINTR { continue }
+                if count <= 0 { break }
+                pending += buffer[0..<count]
+                while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                    let line = String(decoding: pending[..<newline], as: UTF8.self)
+                    pending.removeSubrange(...newline)
+                    output.withLock { isStdout ? $0.stdout.append(line) : $0.stderr.append(line) }
+                }
+            }
+            let rest = pending.isEmpty ? nil : String(decoding: pending, as: UTF8.self)
+            output.withLock {
+                if let rest { isStdout ? $0.stdout.append(rest) : $0.stderr.append(rest) }
+                $0.open -= 1
+            }
+            try? handle.close()
+        }
+        thread.start()
+    }
+
+    deinit {
+        // A test that failed half way must not leave programs behind.
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+
+    var pid: Int32 { process.processIdentifier }
+    var stdoutLines: [String] { output.withLock { $0.stdout } }
+    var stderrLines: [String] { output.withLock { $0.stderr } }
+
+    /// Every stdout line parsed as a JSON object; a line that is not one is recorded as an issue.
+    var events: [[String: Any]] {
+        stdoutLines.compactMap { line in
+            let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            if object == nil { Issue.record("\(name): stdout line is not a JSON object: \(line)") }
+            return object
+        }
+    }
+
+    /// A short account of the output, for failure messages.
+    var transcript: String {
+        "\(name)\n--- stdout\n" + stdoutLines.joined(separator: "\n") + "\n--- stderr\n"
+            + stderrLines.joined(separator: "\n")
+    }
+
+    /// Waits for a JSON event named `name` (whose fields satisfy `matching`); nil after `timeout` or at exit.
+    func waitForEvent(
+        _ event: String, timeout: Duration = patience, matching: ([String: Any]) -> Bool = { _ in true }
+    ) async -> [String: Any]? {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            for line in stdoutLines {
+                if let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                    object["event"] as? String == event, matching(object)
+                {
+                    return object
+                }
+            }
+            let closed = output.withLock { $0.open == 0 }
+            if closed || ContinuousClock.now > deadline { return nil }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+
+    /// Waits for the exit and for both pipes to close; nil if the program still runs after `timeout`.
+    func waitForExit(timeout: Duration = patience) async -> Int32? {
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning || output.withLock({ $0.open > 0 }) {
+            if ContinuousClock.now > deadline { return nil }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return process.terminationReason == .exit ? process.terminationStatus : 128 + process.terminationStatus
+    }
+
+    /// Ends the program if it still runs (SIGTERM, then SIGKILL) and closes its stdin.
+    func stop() async {
+        try? stdinPipe?.fileHandleForWriting.close()
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGTERM)
+        if await waitForExit(timeout: .seconds(10)) == nil {
+            kill(process.processIdentifier, SIGKILL)
+            _ = await waitForExit(timeout: .seconds(10))
+        }
+    }
+}
+
+/// What a finished command left.
+struct CommandResult: Sendable, CustomStringConvertible {
+    let exitCode: Int32?
+    let stdout: [String]
+    let stderr: [String]
+    let transcript: String
+    var description: String { "exit \(exitCode.map(String.init) ?? "none (timed out)")\n\(transcript)" }
+
+    /// The stderr lines that are not log lines of `--log-level`: what a person reads.
+    var errorLine: String? { stderr.first }
+}
+
+/// Runs a command to its end (killed after `timeout`).
+func runCommand(_ executable: String, _ arguments: [String], timeout: Duration = patience) async throws
+    -> CommandResult
+{
+    let process = try CLIProcess(executable, arguments)
+    let code = await process.waitForExit(timeout: timeout)
+    if code == nil { await process.stop() }
+    return CommandResult(
+        exitCode: code, stdout: process.stdoutLines, stderr: process.stderrLines, transcript: process.transcript)
+}
+
+func supporter(_ arguments: String...) async throws -> CommandResult {
+    try await runCommand(Binaries.supporter, arguments)
+}
+
+func device(_ arguments: String...) async throws -> CommandResult {
+    try await runCommand(Binaries.device, arguments)
+}
+
+/// Checks the rule for errors a person hits: the exit code, and stderr exactly one `error: …` line (plus the
+/// "see --help" line of a usage error) that holds every one of `words`.
+func expectError(
+    _ result: CommandResult, exitCode: Int32, mentions words: [String], sourceLocation: SourceLocation = #_sourceLocation
+) {
+    #expect(result.exitCode == exitCode, "\(result)", sourceLocation: sourceLocation)
+    let expectedLines = exitCode == 2 ? 2 : 1
+    #expect(result.stderr.count == expectedLines, "stderr: \(result.stderr)", sourceLocation: sourceLocation)
+    guard let line = result.stderr.first else {
+        Issue.record("nothing on stderr\n\(result)", sourceLocation: sourceLocation)
+        return
+    }
+    #expect(line.hasPrefix("error: "), "\(line)", sourceLocation: sourceLocation)
+    for word in words {
+        #expect(line.contains(word), "'\(word)' not in: \(line)", sourceLocation: sourceLocation)
+    }
+    if exitCode == 2, result.stderr.count > 1 {
+        #expect(result.stderr[1].hasPrefix("see '") && result.stderr[1].contains("--help"), sourceLocation: sourceLocation)
+    }
+}
+
+/// A port on loopback where nothing listens (bound, read, released).
+func freeLoopbackPort() -> UInt16 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+            bind(fd, pointer, length)
+            return getsockname(fd, pointer, &length)
+        }
+    }
+    return UInt16(bigEndian: address.sin_port)
+}
+
+/// `sha256/<base64>` of a certificate's SPKI, as `--pin` takes it.
+func pin(_ certificate: CertificateFile) -> String {
+    "sha256/" + Data(certificate.spkiSHA256).base64EncodedString()
+}
+
+/// A supporter node (`rsup-supporter serve --json --non-interactive`) on loopback port 0, its data folder, and the
+/// control commands that reach it. `close()` stops it and deletes the folder.
+final class SupporterServer: Sendable {
+    let folder: TemporaryFolder
+    let process: CLIProcess
+    let port: Int
+    private let devices = Mutex<[CLIProcess]>([])
+
+    var data: String { folder.file("data") }
+    var address: String { "127.0.0.1:\(port)" }
+
+    /// Starts the node with `certificate` and waits for its `listening` event.
+    init(certificate: CertificateFile, extra: [String] = []) async throws {
+        folder = try TemporaryFolder()
+        let process = try CLIProcess(
+            Binaries.supporter,
+            [
+                "serve", "--listen", "127.0.0.1:0", "--json", "--non-interactive", "--data", folder.file("data"),
+                "--cert", certificate.certificatePath, "--key", certificate.keyPath,
+            ] + extra)
+        self.process = process
+        guard let listening = await process.waitForEvent("listening"), let port = listening["port"] as? Int,
+            port > 0
+        else {
+            await process.stop()
+            folder.remove()
+            throw HarnessError("the supporter node never reported 'listening'\n\(process.transcript)")
+        }
+        self.port = port
+    }
+
+    /// Runs one control command (`--json`) and returns its reply.
+    func control(_ arguments: [String]) async throws -> [String: Any] {
+        let result = try await runCommand(Binaries.supporter, arguments + ["--data", data, "--json"])
+        guard result.exitCode == 0, let line = result.stdout.first,
+            let reply = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+        else { throw HarnessError("rsup-supporter \(arguments.joined(separator: " ")) failed\n\(result)") }
+        return reply
+    }
+
+    func issueToken() async throws -> String {
+        guard let token = try await control(["token"])["token"] as? String else { throw HarnessError("no token") }
+        return token
+    }
+
+    func createCode() async throws -> String {
+        let reply = try await control(["create", "--type", "remote", "--description", "CLI test"])
+        guard let code = (reply["code"] as? [String: Any])?["code"] as? String else { throw HarnessError("no code") }
+        return code
+    }
+
+    /// Waits for a supporter event about `code`.
+    func waitForEvent(_ event: String, code: String, matching: @escaping ([String: Any]) -> Bool = { _ in true }) async
+        -> [String: Any]?
+    {
+        await process.waitForEvent(event) { $0["code"] as? String == code && matching($0) }
+    }
+
+    /// Starts a device (`rsup-device connect … --json`) on `code`; `close()` stops it too if it still runs.
+    func startDevice(
+        code: String, token: String, trust: [String], extra: [String] = [], keepStdinOpen: Bool = false
+    ) throws -> CLIProcess {
+        let device = try CLIProcess(
+            Binaries.device,
+            ["connect", address, "--code", code, "--token", token, "--name", "cli-test-device", "--json"] + trust
+                + extra,
+            keepStdinOpen: keepStdinOpen)
+        devices.withLock { $0.append(device) }
+        return device
+    }
+
+    func close() async {
+        for device in devices.withLock({ $0 }) { await device.stop() }
+        await process.stop()
+        folder.remove()
+    }
+}
+
+
+struct HarnessError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Runs `body` with fresh certificates, deleting them afterwards.
+func withCertificates<T>(_ body: (TestCertificates) async throws -> T) async throws -> T {
+    let certificates = try TestCertificates.make()
+    defer { certificates.remove() }
+    return try await body(certificates)
+}
+
+/// Runs `body` with fresh certificates and a supporter node serving `certificates.server`; stops and deletes all.
+func withSupporter<T>(
+    certificate: (TestCertificates) -> CertificateFile = { $0.server },
+    _ body: (TestCertificates, SupporterServer) async throws -> T
+) async throws -> T {
+    try await withCertificates { certificates in
+        let server = try await SupporterServer(certificate: certificate(certificates))
+        do {
+            let result = try await body(certificates, server)
+            await server.close()
+            return result
+        } catch {
+            await server.close()
+            throw error
+        }
+    }
+}

@@ -1,0 +1,232 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// `rsup-device` run as a program against a real `rsup-supporter serve` on loopback.
+@Suite("rsup-device", .serialized)
+struct DeviceCLITests {
+    static let someCode = "123-456-789"
+
+    @Test("--help exits 0 and prints usage", arguments: [["--help"], ["-h"], ["help"], ["connect", "--help"]])
+    func helpExitsZero(arguments: [String]) async throws {
+        let result = try await runCommand(Binaries.device, arguments)
+        #expect(result.exitCode == 0, "\(result)")
+        #expect(result.stdout.first?.hasPrefix("usage: rsup-device") == true, "\(result)")
+        #expect(result.stderr.isEmpty, "\(result)")
+    }
+
+    @Test(
+        "an unknown command or option, or a missing one, is a usage error: exit 2",
+        arguments: [
+            ([], "no command"), (["bogus"], "unknown command 'bogus'"),
+            (["connect", "127.0.0.1", "--bogus"], "unknown option --bogus"),
+            (["connect", "--code", someCode, "--token", "t", "--ca", "x"], "HOST[:PORT]"),
+            (["connect", "127.0.0.1", "--token", "t", "--ca", "x"], "--code is required"),
+            (["connect", "127.0.0.1", "--code", someCode, "--ca", "x"], "--token is required"),
+            (["connect", "127.0.0.1", "--code", someCode, "--token", "t"], "--ca FILE or --pin PIN"),
+            (["connect", "127.0.0.1:99999", "--code", someCode, "--token", "t", "--ca", "x"], "port"),
+            (["connect", "127.0.0.1", "--code", someCode, "--token", "t", "--pin", "sha256/xx"], "not valid base64"),
+            (
+                ["connect", "127.0.0.1", "--code", someCode, "--token", "t", "--ca", "x", "--auto-accept",
+                 "--auto-reject"], "exclude each other"
+            ),
+        ])
+    func usageErrorsExitTwo(arguments: [String], words: String) async throws {
+        let result = try await runCommand(Binaries.device, arguments)
+        expectError(result, exitCode: 2, mentions: [words])
+    }
+
+    @Test(
+        "a malformed session code is a usage error, exit 2",
+        arguments: ["12", "123456789", "abc-def-ghi", "123-456-7890", "123_456_789"])
+    func wrongCodeFormat(code: String) async throws {
+        let result = try await device("connect", "127.0.0.1:1", "--code", code, "--token", "t", "--ca", "/dev/null")
+        expectError(result, exitCode: 2, mentions: ["'\(code)' is not a session code", "123-456-789"])
+    }
+
+    @Test("a missing CA file is named, exit 1")
+    func missingCAFile() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let missing = folder.file("missing-ca.pem")
+        let result = try await device("connect", "127.0.0.1:1", "--code", Self.someCode, "--token", "t", "--ca", missing)
+        expectError(result, exitCode: 1, mentions: [missing, "No such file", "check the path"])
+    }
+
+    @Test("a CA file without a certificate says so, exit 1")
+    func garbageCAFile() async throws {
+        try await withCertificates { certificates in
+            let result = try await device(
+                "connect", "127.0.0.1:1", "--code", Self.someCode, "--token", "t", "--ca", certificates.garbagePEMPath)
+            expectError(result, exitCode: 1, mentions: [certificates.garbagePEMPath, "PEM"])
+        }
+    }
+
+    @Test("a missing client key file is named, exit 1")
+    func missingClientKey() async throws {
+        try await withCertificates { certificates in
+            let missing = certificates.directory + "/missing-client.key"
+            let result = try await device(
+                "connect", "127.0.0.1:1", "--code", Self.someCode, "--token", "t", "--ca", certificates.caPath,
+                "--cert", certificates.client.certificatePath, "--key", missing)
+            expectError(result, exitCode: 1, mentions: [missing, "No such file"])
+        }
+    }
+
+    @Test("a client key not matching the client certificate is refused, exit 1")
+    func clientKeyNotMatchingCertificate() async throws {
+        try await withCertificates { certificates in
+            let result = try await device(
+                "connect", "127.0.0.1:1", "--code", Self.someCode, "--token", "t", "--ca", certificates.caPath,
+                "--cert", certificates.client.certificatePath, "--key", certificates.mismatchedKeyPath)
+            expectError(
+                result, exitCode: 1, mentions: [certificates.mismatchedKeyPath, "does not match the certificate"])
+        }
+    }
+
+    @Test("nothing listening: 'is the supporter node running?', exit 1")
+    func supporterNotRunning() async throws {
+        try await withCertificates { certificates in
+            let address = "127.0.0.1:\(freeLoopbackPort())"
+            let result = try await device(
+                "connect", address, "--code", Self.someCode, "--token", "t", "--ca", certificates.caPath)
+            expectError(result, exitCode: 1, mentions: [address, "is the supporter node running?"])
+        }
+    }
+
+    @Test("an unreachable host: says so and what to check, exit 1")
+    func hostUnreachable() async throws {
+        try await withCertificates { certificates in
+            // TCP to a multicast address fails at once with ENETUNREACH on Linux: no routing needed, no waiting.
+            let result = try await device(
+                "connect", "224.0.0.1:7443", "--code", Self.someCode, "--token", "t", "--ca", certificates.caPath)
+            expectError(result, exitCode: 1, mentions: ["224.0.0.1:7443", "unreachable", "check the address"])
+        }
+    }
+
+    @Test("a wrong API token: 'the API token was refused', exit 1")
+    func wrongToken() async throws {
+        try await withSupporter { certificates, server in
+            let code = try await server.createCode()
+            let device = try server.startDevice(code: code, token: "rsk_not-a-token", trust: ["--ca", certificates.caPath])
+            let exit = await device.waitForExit()
+            expectError(
+                CommandResult(exitCode: exit, stdout: device.stdoutLines, stderr: device.stderrLines,
+                              transcript: device.transcript),
+                exitCode: 1, mentions: ["API token was refused"])
+            #expect(device.events.last?["event"] as? String == "error", "\(device.transcript)")
+        }
+    }
+
+    @Test("a code the node does not know: says so, exit 1")
+    func unknownCode() async throws {
+        try await withSupporter { certificates, server in
+            let token = try await server.issueToken()
+            let result = try await device(
+                "connect", server.address, "--code", Self.someCode, "--token", token, "--ca", certificates.caPath)
+            expectError(result, exitCode: 1, mentions: ["session code is not known", "check the code"])
+        }
+    }
+
+    enum TLSCase: String, CaseIterable, Sendable {
+        case untrustedCA, otherCAServer, selfSignedServer, wrongHostName, wrongHostCertificate, expired, pinMismatch
+    }
+
+    @Test("a TLS failure names which one, exit 1", arguments: TLSCase.allCases)
+    func tlsFailure(_ failure: TLSCase) async throws {
+        let serverCertificate: (TestCertificates) -> CertificateFile =
+            switch failure {
+            case .otherCAServer: { $0.serverOtherCA }
+            case .selfSignedServer: { $0.selfSigned }
+            case .wrongHostCertificate: { $0.serverWrongHost }
+            case .expired: { $0.serverExpired }
+            default: { $0.server }
+            }
+        try await withSupporter(certificate: serverCertificate) { certificates, server in
+            let trust: [String]
+            let words: [String]
+            switch failure {
+            case .untrustedCA:
+                trust = ["--ca", certificates.otherCAPath]
+                words = ["TLS", "not trusted", "--ca"]
+            case .otherCAServer, .selfSignedServer:
+                trust = ["--ca", certificates.caPath]
+                words = ["TLS", "not trusted", "--ca"]
+            case .wrongHostName:
+                trust = ["--ca", certificates.caPath, "--server-name", "wrong.example"]
+                words = ["TLS", "not for this host name"]
+            case .wrongHostCertificate:
+                trust = ["--ca", certificates.caPath]
+                words = ["TLS", "not for this host name"]
+            case .expired:
+                trust = ["--ca", certificates.caPath]
+                words = ["TLS", "expired"]
+            case .pinMismatch:
+                trust = ["--pin", pin(certificates.selfSigned)]
+                words = ["TLS", "pin mismatch", "pin is wrong"]
+            }
+            let result = try await runCommand(
+                Binaries.device,
+                ["connect", server.address, "--code", Self.someCode, "--token", "t", "--json"] + trust)
+            expectError(result, exitCode: 1, mentions: words + [server.address])
+            for line in result.stdout {
+                #expect((try? JSONSerialization.jsonObject(with: Data(line.utf8))) is [String: Any], "\(line)")
+            }
+        }
+    }
+
+    @Test("the right pin is enough to trust the node")
+    func rightPinConnects() async throws {
+        try await withSupporter(certificate: { $0.selfSigned }) { certificates, server in
+            let token = try await server.issueToken()
+            let code = try await server.createCode()
+            let device = try server.startDevice(code: code, token: token, trust: ["--pin", pin(certificates.selfSigned)])
+            #expect(await device.waitForEvent("online") != nil, "\(device.transcript)")
+            device.signal(SIGINT)
+            #expect(await device.waitForExit() == 0, "\(device.transcript)")
+        }
+    }
+
+    enum DeviceState: String, CaseIterable, Sendable { case waitingOnline, requestPending, sessionActive }
+
+    @Test(
+        "Ctrl-C leaves cleanly in every state: exit 0, the supporter sees ended_by_device",
+        arguments: DeviceState.allCases)
+    func ctrlCLeaves(in state: DeviceState) async throws {
+        try await withSupporter { certificates, server in
+            let token = try await server.issueToken()
+            let code = try await server.createCode()
+            // Without --auto-accept the request waits for an answer on stdin, which stays open and silent.
+            let device = try server.startDevice(
+                code: code, token: token, trust: ["--ca", certificates.caPath],
+                extra: state == .sessionActive ? ["--auto-accept"] : [], keepStdinOpen: state == .requestPending)
+            _ = try #require(await device.waitForEvent("online"), "\(device.transcript)")
+            _ = try #require(await server.waitForEvent("device_online", code: code), "\(server.process.transcript)")
+            switch state {
+            case .waitingOnline:
+                break
+            case .requestPending:
+                _ = try await server.control(["connect", "--code", code, "--as", "Alice"])
+                _ = try #require(await device.waitForEvent("request"), "\(device.transcript)")
+            case .sessionActive:
+                _ = try await server.control(["connect", "--code", code, "--as", "Alice"])
+                _ = try #require(await device.waitForEvent("connected"), "\(device.transcript)")
+                _ = try #require(await server.waitForEvent("connected", code: code), "\(server.process.transcript)")
+            }
+
+            device.signal(SIGINT)
+            #expect(await device.waitForExit() == 0, "\(device.transcript)")
+            #expect(device.stderrLines.isEmpty, "\(device.transcript)")
+            let left = device.events.last
+            #expect(left?["event"] as? String == "disconnected", "\(device.transcript)")
+            #expect(left?["reason"] as? String == "ended_by_device", "\(device.transcript)")
+
+            let ended = await server.waitForEvent("ended", code: code)
+            #expect(ended?["reason"] as? String == "ended_by_device", "\(server.process.transcript)")
+            // The node goes on serving: the code's state is back to open for a new device.
+            let list = try await server.control(["list"])
+            let codes = list["codes"] as? [[String: Any]] ?? []
+            #expect(codes.contains { $0["code"] as? String == code }, "\(list)")
+        }
+    }
+}

@@ -1,0 +1,210 @@
+// HTTPHarness.swift — a real HTTPServer over TLS on loopback, and real client processes (curl, python3, openssl).
+//
+// Client processes are awaited through their termination handler and write to temporary files, so no cooperative
+// thread blocks while they run (the server's handlers need those threads).
+
+import Foundation
+import Synchronization
+import Testing
+import SupportTransport
+import TestSupport
+@testable import SupportHTTP
+
+/// Parent of every suite that opens sockets; serialized so the timing tests do not compete for the 2 cores.
+@Suite(.serialized, .timeLimit(.minutes(3))) enum HTTPIntegration {}
+
+/// A running server with its certificates and loops; `stop()` frees all three.
+final class HTTPFixture: Sendable {
+    let certificates: TestCertificates
+    let group: EventLoopGroup
+    let server: HTTPServer
+
+    var port: UInt16 { server.localAddress.port }
+    var caPath: String { certificates.caPath }
+    func url(_ path: String) -> String { "https://127.0.0.1:\(port)\(path)" }
+
+    init(configuration: HTTPServerConfiguration, handler: @escaping HTTPServer.Handler) throws {
+        certificates = try TestCertificates.make()
+        do {
+            group = try EventLoopGroup(loopCount: 2)
+        } catch {
+            certificates.remove()
+            throw error
+        }
+        do {
+            let tls = HTTPServer.makeTLSConfiguration(
+                certificateChain: .file(certificates.server.certificatePath),
+                privateKey: .file(certificates.server.keyPath))
+            server = try HTTPServer(
+                host: "127.0.0.1", port: 0, context: try TLSContext(tls), group: group, configuration: configuration,
+                handler: handler)
+        } catch {
+            group.shutdown()
+            certificates.remove()
+            throw error
+        }
+    }
+
+    func stop() {
+        server.close()
+        group.shutdown()
+        certificates.remove()
+    }
+}
+
+/// Runs `body` against a fresh server and always stops it.
+func withServer(
+    configure: (inout HTTPServerConfiguration) -> Void = { _ in },
+    handler: @escaping HTTPServer.Handler = echoHandler,
+    _ body: (HTTPFixture) async throws -> Void
+) async throws {
+    var configuration = HTTPServerConfiguration()
+    configure(&configuration)
+    let fixture = try HTTPFixture(configuration: configuration, handler: handler)
+    defer { fixture.stop() }
+    try await body(fixture)
+}
+
+/// Answers every request with JSON describing it.
+@Sendable func echoHandler(_ request: HTTPRequest) async -> HTTPResponse {
+    var object: [String: Any] = [
+        "method": request.method.rawValue, "path": request.path, "segments": request.pathSegments,
+        "query": Dictionary(request.queryItems.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first }),
+        "version": request.version.description, "keepAlive": request.keepAlive,
+    ]
+    if !request.body.isEmpty {
+        object["json"] = (try? JSONSerialization.jsonObject(with: Data(request.body), options: [.fragmentsAllowed]))
+            ?? NSNull()
+        object["bodyBytes"] = request.body.count
+    }
+    return .json(.ok, object)
+}
+
+/// What a client process did.
+struct ProcessResult: Sendable, CustomStringConvertible {
+    let status: Int32
+    let stdout: String
+    let stderr: String
+    let elapsed: Duration
+    var description: String { "exit \(status) after \(elapsed)\nstdout: \(stdout)\nstderr: \(stderr)" }
+}
+
+struct ProcessFailure: Error, CustomStringConvertible { let description: String }
+
+/// Runs `executable` with `arguments`, stdin from `input` (kept open until the process ends when `holdStdinOpen`), and
+/// waits for it without blocking a thread; kills it after `timeout`.
+func run(
+    _ executable: String, _ arguments: [String], input: [UInt8] = [], holdStdinOpen: Bool = false,
+    timeout: Duration = .seconds(30)
+) async throws -> ProcessResult {
+    guard FileManager.default.isExecutableFile(atPath: executable) else {
+        throw ProcessFailure(description: "\(executable) is missing (scripts/install-deps.sh installs it)")
+    }
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rsup-http-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let outURL = directory.appendingPathComponent("out")
+    let errURL = directory.appendingPathComponent("err")
+    _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
+    _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
+    let out = try FileHandle(forWritingTo: outURL)
+    let err = try FileHandle(forWritingTo: errURL)
+    defer {
+        try? out.close()
+        try? err.close()
+    }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    process.standardOutput = out
+    process.standardError = err
+    let stdin = Pipe()
+    process.standardInput = stdin
+    let clock = ContinuousClock()
+    let started = clock.now
+    let watch = ProcessWatch()
+    let watchdog = Task {
+        guard (try? await Task.sleep(for: timeout)) != nil else { return }  // cancelled: the process ended
+        watch.killIfRunning()
+    }
+    defer { watchdog.cancel() }
+    let status: Int32 = try await withCheckedThrowingContinuation { continuation in
+        process.terminationHandler = { process in
+            watch.exited()
+            continuation.resume(returning: process.terminationStatus)
+        }
+        do {
+            try process.run()
+        } catch {
+            process.terminationHandler = nil
+            continuation.resume(throwing: error)
+            return
+        }
+        watch.started(process.processIdentifier)
+        if !input.isEmpty { stdin.fileHandleForWriting.write(Data(input)) }
+        if !holdStdinOpen { try? stdin.fileHandleForWriting.close() }
+    }
+    try? stdin.fileHandleForWriting.close()
+    let elapsed = clock.now - started
+    return ProcessResult(
+        status: status, stdout: String(decoding: (try? Data(contentsOf: outURL)) ?? Data(), as: UTF8.self),
+        stderr: String(decoding: (try? Data(contentsOf: errURL)) ?? Data(), as: UTF8.self), elapsed: elapsed)
+}
+
+/// The pid of a running client, to kill it (and only it) when it outlives its timeout.
+final class ProcessWatch: Sendable {
+    private let state = Mutex<(pid: Int32, exited: Bool)>((0, false))
+    func started(_ pid: Int32) { state.withLock { $0.pid = pid } }
+    func exited() { state.withLock { $0.exited = true } }
+    func killIfRunning() {
+        state.withLock { state in
+            if !state.exited, state.pid > 0 { kill(state.pid, SIGKILL) }
+        }
+    }
+}
+
+/// curl against the fixture: HTTP/1.1 over TLS verified with the test CA, quiet but showing errors.
+func curl(_ fixture: HTTPFixture, _ arguments: [String]) async throws -> ProcessResult {
+    try await run(
+        "/usr/bin/curl", ["--silent", "--show-error", "--cacert", fixture.caPath, "--max-time", "20"] + arguments)
+}
+
+/// Runs a Python 3 script with `sys.argv[1:] = [port, caPath] + extra`; its last stdout line must be JSON.
+func python(_ fixture: HTTPFixture, _ script: String, _ extra: [String] = []) async throws -> [String: Any] {
+    let prelude = """
+        import json, socket, ssl, sys, time
+        PORT = int(sys.argv[1]); CA = sys.argv[2]
+        CTX = ssl.create_default_context(cafile=CA)
+        def tls():
+            raw = socket.create_connection(("127.0.0.1", PORT), timeout=10)
+            return CTX.wrap_socket(raw, server_hostname="127.0.0.1")
+        def read_all(s):
+            chunks = []
+            while True:
+                try:
+                    data = s.recv(65536)
+                except (ConnectionResetError, ssl.SSLError):
+                    break
+                if not data:
+                    break
+                chunks.append(data)
+            return b"".join(chunks).decode("latin-1")
+
+        """
+    let result = try await run(
+        "/usr/bin/env", ["python3", "-c", prelude + script, String(fixture.port), fixture.caPath] + extra)
+    guard result.status == 0, let line = result.stdout.split(separator: "\n").last,
+        let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+    else { throw ProcessFailure(description: "python failed: \(result)") }
+    return object
+}
+
+/// Polls `condition` until true or `timeout` passes.
+func eventually(_ what: String, timeout: Duration = .seconds(10), _ condition: () -> Bool) async throws {
+    let clock = ContinuousClock()
+    let end = clock.now + timeout
+    while !condition() {
+        if clock.now >= end { throw ProcessFailure(description: "timed out waiting for \(what)") }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+}

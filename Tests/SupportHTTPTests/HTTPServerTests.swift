@@ -1,0 +1,363 @@
+import Foundation
+import Testing
+import SupportTransport
+@testable import SupportHTTP
+
+/// Splits curl output printed with `-w '\n@@%{http_code} %{num_connects}\n'` into (body, status, connects) per URL.
+func curlTransfers(_ stdout: String) -> [(body: String, status: Int, connects: Int)] {
+    var transfers: [(String, Int, Int)] = []
+    var body = ""
+    for line in stdout.split(separator: "\n", omittingEmptySubsequences: false) {
+        if line.hasPrefix("@@") {
+            let numbers = line.dropFirst(2).split(separator: " ").compactMap { Int($0) }
+            transfers.append((body, numbers.first ?? -1, numbers.dropFirst().first ?? -1))
+            body = ""
+        } else if !line.isEmpty {
+            body += line
+        }
+    }
+    return transfers
+}
+
+let curlStatus = ["-w", "\n@@%{http_code} %{num_connects}\n"]
+
+func json(_ text: String) -> [String: Any]? {
+    try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+}
+
+extension HTTPIntegration {
+    /// The real curl binary as the client.
+    @Suite struct CurlClientTests {
+        @Test func getAnswersJSONWithDecodedPathAndQuery() async throws {
+            try await withServer { fixture in
+                let result = try await curl(fixture, curlStatus + [fixture.url("/v1/codes/ab%2Fc?name=J%C3%BCrgen+M")])
+                let transfers = curlTransfers(result.stdout)
+                #expect(result.status == 0, "\(result)")
+                #expect(transfers.count == 1)
+                let body = try #require(transfers.first.flatMap { json($0.body) }, "\(result)")
+                #expect(transfers.first?.status == 200)
+                #expect(body["method"] as? String == "GET")
+                #expect(body["path"] as? String == "/v1/codes/ab/c")
+                #expect(body["segments"] as? [String] == ["v1", "codes", "ab/c"])
+                #expect((body["query"] as? [String: String])?["name"] == "Jürgen M")
+            }
+        }
+
+        @Test func postJSONBodyReachesTheHandler() async throws {
+            try await withServer { fixture in
+                let result = try await curl(
+                    fixture,
+                    curlStatus + [
+                        "-X", "POST", "-H", "Content-Type: application/json", "--data", #"{"device":"ABC","n":[1,2]}"#,
+                        fixture.url("/v1/requests"),
+                    ])
+                let transfer = try #require(curlTransfers(result.stdout).first, "\(result)")
+                #expect(transfer.status == 200)
+                let body = try #require(json(transfer.body))
+                #expect(body["method"] as? String == "POST")
+                let echoed = body["json"] as? [String: Any]
+                #expect(echoed?["device"] as? String == "ABC")
+                #expect(echoed?["n"] as? [Int] == [1, 2])
+            }
+        }
+
+        @Test func twoURLsReuseOneKeptAliveConnection() async throws {
+            try await withServer { fixture in
+                let result = try await curl(fixture, curlStatus + [fixture.url("/one"), fixture.url("/two")])
+                let transfers = curlTransfers(result.stdout)
+                #expect(transfers.map(\.status) == [200, 200], "\(result)")
+                #expect(transfers.map(\.connects) == [1, 0], "the second request must reuse the connection: \(result)")
+                #expect(transfers.compactMap { json($0.body)?["path"] as? String } == ["/one", "/two"])
+            }
+        }
+
+        @Test func http10ClosesAfterEachResponse() async throws {
+            try await withServer { fixture in
+                let result = try await curl(
+                    fixture, curlStatus + ["--http1.0", "-D", "-", fixture.url("/one"), fixture.url("/two")])
+                let transfers = curlTransfers(result.stdout)
+                #expect(transfers.map(\.status) == [200, 200], "\(result)")
+                #expect(transfers.map(\.connects) == [1, 1], "HTTP/1.0 without keep-alive must not reuse: \(result)")
+                #expect(result.stdout.components(separatedBy: "Connection: close").count == 3, "\(result)")
+            }
+        }
+
+        @Test func bodyOverTheLimitGets413WithAJSONError() async throws {
+            try await withServer { fixture in
+                let path = fixture.certificates.directory + "/big.json"
+                try Data(repeating: UInt8(ascii: "x"), count: 70_000).write(to: URL(fileURLWithPath: path))
+                let result = try await curl(
+                    fixture, curlStatus + ["--data-binary", "@" + path, fixture.url("/upload")])
+                let transfer = try #require(curlTransfers(result.stdout).first, "\(result)")
+                #expect(transfer.status == 413, "\(result)")
+                let error = json(transfer.body)?["error"] as? [String: Any]
+                #expect(error?["status"] as? Int == 413)
+            }
+        }
+
+        @Test func configuredBodyLimitIsHonoured() async throws {
+            try await withServer(configure: { $0.maxBodyBytes = 100 }) { fixture in
+                let ok = try await curl(fixture, curlStatus + ["--data", String(repeating: "a", count: 100), fixture.url("/")])
+                let over = try await curl(fixture, curlStatus + ["--data", String(repeating: "a", count: 101), fixture.url("/")])
+                #expect(curlTransfers(ok.stdout).first?.status == 200, "\(ok)")
+                #expect(curlTransfers(over.stdout).first?.status == 413, "\(over)")
+            }
+        }
+
+        @Test func hugeHeadersGet431() async throws {
+            try await withServer { fixture in
+                let result = try await curl(
+                    fixture, curlStatus + ["-H", "X-Big: " + String(repeating: "b", count: 20_000), fixture.url("/")])
+                let transfer = try #require(curlTransfers(result.stdout).first, "\(result)")
+                #expect(transfer.status == 431, "\(result)")
+                #expect((json(transfer.body)?["error"] as? [String: Any])?["status"] as? Int == 431)
+            }
+        }
+
+        @Test func slowHandlerGets503AfterTheHandlerTimeout() async throws {
+            let handler: HTTPServer.Handler = { _ in
+                try? await Task.sleep(for: .seconds(20))
+                return .text(.ok, "late")
+            }
+            try await withServer(configure: { $0.handlerTimeout = .milliseconds(300) }, handler: handler) { fixture in
+                let result = try await curl(fixture, curlStatus + [fixture.url("/slow")])
+                let transfer = try #require(curlTransfers(result.stdout).first, "\(result)")
+                #expect(transfer.status == 503, "\(result)")
+                #expect(result.elapsed < .seconds(10))
+            }
+        }
+
+        @Test func expectContinueGets100BeforeTheBody() async throws {
+            try await withServer { fixture in
+                let result = try await curl(
+                    fixture,
+                    curlStatus + [
+                        "-v", "-H", "Expect: 100-continue", "--data-binary", String(repeating: "7", count: 10_000),
+                        fixture.url("/upload"),
+                    ])
+                let transfer = try #require(curlTransfers(result.stdout).first, "\(result)")
+                #expect(transfer.status == 200)
+                #expect(json(transfer.body)?["bodyBytes"] as? Int == 10_000)
+                #expect(result.stderr.contains("HTTP/1.1 100 Continue"), "\(result.stderr)")
+            }
+        }
+
+        @Test func headRequestGetsHeadersOnly() async throws {
+            try await withServer { fixture in
+                let result = try await curl(fixture, ["--head", fixture.url("/x")])
+                #expect(result.stdout.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(result)")
+                #expect(result.stdout.contains("Content-Length: "))
+                #expect(result.stdout.hasSuffix("\r\n\r\n"))
+            }
+        }
+    }
+
+    /// Python's http.client and raw ssl sockets as clients.
+    @Suite struct PythonClientTests {
+        @Test func httpClientSendsGetAndPostOverOneConnection() async throws {
+            try await withServer { fixture in
+                let result = try await python(
+                    fixture,
+                    """
+                    import http.client
+                    c = http.client.HTTPSConnection("127.0.0.1", PORT, context=CTX, timeout=10)
+                    c.request("GET", "/a?x=1")
+                    r1 = c.getresponse(); b1 = json.loads(r1.read()); s1 = c.sock
+                    c.request("POST", "/b", body=json.dumps({"k": [1, 2]}), headers={"Content-Type": "application/json"})
+                    r2 = c.getresponse(); b2 = json.loads(r2.read())
+                    print(json.dumps({"s1": r1.status, "s2": r2.status, "b1": b1, "b2": b2,
+                                      "same": s1 is not None and c.sock is s1,
+                                      "date": r1.getheader("Date"), "type": r1.getheader("Content-Type")}))
+                    """)
+                #expect(result["s1"] as? Int == 200)
+                #expect(result["s2"] as? Int == 200)
+                #expect(result["same"] as? Bool == true, "\(result)")
+                #expect((result["b1"] as? [String: Any])?["path"] as? String == "/a")
+                #expect(((result["b2"] as? [String: Any])?["json"] as? [String: Any])?["k"] as? [Int] == [1, 2])
+                #expect((result["date"] as? String)?.hasSuffix(" GMT") == true)
+                #expect(result["type"] as? String == "application/json")
+            }
+        }
+
+        @Test func garbageGets400WithAJSONErrorAndTheConnectionCloses() async throws {
+            try await withServer { fixture in
+                let result = try await python(
+                    fixture,
+                    """
+                    s = tls(); s.sendall(b"HELLO THERE\\r\\n\\r\\n"); data = read_all(s)
+                    print(json.dumps({"data": data}))
+                    """)
+                let data = try #require(result["data"] as? String)
+                #expect(data.hasPrefix("HTTP/1.1 400 Bad Request\r\n"), "\(data)")
+                #expect(data.contains("\r\nConnection: close\r\n"))
+                let body = try #require(data.components(separatedBy: "\r\n\r\n").last.flatMap(json))
+                #expect((body["error"] as? [String: Any])?["status"] as? Int == 400)
+                #expect((body["error"] as? [String: Any])?["message"] is String)
+            }
+        }
+
+        @Test func pipelinedRequestsAreAnsweredOneAtATimeInOrder() async throws {
+            let handler: HTTPServer.Handler = { request in
+                if request.path == "/slow" { try? await Task.sleep(for: .milliseconds(300)) }
+                return .text(.ok, "answer:" + request.path)
+            }
+            try await withServer(handler: handler) { fixture in
+                let result = try await python(
+                    fixture,
+                    """
+                    s = tls()
+                    s.sendall(b"GET /slow HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n"
+                              b"POST /fast HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: 2\\r\\n\\r\\nhi"
+                              b"GET /last HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n")
+                    print(json.dumps({"data": read_all(s)}))
+                    """)
+                let data = try #require(result["data"] as? String)
+                let answers = data.components(separatedBy: "answer:").dropFirst().map { $0.prefix(5) }
+                #expect(answers == ["/slow", "/fast", "/last"], "\(data)")
+                #expect(data.components(separatedBy: "HTTP/1.1 200 OK").count == 4)
+            }
+        }
+
+        @Test func idleKeptAliveConnectionClosesAfterTheIdleTimeout() async throws {
+            try await withServer(configure: { $0.idleTimeout = .milliseconds(600) }) { fixture in
+                let result = try await python(
+                    fixture,
+                    """
+                    s = tls()
+                    s.sendall(b"GET /1 HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n"); first = s.recv(65536).decode()
+                    time.sleep(0.2)
+                    s.sendall(b"GET /2 HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n"); second = s.recv(65536).decode()
+                    t0 = time.time(); rest = read_all(s); waited = time.time() - t0
+                    print(json.dumps({"first": first, "second": second, "rest": rest, "waited": waited}))
+                    """)
+                #expect((result["first"] as? String)?.hasPrefix("HTTP/1.1 200") == true, "\(result)")
+                #expect((result["second"] as? String)?.hasPrefix("HTTP/1.1 200") == true, "\(result)")
+                #expect(result["rest"] as? String == "", "an idle close sends nothing")
+                let waited = try #require(result["waited"] as? Double)
+                #expect(waited > 0.4 && waited < 5, "waited \(waited) s")
+            }
+        }
+
+        @Test func silentConnectionClosesAfterTheHeaderTimeoutWithoutAnAnswer() async throws {
+            try await withServer(configure: { $0.headerTimeout = .milliseconds(500) }) { fixture in
+                let result = try await python(
+                    fixture,
+                    """
+                    t0 = time.time(); s = tls(); data = read_all(s); waited = time.time() - t0
+                    print(json.dumps({"data": data, "waited": waited}))
+                    """)
+                #expect(result["data"] as? String == "")
+                let waited = try #require(result["waited"] as? Double)
+                #expect(waited > 0.3 && waited < 5, "waited \(waited) s")
+                try await eventually("the connection to be released") { fixture.server.connectionCount == 0 }
+            }
+        }
+
+        @Test func partialBodyGets408AfterTheBodyTimeout() async throws {
+            try await withServer(configure: { $0.bodyTimeout = .milliseconds(500) }) { fixture in
+                let result = try await python(
+                    fixture,
+                    """
+                    s = tls(); s.sendall(b"POST / HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: 10\\r\\n\\r\\nabc")
+                    t0 = time.time(); data = read_all(s); waited = time.time() - t0
+                    print(json.dumps({"data": data, "waited": waited}))
+                    """)
+                #expect((result["data"] as? String)?.hasPrefix("HTTP/1.1 408 Request Timeout\r\n") == true, "\(result)")
+                #expect((result["data"] as? String)?.contains("Connection: close") == true)
+                let waited = try #require(result["waited"] as? Double)
+                #expect(waited > 0.3 && waited < 5, "waited \(waited) s")
+            }
+        }
+
+        @Test func plaintextAndFailedHandshakesReleaseTheirSlot() async throws {
+            try await withServer(configure: { $0.maxConnections = 1 }) { fixture in
+                let result = try await python(
+                    fixture,
+                    """
+                    raw = socket.create_connection(("127.0.0.1", PORT), timeout=10)
+                    raw.sendall(b"GET / HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
+                    try:
+                        plain = raw.recv(100)
+                    except ConnectionResetError:
+                        plain = b""
+                    raw.close()
+                    answer = "never"
+                    for _ in range(100):
+                        try:
+                            s = tls(); s.sendall(b"GET / HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n"); answer = s.recv(100).decode()[:12]; break
+                        except Exception as e:
+                            answer = type(e).__name__; time.sleep(0.05)
+                    print(json.dumps({"plain": plain.decode("latin-1"), "answer": answer}))
+                    """)
+                #expect(!((result["plain"] as? String) ?? "").contains("HTTP"), "no HTTP answer over plaintext")
+                #expect(result["answer"] as? String == "HTTP/1.1 200", "\(result)")
+                try await eventually("every connection to be released") { fixture.server.connectionCount == 0 }
+            }
+        }
+
+        @Test func connectionsBeyondTheCapAreClosedAtOnce() async throws {
+            try await withServer(configure: { $0.maxConnections = 2 }) { fixture in
+                let result = try await python(
+                    fixture,
+                    """
+                    def get(s):
+                        s.sendall(b"GET / HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n"); return s.recv(65536).decode()[:12]
+                    a = tls(); b = tls()
+                    try:
+                        c = tls(); third = "open:" + get(c)
+                    except Exception as e:
+                        third = "refused:" + type(e).__name__
+                    a_answer = get(a)
+                    a.close()
+                    fourth = "never"
+                    for _ in range(100):
+                        try:
+                            d = tls(); fourth = get(d); break
+                        except Exception as e:
+                            fourth = "refused:" + type(e).__name__; time.sleep(0.05)
+                    print(json.dumps({"third": third, "a": a_answer, "b": get(b), "fourth": fourth}))
+                    """)
+                #expect((result["third"] as? String)?.hasPrefix("refused:") == true, "\(result)")
+                #expect(result["a"] as? String == "HTTP/1.1 200")
+                #expect(result["b"] as? String == "HTTP/1.1 200")
+                #expect(result["fourth"] as? String == "HTTP/1.1 200", "a freed slot is reused: \(result)")
+                try await eventually("every connection to be released") { fixture.server.connectionCount == 0 }
+            }
+        }
+    }
+
+    /// A raw TLS client (openssl s_client) that sends part of a request and stalls.
+    @Suite struct SlowClientTests {
+        @Test func partialHeadGets408AndTheConnectionClosesAfterTheHeaderTimeout() async throws {
+            try await withServer(configure: { $0.headerTimeout = .milliseconds(700) }) { fixture in
+                let result = try await run(
+                    "/usr/bin/openssl",
+                    [
+                        "s_client", "-connect", "127.0.0.1:\(fixture.port)", "-CAfile", fixture.caPath,
+                        "-verify_return_error", "-quiet",
+                    ],
+                    input: Array("GET /slow HTTP/1.1\r\nHost: localhost\r\nX-Partial: ye".utf8), holdStdinOpen: true,
+                    timeout: .seconds(15))
+                #expect(result.stdout.hasPrefix("HTTP/1.1 408 Request Timeout\r\n"), "\(result)")
+                #expect(result.stdout.contains("\r\nConnection: close\r\n"))
+                #expect(result.stdout.contains(#""status":408"#))
+                #expect(result.elapsed > .milliseconds(500) && result.elapsed < .seconds(10), "\(result)")
+                try await eventually("the connection to be released") { fixture.server.connectionCount == 0 }
+            }
+        }
+
+        @Test func serverCloseEndsOpenConnections() async throws {
+            try await withServer { fixture in
+                async let client = run(
+                    "/usr/bin/openssl",
+                    ["s_client", "-connect", "127.0.0.1:\(fixture.port)", "-CAfile", fixture.caPath, "-quiet"],
+                    holdStdinOpen: true, timeout: .seconds(15))
+                try await eventually("the client to connect") { fixture.server.connectionCount == 1 }
+                fixture.server.close()
+                let result = try await client
+                #expect(result.elapsed < .seconds(10), "\(result)")
+                try await eventually("the connection to be released") { fixture.server.connectionCount == 0 }
+            }
+        }
+    }
+}
