@@ -24,7 +24,7 @@ let package = Package(
         // SQLite 3 from Debian (libsqlite3-dev): the supporter node's durable store.
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         // The supporter node: registry of codes and tokens, device connections, supporter commands.
-        .target(name: "SupporterNode", dependencies: ["SupportSession", "SupportTransport", "CSQLite"]),
+        .target(name: "SupporterNode", dependencies: ["SupportSession", "SupportTransport", "SupportHTTP", "CSQLite"]),
         // The device SDK an app embeds.
         .target(name: "DeviceNode", dependencies: ["SupportSession", "SupportTransport"]),
         // A small, strict HTTP/1.1 server over TLSStream for the supporter node's REST API.

@@ -140,7 +140,7 @@ enum NodesBenchmark {
         configuration.loopCount = 2
         configuration.keepaliveInterval = keepalive
         let node: SupporterNode
-        do throws(TransportError) {
+        do throws(SupporterNodeError) {
             node = try SupporterNode(configuration: configuration)
             try node.start()
         } catch {
@@ -156,8 +156,8 @@ enum NodesBenchmark {
         let watchdog = Task.detached { await recorder.watchdog() }
         defer { watchdog.cancel() }
 
-        let token = node.issueAPIToken()
-        let codes = (0..<count).map { _ in node.createCode(type: .remoteSupport).code }
+        guard let token = try? node.issueAPIToken() else { return nil }
+        guard let codes = try? (0..<count).map({ _ in try node.createCode(type: .remoteSupport).code }) else { return nil }
         let codesFile = directory + "/codes-\(count).txt"
         let stampsFile = directory + "/stamps-\(count).txt"
         guard writeLines(codes, to: codesFile) else {

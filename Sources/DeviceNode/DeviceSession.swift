@@ -157,6 +157,8 @@ public final class DeviceSession: @unchecked Sendable {
     }
 
     private func perform(_ actions: [DeviceSessionMachine.Action]) {
+        // The machine has already moved: if the registration is over, say so before any event reaches the app.
+        if phase == .attached, machine.state == .idle { joined.store(false, ordering: .releasing) }
         for action in actions {
             switch action {
             case .send(let message):

@@ -47,9 +47,12 @@ public struct HTTPResponse: Sendable, Hashable {
         return HTTPResponse(status: status, headers: headers, body: Array(data))
     }
 
-    /// The server's error shape: `{"error": {"message": "…", "status": 400}}`.
-    public static func error(_ status: HTTPStatus, message: String) -> HTTPResponse {
-        json(status, ["error": ["status": status.code, "message": message] as [String: Any]])
+    /// The server's error shape: `{"error": {"code": "bad_request", "message": "…", "status": 400}}`; `code` is a
+    /// word for programs (``HTTPStatus/errorCode`` unless given).
+    public static func error(_ status: HTTPStatus, message: String, code: String? = nil) -> HTTPResponse {
+        json(
+            status,
+            ["error": ["status": status.code, "code": code ?? status.errorCode, "message": message] as [String: Any]])
     }
 
     /// A `text/plain; charset=utf-8` response.

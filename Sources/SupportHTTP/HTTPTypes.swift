@@ -65,6 +65,31 @@ public struct HTTPStatus: Hashable, Sendable, CustomStringConvertible, Expressib
     public var description: String { "\(code) \(reasonPhrase)" }
 
     /// Whether a response with this status may carry a body (not 1xx, 204 or 304).
+    /// A snake_case word for the status, used as the `code` of JSON error bodies.
+    public var errorCode: String {
+        switch code {
+        case 400: "bad_request"
+        case 401: "unauthorized"
+        case 403: "forbidden"
+        case 404: "not_found"
+        case 405: "method_not_allowed"
+        case 408: "request_timeout"
+        case 409: "conflict"
+        case 411: "length_required"
+        case 413: "payload_too_large"
+        case 414: "uri_too_long"
+        case 415: "unsupported_media_type"
+        case 417: "expectation_failed"
+        case 422: "unprocessable"
+        case 429: "too_many_requests"
+        case 431: "header_fields_too_large"
+        case 501: "not_implemented"
+        case 503: "service_unavailable"
+        case 505: "http_version_not_supported"
+        default: code >= 500 ? "internal_error" : "error"
+        }
+    }
+
     public var allowsBody: Bool { !(100..<200).contains(code) && code != 204 && code != 304 }
 
     /// 100.

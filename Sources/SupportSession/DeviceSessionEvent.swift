@@ -46,7 +46,8 @@ public struct DeviceSessionFailure: Error, Sendable, Hashable, CustomStringConve
 /// What the device session reports to the app, in order (SPEC §8).
 public enum DeviceSessionEvent: Sendable, Hashable {
     /// The code is online: the supporter sees it; the device waits (handleSessionCodeOnline).
-    case sessionCodeOnline(codeType: SessionCodeType?)
+    /// `waitingMessage` is what the supporter team wants shown while the user waits, if any.
+    case sessionCodeOnline(codeType: SessionCodeType?, waitingMessage: String?)
     /// A supporter asks to connect (handleConnectionRequestWithAuthenticationData).
     case connectionRequest(ConnectionRequestInfo)
     /// The supporter withdrew the request before it was answered (handleConnectionRequestAbort).

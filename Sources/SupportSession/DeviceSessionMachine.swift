@@ -157,7 +157,7 @@ public struct DeviceSessionMachine: Sendable {
         case (.registering, .registerResult(let result)):
             if result.reason == .success {
                 state = .online
-                return [.report(.sessionCodeOnline(codeType: result.codeType))]
+                return [.report(.sessionCodeOnline(codeType: result.codeType, waitingMessage: result.text))]
             }
             state = .idle
             return [

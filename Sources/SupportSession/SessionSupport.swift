@@ -47,3 +47,18 @@ enum FrameRouting: Equatable {
         }
     }
 }
+
+extension SupporterSessionMachine {
+    /// `text` cut to the wire's 256 bytes on a character boundary; nil when nothing is left.
+    static func wireText(_ text: String) -> String? {
+        var result = ""
+        var bytes = 0
+        for character in text {
+            let size = character.utf8.count
+            guard bytes + size <= WireLimits.textLength else { break }
+            result.append(character)
+            bytes += size
+        }
+        return result.isEmpty ? nil : result
+    }
+}

@@ -20,6 +20,7 @@ public enum SupporterSessionEvent: Sendable, Hashable {
 
 /// The node's answer to a REGISTER: accept the code, or refuse with a reason.
 public enum RegistrationDecision: Sendable, Hashable {
-    case accept(codeType: SessionCodeType)
+    /// Online; `waitingMessage` (at most 256 bytes are sent) is shown to the device's user while it waits.
+    case accept(codeType: SessionCodeType, waitingMessage: String? = nil)
     case refuse(ReasonCode, text: String? = nil, retryAfterMilliseconds: UInt32? = nil)
 }

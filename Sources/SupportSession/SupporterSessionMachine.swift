@@ -127,11 +127,12 @@ public struct SupporterSessionMachine: Sendable {
         switch (state, message) {
         case (.idle, .register(let register)):
             switch authorize(register) {
-            case .accept(let codeType):
+            case .accept(let codeType, let waitingMessage):
                 state = .online(code: register.sessionCode)
                 deviceCapabilities = register.capabilities
+                let text = waitingMessage.flatMap(Self.wireText)
                 return [
-                    .send(.registerResult(RegisterResult(reason: .success, codeType: codeType))),
+                    .send(.registerResult(RegisterResult(reason: .success, text: text, codeType: codeType))),
                     .report(.deviceOnline(code: register.sessionCode, capabilities: register.capabilities)),
                 ]
             case .refuse(var reason, let text, let retryAfter):

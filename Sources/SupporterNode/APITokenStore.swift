@@ -1,32 +1,46 @@
 import SupportTransport
 
-/// API tokens the node issued: stored only as SHA-256 digests, checked in constant time, never logged whole.
+/// What an API token may do.
+public enum APITokenScope: String, Sendable, Hashable, CaseIterable {
+    /// Register devices on session codes (the wire protocol's REGISTER).
+    case device
+    /// Use the REST API.
+    case admin
+}
+
+/// API tokens the node knows: only their SHA-256 digests, checked in constant time, never logged whole.
 public struct APITokenStore: Sendable {
-    private var digests: [[UInt8]] = []
+    private var digests: [APITokenScope: [[UInt8]]] = [:]
 
     public init() {}
 
-    /// Makes a new random token and remembers its digest. The token itself is returned once and kept nowhere.
-    public mutating func issue() -> String {
+    /// A new random token; remember its digest with ``add(digest:scope:)``. The token itself is kept nowhere.
+    public static func makeToken(scope: APITokenScope) -> String {
         var generator = SystemRandomNumberGenerator()
         let bytes = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
-        let token = "rsk_" + Base64URL.encode(bytes)
-        add(token)
-        return token
+        return (scope == .admin ? "rsa_" : "rsk_") + Base64URL.encode(bytes)
     }
 
-    /// Accepts an existing token (from configuration).
-    public mutating func add(_ token: String) { digests.append(SHA256.hash(Array(token.utf8))) }
+    public static func digest(of token: String) -> [UInt8] { SHA256.hash(Array(token.utf8)) }
 
-    /// Whether `token` is one of ours. Compares against every digest without an early exit.
-    public func accepts(_ token: String) -> Bool {
-        let digest = SHA256.hash(Array(token.utf8))
-        var found = false
-        for stored in digests where ConstantTime.equal(stored, digest) { found = true }
+    public mutating func add(digest: [UInt8], scope: APITokenScope) {
+        if !(digests[scope] ?? []).contains(digest) { digests[scope, default: []].append(digest) }
+    }
+
+    /// The scope `token` has, if it is one of ours. Compares against every digest without an early exit.
+    public func scope(of token: String) -> APITokenScope? {
+        let digest = Self.digest(of: token)
+        var found: APITokenScope?
+        for scope in APITokenScope.allCases {
+            for stored in digests[scope] ?? [] where ConstantTime.equal(stored, digest) { found = scope }
+        }
         return found
     }
 
-    public var count: Int { digests.count }
+    /// Whether `token` is a token of `scope`.
+    public func accepts(_ token: String, scope: APITokenScope = .device) -> Bool { self.scope(of: token) == scope }
+
+    public var count: Int { digests.values.reduce(0) { $0 + $1.count } }
 }
 
 /// Comparisons whose time does not depend on where the inputs differ.

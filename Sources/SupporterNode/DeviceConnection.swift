@@ -77,7 +77,8 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             case .report(let event):
                 if case .deviceOnline(let code, _) = event { joinedCode = code }
                 if let code = joinedCode ?? event.code {
-                    node?.report(SupporterNodeEvent(code: code, event: event, deviceName: deviceName))
+                    node?.report(
+                        SupporterNodeEvent(code: code, event: event, deviceName: deviceName), sourceAddress: sourceAddress)
                 }
                 if case .ended = event, let code = joinedCode {
                     joinedCode = nil

@@ -1,6 +1,7 @@
 /// Exponential back-off for failed registrations, per session code and per source address (SPEC §13).
 ///
-/// A value with time as input: `now` is a monotonic time since any origin. After `freeFailures` failures a key is
+/// A value with time as input: `now` is any clock's time since its origin; the supporter node uses wall-clock time
+/// since 1970, so stored entries stay meaningful across restarts. After `freeFailures` failures a key is
 /// blocked for `base`, doubling with each further failure up to `maximum`; a success clears the code's key.
 public struct RegistrationBackoff: Sendable {
     public var freeFailures: Int = 3
@@ -49,4 +50,15 @@ public struct RegistrationBackoff: Sendable {
 
     /// Failures recorded for `key`.
     public func failures(_ key: String) -> Int { entries[key]?.failures ?? 0 }
+
+    /// What is recorded for `key`, to store it: failures, blocked-until and last failure on the caller's clock.
+    public func state(of key: String) -> (failures: Int, blockedUntil: Duration?, lastFailure: Duration)? {
+        guard let entry = entries[key] else { return nil }
+        return (entry.failures, entry.blockedUntil > .zero ? entry.blockedUntil : nil, entry.lastFailure)
+    }
+
+    /// Puts back a stored entry (after a restart), so bans outlive the process.
+    public mutating func restore(key: String, failures: Int, blockedUntil: Duration?, lastFailure: Duration) {
+        entries[key] = Entry(failures: failures, blockedUntil: blockedUntil ?? .zero, lastFailure: lastFailure)
+    }
 }

@@ -1,8 +1,10 @@
+import Foundation
 import SupportSession
 
-/// The kind of a session code and its lifecycle state as the supporter node lists it.
+/// A session code's state as the supporter node lists it: the stored state (open, closed) and validity, refined by
+/// what is happening live.
 public enum SessionCodeState: String, Sendable, Hashable, CaseIterable {
-    /// Created, valid, no device on it.
+    /// Valid, no device on it.
     case open
     /// A device registered and waits.
     case online
@@ -14,19 +16,40 @@ public enum SessionCodeState: String, Sendable, Hashable, CaseIterable {
     case expired
 }
 
-/// A session code and what the node knows of it.
+/// A session code: what is stored about it, and what is happening on it now.
+@dynamicMemberLookup
 public struct SessionCodeInfo: Sendable, Hashable {
-    public var code: String
-    public var type: SessionCodeType
-    public var description: String?
-    public var createdAt: Duration
-    /// Monotonic time after which the code is expired.
-    public var validUntil: Duration
-    public var closedAt: Duration?
+    /// The durable part.
+    public var record: SessionCodeRecord
+    /// The live state (closed and expired come from the record).
     public var state: SessionCodeState
-    /// The supporter named in the last connection request.
-    public var assignedSupporter: String?
-    /// The device on the code, by the name it gave in HELLO.
+    /// The name the device on the code gave in HELLO, while one is on it.
     public var deviceName: String?
+
+    /// Whether a device is on the code now.
+    public var online: Bool { [.online, .requestPending, .active].contains(state) }
+
+    public subscript<Value>(dynamicMember keyPath: KeyPath<SessionCodeRecord, Value>) -> Value { record[keyPath: keyPath] }
 }
 
+/// The registry's live entry for one code.
+struct CodeEntry: Sendable {
+    var record: SessionCodeRecord
+    /// open, online, request pending or active; closed and expired come from the record.
+    var live: SessionCodeState = .open
+    var deviceName: String?
+    var deviceAddress: String?
+    /// When the running session started, for its duration in the audit trail.
+    var activeSince: Date?
+
+    func info(now: Date) -> SessionCodeInfo {
+        let state: SessionCodeState =
+            record.isClosed ? .closed : (live == .open && now >= record.validUntil) ? .expired : live
+        return SessionCodeInfo(record: record, state: state, deviceName: state.isLive ? deviceName : nil)
+    }
+}
+
+extension SessionCodeState {
+    /// A device is on the code.
+    var isLive: Bool { self == .online || self == .requestPending || self == .active }
+}

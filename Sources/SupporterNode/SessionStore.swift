@@ -249,14 +249,17 @@ public final class SessionStore: Sendable {
     /// Remembers the digest of an API token (never the token). True when it was new; adding a known digest again
     /// changes nothing.
     @discardableResult
-    public func addTokenDigest(_ digest: [UInt8], label: String? = nil, createdAt: Date) throws(StoreError) -> Bool {
+    public func addTokenDigest(
+        _ digest: [UInt8], scope: APITokenScope = .device, label: String? = nil, createdAt: Date
+    ) throws(StoreError) -> Bool {
         try perform("add API token digest") {
             (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) -> Bool in
             let statement = try connection.prepare(
-                "INSERT INTO api_tokens (digest, label, created_at) VALUES (?, ?, ?) ON CONFLICT (digest) DO NOTHING")
+                "INSERT INTO api_tokens (digest, label, created_at, scope) VALUES (?, ?, ?, ?) ON CONFLICT (digest) DO NOTHING")
             try statement.bind(blob: digest, at: 1)
             try statement.bind(label, at: 2)
             try statement.bind(createdAt.unixMilliseconds, at: 3)
+            try statement.bind(scope.rawValue, at: 4)
             try statement.run()
             return connection.changes > 0
         }
@@ -274,11 +277,13 @@ public final class SessionStore: Sendable {
         }
     }
 
-    /// Every stored token digest, oldest first.
-    public func tokenDigests() throws(StoreError) -> [[UInt8]] {
+    /// Every stored token digest of `scope`, oldest first.
+    public func tokenDigests(scope: APITokenScope = .device) throws(StoreError) -> [[UInt8]] {
         try perform("read API token digests") {
             (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) -> [[UInt8]] in
-            let statement = try connection.prepare("SELECT digest FROM api_tokens ORDER BY created_at, rowid")
+            let statement = try connection.prepare(
+                "SELECT digest FROM api_tokens WHERE scope = ? ORDER BY created_at, rowid")
+            try statement.bind(scope.rawValue, at: 1)
             var digests: [[UInt8]] = []
             while try statement.step() {
                 guard let digest = statement.blob(at: 0) else { throw Self.invalidData("an API token digest is NULL") }

@@ -72,6 +72,12 @@ public enum StoreSchema {
                 ) STRICT;
                 CREATE INDEX registration_backoff_by_last_failure ON registration_backoff (last_failure);
                 """),
+        Migration(
+            version: 2, summary: "API token scopes: device tokens register devices, admin tokens use the REST API",
+            sql: """
+                ALTER TABLE api_tokens ADD COLUMN scope TEXT NOT NULL DEFAULT 'device'
+                    CHECK (scope IN ('device', 'admin'));
+                """),
     ]
 
     /// The schema version this code writes and understands.

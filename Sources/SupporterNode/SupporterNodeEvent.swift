@@ -1,4 +1,5 @@
 import SupportSession
+import SupportTransport
 
 /// Something that happened on one session code, as the supporter node reports it.
 public struct SupporterNodeEvent: Sendable, Hashable {
@@ -8,8 +9,39 @@ public struct SupporterNodeEvent: Sendable, Hashable {
     public var deviceName: String?
 }
 
-/// A supporter-side command that cannot be carried out now.
+/// A supporter-side command or setup step that cannot be carried out, in words a person can act on.
 public struct SupporterNodeError: Error, Sendable, Hashable, CustomStringConvertible {
+    public struct Kind: Hashable, Sendable, CustomStringConvertible {
+        let name: String
+        public var description: String { name }
+        public static let refused = Kind(name: "refused")
+        public static let notFound = Kind(name: "not_found")
+        public static let conflict = Kind(name: "conflict")
+        public static let invalid = Kind(name: "invalid")
+        public static let transport = Kind(name: "transport")
+        public static let store = Kind(name: "store")
+    }
+
+    public let kind: Kind
     public let description: String
-    public init(_ description: String) { self.description = description }
+    /// The transport error underneath, for `.transport`.
+    public let transportError: TransportError?
+
+    public init(_ description: String, kind: Kind = .refused) {
+        self.kind = kind
+        self.description = description
+        self.transportError = nil
+    }
+
+    init(transport error: TransportError) {
+        kind = .transport
+        description = error.description
+        transportError = error
+    }
+
+    init(store error: StoreError) {
+        kind = .store
+        description = "the node's store: \(error)"
+        transportError = nil
+    }
 }

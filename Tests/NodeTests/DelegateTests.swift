@@ -46,11 +46,11 @@ extension NodeIntegration {
             configuration.delegateQueue = queue
             let node = try harness.device(configuration)
             let recorder = Recorder(queue: queue)
-            let code = harness.supporter.createCode().code
+            let code = try harness.supporter.createCode().code
             let session = try node.connect(toSessionCode: code, delegate: recorder)
             let streamed = EventLog<DeviceSessionEvent>()
             let collector = Task { for await event in session.events { streamed.append(event) } }
-            #expect(await streamed.waitFor { $0 == .sessionCodeOnline(codeType: .remoteSupport) } != nil)
+            #expect(await streamed.waitFor { $0 == .sessionCodeOnline(codeType: .remoteSupport, waitingMessage: nil) } != nil)
             let id = try await harness.supporter.requestConnection(
                 code: code, supporterName: "Lee", type: .screenShare, features: [Feature(.voip), Feature(.remoteControl)])
             #expect(await harness.supporterEvent(on: code) { $0 == .connected(requestID: id) } != nil)

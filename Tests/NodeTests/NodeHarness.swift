@@ -60,7 +60,7 @@ final class NodeHarness: Sendable {
         supporter = try SupporterNode(configuration: configuration)
         try supporter.start()
         port = supporter.port ?? 0
-        token = supporter.issueAPIToken()
+        token = try supporter.issueAPIToken()
         deviceLoop = try EventLoop.start(name: "test-devices")
         let log = supporterEvents
         let events = supporter.events

@@ -19,7 +19,7 @@ extension NodeIntegration {
             defer { harness.shutdown() }
             let count = 1000
             let delegate = AutoAllow()
-            let codes = (0..<count).map { _ in harness.supporter.createCode().code }
+            let codes = try (0..<count).map { _ in try harness.supporter.createCode().code }
             var sessions: [DeviceSession] = []
             var nodes: [DeviceNode] = []
             for (index, code) in codes.enumerated() {
@@ -53,7 +53,7 @@ extension NodeIntegration {
         @Test func aMisbehavingDeviceDoesNotDisturbAnother() async throws {
             let harness = try NodeHarness()
             defer { harness.shutdown() }
-            let good = harness.supporter.createCode().code
+            let good = try harness.supporter.createCode().code
             let device = try JoinedDevice(node: try harness.device(), code: good)
             #expect(await device.online())
             // A peer that completes TLS with our ALPN and then sends a malformed frame instead of HELLO.

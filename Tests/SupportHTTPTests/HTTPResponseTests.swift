@@ -30,7 +30,7 @@ import Testing
         let object = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: [String: Any]]
         #expect(object?["error"]?["status"] as? Int == 400)
         #expect(object?["error"]?["message"] as? String == "bad \"thing\"")
-        #expect(String(decoding: response.body, as: UTF8.self) == #"{"error":{"message":"bad \"thing\"","status":400}}"#)
+        #expect(String(decoding: response.body, as: UTF8.self) == #"{"error":{"code":"bad_request","message":"bad \"thing\"","status":400}}"#)
     }
 
     @Test func invalidJSONObjectGives500NotACrash() {

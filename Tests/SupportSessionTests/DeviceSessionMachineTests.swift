@@ -71,7 +71,7 @@ enum DeviceExpectation: Equatable {
         if fixture == .idle { return .discard }  // idle | any session frame | discard
         switch (fixture, sample) {
         case (.registering, .registerResultSuccess):
-            return .next(.online, [.report(.sessionCodeOnline(codeType: .remoteSupport))])
+            return .next(.online, [.report(.sessionCodeOnline(codeType: .remoteSupport, waitingMessage: nil))])
         case (.registering, .registerResultRefused):
             return .next(
                 .idle,

@@ -83,7 +83,7 @@ struct SessionPair {
         pair.fromDevice(try pair.device.register(code: "s12-345", token: "tok"))
         #expect(pair.device.state == .online)
         #expect(pair.supporter.state == .online(code: "s12-345"))
-        #expect(pair.deviceReports == [.sessionCodeOnline(codeType: .remoteSupport)])
+        #expect(pair.deviceReports == [.sessionCodeOnline(codeType: .remoteSupport, waitingMessage: nil)])
 
         pair.fromSupporter(
             try pair.supporter.requestConnection(
@@ -169,7 +169,7 @@ struct SessionPair {
         pair.authorize = { _ in .accept(codeType: .assistAR) }
         pair.fromDevice(try pair.device.register(code: "good", token: "t"))
         #expect(pair.device.state == .online)
-        #expect(pair.deviceReports.last == .sessionCodeOnline(codeType: .assistAR))
+        #expect(pair.deviceReports.last == .sessionCodeOnline(codeType: .assistAR, waitingMessage: nil))
     }
 
     @Test func featureMismatchesReachTheSupporterAsInformativeErrors() throws {
@@ -208,7 +208,7 @@ struct SessionPair {
             }
         }
         #expect(toDevice.count == 2)  // one REGISTER_RESULT success per REGISTER
-        #expect(device.received(toDevice[0], now: t0, call: .idle) == [.report(.sessionCodeOnline(codeType: .remoteSupport))])
+        #expect(device.received(toDevice[0], now: t0, call: .idle) == [.report(.sessionCodeOnline(codeType: .remoteSupport, waitingMessage: nil))])
         let second = device.received(toDevice[1], now: t0, call: .idle)
         #expect(second.count == 1 && second[0].isProtocolViolation)
     }

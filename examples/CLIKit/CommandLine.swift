@@ -71,6 +71,11 @@ public struct HostPort: Sendable, CustomStringConvertible {
     public var host: String
     public var port: UInt16
 
+    public init(host: String, port: UInt16) {
+        self.host = host
+        self.port = port
+    }
+
     public init(_ text: String, defaultPort: UInt16) throws(CLIError) {
         if text.hasPrefix("[") {
             guard let close = text.firstIndex(of: "]") else { throw .usage("'\(text)' is not [IPv6]:port") }

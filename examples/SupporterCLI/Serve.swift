@@ -4,12 +4,23 @@ import Foundation
 import SupporterNode
 import SupportTransport
 
+extension Explain {
+    /// One line for a supporter node that cannot start.
+    static func supporterNode(_ error: SupporterNodeError) -> String {
+        if let underlying = error.transportError { return transport(underlying) }
+        return error.description
+    }
+}
+
 /// `rsup-supporter serve`: the node, its control socket, its event output and, on a terminal, its console.
 enum Serve {
     static func run(_ arguments: [String], usage: String) throws(CLIError) -> Int32 {
         let parsed = try ParsedArguments(
             arguments,
-            valueOptions: ["listen", "cert", "key", "data", "api-token", "keepalive", "request-timeout", "log-level"],
+            valueOptions: [
+                "listen", "api-listen", "cert", "key", "data", "api-token", "keepalive", "request-timeout",
+                "log-level",
+            ],
             flagOptions: ["non-interactive", "json"])
         if parsed.has("help") {
             print(usage)
@@ -28,15 +39,22 @@ enum Serve {
         configuration.requestTimeout = try parsed.duration("request-timeout", default: .seconds(90))
         configuration.logger = Logging.logger(level: try Logging.level(parsed.options["log-level"]), component: "supporter")
         let folder = try dataFolder(parsed)
+        configuration.storePath = folder + "/supporter.sqlite"
+        if let api = parsed.options["api-listen"] {
+            let address = try HostPort(api, defaultPort: 7444)
+            configuration.restAPI = RESTAPIConfiguration(host: address.host, port: address.port)
+        }
 
         let node: SupporterNode
         do {
             node = try SupporterNode(configuration: configuration)
             try node.start()
         } catch {
-            throw .failure(Explain.transport(error))
+            throw .failure(Explain.supporterNode(error))
         }
-        if let token = parsed.options["api-token"] { node.addAPIToken(token) }
+        if let token = parsed.options["api-token"] {
+            do { try node.addAPIToken(token) } catch { throw .failure(error.description) }
+        }
         let commands = SupporterCommands(node: node)
         try ControlSocket.serve(path: folder + "/control.sock") { request in
             let reply = Reply()
@@ -60,9 +78,13 @@ enum Serve {
         }
         var bound = listen
         bound.port = node.port ?? listen.port
-        console.event(
-            "listening", "supporter node listening on \(bound) (data: \(folder))",
-            ["address": bound.description, "port": Int(bound.port)])
+        var fields: [String: any Sendable] = ["address": bound.description, "port": Int(bound.port)]
+        var restText = ""
+        if let restPort = node.restPort, let api = configuration.restAPI {
+            fields["api_port"] = Int(restPort)
+            restText = "; REST API on https://\(HostPort(host: api.host, port: restPort))/api/v1"
+        }
+        console.event("listening", "supporter node listening on \(bound) (data: \(folder))\(restText)", fields)
 
         let events = Task {
             for await event in node.events { report(event, console) }

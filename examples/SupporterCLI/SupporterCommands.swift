@@ -54,7 +54,7 @@ struct SupporterCommands: Sendable {
                 guard let type = Self.codeType(request["type"] as? String) else {
                     return ["ok": false, "error": "type must be remote or assist"]
                 }
-                let info = node.createCode(type: type, description: request["description"] as? String)
+                let info = try node.createCode(type: type, description: request["description"] as? String)
                 return ["ok": true, "code": Self.describe(info)]
             case "list":
                 return ["ok": true, "codes": node.codes().map(Self.describe)]
@@ -85,7 +85,9 @@ struct SupporterCommands: Sendable {
                 try await node.closeCode(code)
                 return ["ok": true]
             case "token":
-                return ["ok": true, "token": node.issueAPIToken()]
+                let scope = APITokenScope(rawValue: request["scope"] as? String ?? "device")
+                guard let scope else { return ["ok": false, "error": "scope must be device or admin"] }
+                return ["ok": true, "token": try node.issueAPIToken(scope: scope), "scope": scope.rawValue]
             default:
                 return ["ok": false, "error": "unknown command '\(command)'"]
             }

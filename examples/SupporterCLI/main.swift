@@ -17,7 +17,8 @@ let usage = """
       cancel    cancel the pending request        --code CODE
       end       end the session on a code         --code CODE
       close     close a code for good             --code CODE
-      token     issue a new API token for devices
+      token     issue a new API token             [--scope device|admin] (admin: for the REST API)
+      audit     show the audit trail              [--code CODE] [--from TIME] [--to TIME] [--limit N]
 
     common options:
       --data DIR        the node's data folder (default ./supporter-data); its control socket links the commands
@@ -116,7 +117,8 @@ func main() -> Int32 {
         case "cancel": try remote("cancel", arguments, required: ["code"], optional: [])
         case "end": try remote("end", arguments, required: ["code"], optional: [])
         case "close": try remote("close", arguments, required: ["code"], optional: [])
-        case "token": try remote("token", arguments, required: [], optional: [])
+        case "token": try remote("token", arguments, required: [], optional: ["scope"])
+        case "audit": try Audit.run(arguments)
         default:
             throw CLIError.usage("unknown command '\(command)'; see 'rsup-supporter --help'")
         }
