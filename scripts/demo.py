@@ -141,7 +141,8 @@ def run_demo(bin_dir):
         )
         port = supporter.wait_for("listening")["port"]
         token = control(supporter_bin, data, "token")["token"]
-        code = control(supporter_bin, data, "create", "--type", "remote", "--description", "demo")["code"]["code"]
+        code = control(supporter_bin, data, "create", "--type", "remote", "--description", "demo",
+                       "--waiting-message", "A supporter will be with you shortly")["code"]["code"]
         supporter.seen.append({"time": now(), "event": "code_created", "code": code})
         device = Side(
             "device",

@@ -75,8 +75,10 @@ struct DeviceRun {
         outcome: Locked<Int32?>
     ) {
         switch event {
-        case .sessionCodeOnline:
-            console.event("online", "session code online: waiting for a supporter")
+        case .sessionCodeOnline(_, let waitingMessage):
+            console.event(
+                "online", "session code online: waiting for a supporter" + (waitingMessage.map { " — \($0)" } ?? ""),
+                waitingMessage.map { ["waiting_message": $0] } ?? [:])
         case .connectionRequest(let info):
             let type = info.connectionType == .screenShare ? "screen share" : "Assist AR"
             console.event(

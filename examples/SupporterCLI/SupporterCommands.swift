@@ -54,7 +54,10 @@ struct SupporterCommands: Sendable {
                 guard let type = Self.codeType(request["type"] as? String) else {
                     return ["ok": false, "error": "type must be remote or assist"]
                 }
-                let info = try node.createCode(type: type, description: request["description"] as? String)
+                let details = SessionCodeDetails(
+                    description: request["description"] as? String, customerName: request["customer"] as? String,
+                    customerEmail: request["email"] as? String, waitingMessage: request["waiting-message"] as? String)
+                let info = try node.createCode(type: type, details: details)
                 return ["ok": true, "code": Self.describe(info)]
             case "list":
                 return ["ok": true, "codes": node.codes().map(Self.describe)]

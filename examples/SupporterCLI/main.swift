@@ -11,6 +11,7 @@ let usage = """
     commands:
       serve     listen for devices (interactive console on a terminal, or --non-interactive)
       create    create a session code             [--type remote|assist] [--description TEXT]
+                                                  [--customer NAME] [--email ADDRESS] [--waiting-message TEXT]
       list      list codes with their live state
       connect   send a connection request         --code CODE --as NAME [--type screen|assist]
                                                   [--features voip,remote_control] (default: voip)
@@ -111,7 +112,10 @@ func main() -> Int32 {
             print(usage)
         case "serve":
             return try Serve.run(arguments, usage: serveUsage)
-        case "create": try remote("create", arguments, required: [], optional: ["type", "description"])
+        case "create":
+            try remote(
+                "create", arguments, required: [],
+                optional: ["type", "description", "customer", "email", "waiting-message"])
         case "list": try remote("list", arguments, required: [], optional: [])
         case "connect": try remote("connect", arguments, required: ["code", "as"], optional: ["type", "features"])
         case "cancel": try remote("cancel", arguments, required: ["code"], optional: [])
