@@ -66,11 +66,13 @@ enum Hex {
     }
 }
 
-/// Standard base64 (RFC 4648 §4, with padding), without Foundation.
-enum Base64 {
+/// Base64 without Foundation: standard (RFC 4648 §4, padded) or URL-safe (§5, unpadded, for tokens).
+public enum Base64 {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+    private static let urlAlphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
-    static func encode(_ bytes: [UInt8]) -> String {
+    public static func encode(_ bytes: [UInt8], urlSafe: Bool = false) -> String {
+        let alphabet = urlSafe ? urlAlphabet : alphabet
         var out: [UInt8] = []
         var index = 0
         while index < bytes.count {
@@ -80,7 +82,7 @@ enum Base64 {
             for position in 0..<4 {
                 if position <= chunk.count {
                     out.append(alphabet[Int((value >> (18 - 6 * position)) & 0x3F)])
-                } else {
+                } else if !urlSafe {
                     out.append(UInt8(ascii: "="))
                 }
             }
@@ -89,7 +91,7 @@ enum Base64 {
         return String(decoding: out, as: UTF8.self)
     }
 
-    static func decode(_ text: String) -> [UInt8]? {
+    public static func decode(_ text: String) -> [UInt8]? {
         var values: [UInt8] = []
         var padding = 0
         for character in text.utf8 {

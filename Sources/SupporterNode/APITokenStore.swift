@@ -18,7 +18,7 @@ public struct APITokenStore: Sendable {
     public static func makeToken(scope: APITokenScope) -> String {
         var generator = SystemRandomNumberGenerator()
         let bytes = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
-        return (scope == .admin ? "rsa_" : "rsk_") + Base64URL.encode(bytes)
+        return (scope == .admin ? "rsa_" : "rsk_") + Base64.encode(bytes, urlSafe: true)
     }
 
     public static func digest(of token: String) -> [UInt8] { SHA256.hash(Array(token.utf8)) }
@@ -50,22 +50,5 @@ public enum ConstantTime {
         var difference: UInt8 = 0
         for index in 0..<lhs.count { difference |= lhs[index] ^ rhs[index] }
         return difference == 0
-    }
-}
-
-/// Base64 with the URL-safe alphabet and no padding, for tokens.
-enum Base64URL {
-    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
-    static func encode(_ bytes: [UInt8]) -> String {
-        var out: [UInt8] = []
-        var index = 0
-        while index < bytes.count {
-            let chunk = bytes[index..<min(index + 3, bytes.count)]
-            var value = UInt32(0)
-            for (offset, byte) in chunk.enumerated() { value |= UInt32(byte) << (16 - 8 * offset) }
-            for position in 0...chunk.count { out.append(alphabet[Int((value >> (18 - 6 * position)) & 0x3F)]) }
-            index += 3
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 }

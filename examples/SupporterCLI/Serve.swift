@@ -56,17 +56,7 @@ enum Serve {
             do { try node.addAPIToken(token) } catch { throw .failure(error.description) }
         }
         let commands = SupporterCommands(node: node)
-        try ControlSocket.serve(path: folder + "/control.sock") { request in
-            let reply = Reply()
-            let done = DispatchSemaphore(value: 0)
-            let box = SendableRequest(request)
-            Task {
-                reply.set(await commands.run(box.value))
-                done.signal()
-            }
-            done.wait()
-            return reply.get()
-        }
+        try ControlSocket.serve(path: folder + "/control.sock") { request in commands.runBlocking(request) }
         // Ctrl-C and SIGTERM stop the node cleanly from here on: set before `listening` tells anyone to connect.
         let stop = DispatchSemaphore(value: 0)
         let signals = [SIGINT, SIGTERM].map { number -> DispatchSourceSignal in
@@ -127,6 +117,21 @@ enum Serve {
     }
 }
 
+extension SupporterCommands {
+    /// Runs a command from a plain thread (the control socket's, the console's) and waits for its reply.
+    func runBlocking(_ request: [String: Any]) -> [String: Any] {
+        let reply = Reply()
+        let done = DispatchSemaphore(value: 0)
+        let box = SendableRequest(request)
+        Task {
+            reply.set(await run(box.value))
+            done.signal()
+        }
+        done.wait()
+        return reply.get()
+    }
+}
+
 /// Carries a JSON request into a task. Safe: the dictionary is only read there, after the handing thread let go.
 struct SendableRequest: @unchecked Sendable {
     let value: [String: Any]
@@ -184,15 +189,7 @@ struct InteractiveConsole {
             default:
                 break
             }
-            let reply = Reply()
-            let done = DispatchSemaphore(value: 0)
-            let box = SendableRequest(request)
-            Task {
-                reply.set(await commands.run(box.value))
-                done.signal()
-            }
-            done.wait()
-            let answer = reply.get()
+            let answer = commands.runBlocking(request)
             if answer["ok"] as? Bool == true {
                 var shown = answer
                 shown["ok"] = nil
