@@ -61,7 +61,7 @@ struct RESTAPI: Sendable {
         let address = request.peerAddress?.host ?? "unknown"
         let key = "rest:addr:" + address
         let clock = SupporterNode.wallClock()
-        if let wait = node.state.withLock({ $0.backoff.retryAfter(key, now: clock) }) {
+        if let wait = retryAfter(key, now: clock, node: node) {
             var response = HTTPResponse.error(
                 .tooManyRequests, message: "too many failed authentications from \(address); retry later")
             response.headers.replaceOrAdd(name: "Retry-After", value: "\(max(1, (wait.wholeMilliseconds + 999) / 1000))")
@@ -83,6 +83,18 @@ struct RESTAPI: Sendable {
             node.logger.log(.warning, "REST API: unknown bearer token from \(address)")
             return unauthorized("unknown bearer token")
         }
+    }
+
+    /// How long `key` must still wait under the REST API's own policy: the node's back-off counts the failures (and
+    /// stores them), but the REST API blocks only after ``RESTAPIConfiguration/freeAuthenticationFailures`` of them,
+    /// for the back-off's base delay, doubling with each further failure up to its maximum.
+    private func retryAfter(_ key: String, now: Duration, node: SupporterNode) -> Duration? {
+        let free = max(1, node.configuration.restAPI?.freeAuthenticationFailures ?? 5)
+        let policy = node.configuration.backoff
+        guard let entry = node.state.withLock({ $0.backoff.state(of: key) }), entry.failures >= free else { return nil }
+        let exponent = min(entry.failures - free, 30)
+        let blockedUntil = entry.lastFailure + min(policy.base * (1 << exponent), policy.maximum)
+        return blockedUntil > now ? blockedUntil - now : nil
     }
 
     private func unauthorized(_ message: String) -> HTTPResponse {

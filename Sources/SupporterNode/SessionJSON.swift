@@ -73,7 +73,8 @@ enum SessionJSON {
             return nullable ? .success(.some(nil)) : .failure(unprocessable("\(key) cannot be null"))
         }
         guard let string = value as? String else { return .failure(unprocessable("\(key) must be a string")) }
-        guard (min...max).contains(string.count) else {
+        // Lengths count Unicode code points, as JSON Schema's minLength/maxLength do (not grapheme clusters).
+        guard (min...max).contains(string.unicodeScalars.count) else {
             return .failure(unprocessable("\(key) must have \(min) to \(max) characters"))
         }
         return .success(.some(string))

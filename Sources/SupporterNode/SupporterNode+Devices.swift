@@ -56,20 +56,28 @@ extension SupporterNode {
     }
 
     /// Writes the back-off state of `keys` through to the store, so bans survive a restart.
+    ///
+    /// Read and written under the registry lock (as codes are): two failures from one address on two loops must not
+    /// store the older count last, which would shorten the ban a restart restores.
     func persistBackoff(keys: [String]) {
         for key in keys {
-            let entry = state.withLock { $0.backoff.state(of: key) }
-            do {
-                if let entry {
-                    try store.saveBackoff(
-                        key: key, failures: entry.failures,
-                        blockedUntil: entry.blockedUntil.map { Date(unixMilliseconds: $0.wholeMilliseconds) },
-                        lastFailure: Date(unixMilliseconds: entry.lastFailure.wholeMilliseconds))
-                } else {
-                    try store.deleteBackoff(key: key)
+            let failure: StoreError? = state.withLock { state in
+                do throws(StoreError) {
+                    if let entry = state.backoff.state(of: key) {
+                        try store.saveBackoff(
+                            key: key, failures: entry.failures,
+                            blockedUntil: entry.blockedUntil.map { Date(unixMilliseconds: $0.wholeMilliseconds) },
+                            lastFailure: Date(unixMilliseconds: entry.lastFailure.wholeMilliseconds))
+                    } else {
+                        try store.deleteBackoff(key: key)
+                    }
+                    return nil
+                } catch {
+                    return error
                 }
-            } catch {
-                logger.log(.error, "cannot store the back-off of \(key.hasPrefix("code:") ? "a code" : key): \(error)")
+            }
+            if let failure {
+                logger.log(.error, "cannot store the back-off of \(key.hasPrefix("code:") ? "a code" : key): \(failure)")
             }
         }
     }

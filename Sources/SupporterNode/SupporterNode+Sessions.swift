@@ -18,11 +18,15 @@ extension SupporterNode {
             throw SupporterNodeError("a supporter name has 1 to \(WireLimits.nameLength) bytes", kind: .invalid)
         }
         let connection = try connection(for: code)
-        let id = try await connection.run { machine throws(SupporterSessionMachine.Refusal) in
+        let id = try await connection.run { [self] machine throws(SupporterSessionMachine.Refusal) in
             let actions = try machine.requestConnection(
                 supporterName: supporterName, type: type, features: features, now: DeviceConnection.now())
             var id: UInt32 = 0
             if case .requestPending(_, let request, _) = machine.state { id = request.requestID }
+            // In the trail before the request leaves, so its answer can never be recorded ahead of it.
+            audit(
+                .requestSent, code: code,
+                ["request_id": "\(id)", "supporter": supporterName, "type": type == .screenShare ? "screen_share" : "assist_ar"])
             return (actions, id)
         }
         let record = state.withLock { state -> SessionCodeRecord? in
@@ -30,9 +34,6 @@ extension SupporterNode {
             return state.codes[code]?.record
         }
         if let record { try? store.update(record) }
-        audit(
-            .requestSent, code: code,
-            ["request_id": "\(id)", "supporter": supporterName, "type": type == .screenShare ? "screen_share" : "assist_ar"])
         logger.log(.info, "code \(Redact.code(code)): request \(id) sent as '\(supporterName)' (\(type))")
         return id
     }

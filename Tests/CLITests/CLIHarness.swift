@@ -259,9 +259,12 @@ final class SupporterServer: Sendable {
     var data: String { folder.file("data") }
     var address: String { "127.0.0.1:\(port)" }
 
-    /// Starts the node with `certificate` and waits for its `listening` event.
-    init(certificate: CertificateFile, extra: [String] = []) async throws {
-        folder = try TemporaryFolder()
+    /// Starts the node with `certificate` and waits for its `listening` event; on `folder`'s data folder when given
+    /// (a restart on the data of a node that was stopped with `close(keepingData: true)`, or killed).
+    init(certificate: CertificateFile, extra: [String] = [], reusing folder: TemporaryFolder? = nil) async throws {
+        let isNew = folder == nil
+        let folder = try folder ?? TemporaryFolder()
+        self.folder = folder
         let process = try CLIProcess(
             Binaries.supporter,
             [
@@ -273,7 +276,7 @@ final class SupporterServer: Sendable {
             port > 0
         else {
             await process.stop()
-            folder.remove()
+            if isNew { folder.remove() }
             throw HarnessError("the supporter node never reported 'listening'\n\(process.transcript)")
         }
         self.port = port
@@ -319,10 +322,11 @@ final class SupporterServer: Sendable {
         return device
     }
 
-    func close() async {
+    /// Stops the node and its devices and deletes the data, unless `keepingData` (to start a node on it again).
+    func close(keepingData: Bool = false) async {
         for device in devices.withLock({ $0 }) { await device.stop() }
         await process.stop()
-        folder.remove()
+        if !keepingData { folder.remove() }
     }
 }
 
