@@ -37,7 +37,7 @@ let package = Package(
         .executableTarget(
             name: "Benchmarks", dependencies: ["SupportWire", "SupportTransport", "DeviceNode", "SupporterNode"],
             path: "Benchmarks"),
-        .testTarget(name: "SupportWireTests", dependencies: ["SupportWire"]),
+        .testTarget(name: "SupportWireTests", dependencies: ["SupportWire", "TestSupport"]),
         .testTarget(name: "SupportSessionTests", dependencies: ["SupportSession"]),
         .testTarget(name: "SupporterNodeTests", dependencies: ["SupporterNode"]),
         // Certificates made at test time, shared by the test targets that speak TLS.

@@ -145,7 +145,7 @@ public final class DeviceSession: @unchecked Sendable {
 
     // MARK: machine actions (loop)
 
-    private static func now() -> Duration { .nanoseconds(Int64(Deadline.now().nanoseconds)) }
+    private static func now() -> Duration { Deadline.now().sinceOrigin }
 
     fileprivate func received(_ message: Message) {
         perform(machine.received(message, now: Self.now(), call: node.configuration.callObserver.currentCall()))
@@ -190,9 +190,7 @@ public final class DeviceSession: @unchecked Sendable {
         promptTimer?.cancel()
         promptTimer = nil
         guard let deadline = machine.nextDeadline else { return }
-        let at = Deadline(
-            nanoseconds: UInt64(max(0, deadline.components.seconds)) * 1_000_000_000
-                + UInt64(max(0, deadline.components.attoseconds) / 1_000_000_000))
+        let at = Deadline(sinceOrigin: deadline)
         promptTimer = node.loop.schedule(at: at) { [weak self] in
             guard let self else { return }
             self.promptTimer = nil

@@ -18,6 +18,12 @@ public struct Deadline: Comparable, Hashable, Sendable {
         Deadline(nanoseconds: lhs.nanoseconds &+ rhs.nanosecondsClamped)
     }
 
+    /// The same point as time since the clock's origin (boot), for state machines that take time as a `Duration`.
+    public var sinceOrigin: Duration { .nanoseconds(Int64(clamping: nanoseconds)) }
+
+    /// The point `sinceOrigin` after the clock's origin (negative values clamp to the origin).
+    public init(sinceOrigin: Duration) { self.init(nanoseconds: sinceOrigin.nanosecondsClamped) }
+
     /// Time from `earlier` to `self`, zero if `earlier` is later.
     public func since(_ earlier: Deadline) -> Duration {
         nanoseconds > earlier.nanoseconds ? .nanoseconds(Int64(nanoseconds - earlier.nanoseconds)) : .zero

@@ -21,7 +21,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         self.sourceAddress = link.peerAddress?.host ?? "unknown"
     }
 
-    static func now() -> Duration { .nanoseconds(Int64(Deadline.now().nanoseconds)) }
+    static func now() -> Duration { Deadline.now().sinceOrigin }
 
     // MARK: FramedLinkDelegate (on the loop)
 
@@ -97,8 +97,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         timer?.cancel()
         timer = nil
         guard let deadline = machine.nextDeadline else { return }
-        let at = Deadline(nanoseconds: UInt64(max(0, deadline.components.seconds)) * 1_000_000_000
-            + UInt64(deadline.components.attoseconds / 1_000_000_000))
+        let at = Deadline(sinceOrigin: deadline)
         timer = link.loop.schedule(at: at) { [weak self] in
             guard let self else { return }
             self.timer = nil

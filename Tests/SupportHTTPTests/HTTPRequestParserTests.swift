@@ -1,4 +1,5 @@
 import Testing
+import TestSupport
 @testable import SupportHTTP
 
 /// Feeds `bytes` in the given chunk sizes (the rest in one chunk), calling `next()` after each until it needs more.
@@ -36,17 +37,6 @@ func errorStatus(_ results: [HTTPParseResult]) -> Int? {
     return error.status.code
 }
 
-/// A seeded generator so random splits are reproducible.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 @Suite struct HTTPRequestParserTests {
     struct Valid: Sendable, CustomTestStringConvertible {

@@ -1,3 +1,4 @@
+import TestSupport
 @testable import SupportWire
 
 /// One or more instances of every message, with optional fields both absent and present, and boundary values.
@@ -51,17 +52,6 @@ enum SampleMessages {
     }
 }
 
-/// A small deterministic generator, so random-looking tests repeat exactly.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 extension Array where Element == UInt8 {
     init(hex: String) {
