@@ -42,7 +42,7 @@ extension NodeIntegration {
             }
             let connected = Mutex<Set<String>>([])
             let all = await harness.supporterEvents.waitFor(timeout: .seconds(60)) { event in
-                if case .connected = event.event { connected.withLock { $0.insert(event.code) } }
+                if case .connected = event.event { _ = connected.withLock { $0.insert(event.code) } }
                 return connected.withLock { $0.count } == count
             }
             #expect(all != nil, "connected: \(connected.withLock { $0.count }) of \(count)")
