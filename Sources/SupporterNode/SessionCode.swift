@@ -41,6 +41,8 @@ struct CodeEntry: Sendable {
     var deviceAddress: String?
     /// When the running session started, for its duration in the audit trail.
     var activeSince: Date?
+    /// Whether the code's expiry is already in the audit trail (or happened before this node started).
+    var expiryRecorded = false
 
     func info(now: Date) -> SessionCodeInfo {
         let state: SessionCodeState =

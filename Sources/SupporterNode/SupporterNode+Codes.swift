@@ -93,6 +93,7 @@ extension SupporterNode {
             record.closedAt = entry.record.closedAt
             record.createdAt = entry.record.createdAt
             do throws(StoreError) { try store.update(record) } catch { throw SupporterNodeError(store: error) }
+            if record.validUntil > now { entry.expiryRecorded = false }
             entry.record = record
             state.codes[code] = entry
             return entry.info(now: now)
@@ -137,6 +138,7 @@ extension SupporterNode {
             } else {
                 entry.record.validUntil = min(entry.record.validUntil, now)
             }
+            entry.expiryRecorded = true
             do throws(StoreError) { try store.update(entry.record) } catch { throw SupporterNodeError(store: error) }
             state.codes[code] = entry
             return state.connections[code]
@@ -149,13 +151,27 @@ extension SupporterNode {
         }
     }
 
-    /// Ends the registrations on codes whose validity ran out (SESSION_END `session_code_expired`).
+    /// Codes whose validity ran out: devices on them are told (SESSION_END `session_code_expired`), and each expiry
+    /// enters the audit trail once, at the sweep after it happened.
     func expireDueCodes() async {
         let now = Date()
-        let due = state.withLock { state in
-            state.connections.keys.filter { code in state.codes[code].map { now >= $0.record.validUntil } ?? false }
+        let (withDevices, idle) = state.withLock { state -> ([String], [(String, Date)]) in
+            var withDevices: [String] = []
+            var idle: [(String, Date)] = []
+            for (code, entry) in state.codes where !entry.expiryRecorded && now >= entry.record.validUntil {
+                if state.connections[code] != nil {
+                    withDevices.append(code)
+                } else {
+                    state.codes[code]?.expiryRecorded = true
+                    idle.append((code, entry.record.validUntil))
+                }
+            }
+            return (withDevices, idle)
         }
-        for code in due { try? await expireCode(code) }
+        for (code, validUntil) in idle {
+            audit(.codeExpired, code: code, ["valid_until": SessionJSON.time(validUntil)], time: now)
+        }
+        for code in withDevices { try? await expireCode(code) }
     }
 }
 

@@ -48,7 +48,12 @@ public final class SupporterNode: Sendable {
         do {
             store = try SessionStore(path: configuration.storePath, durability: configuration.durability)
             var registry = RegistryState(backoff: configuration.backoff)
-            for record in try store.allRecords() { registry.codes[record.code] = CodeEntry(record: record) }
+            let now = Date()
+            for record in try store.allRecords() {
+                var entry = CodeEntry(record: record)
+                entry.expiryRecorded = record.isClosed || now >= record.validUntil
+                registry.codes[record.code] = entry
+            }
             for scope in APITokenScope.allCases {
                 for digest in try store.tokenDigests(scope: scope) { registry.tokens.add(digest: digest, scope: scope) }
             }

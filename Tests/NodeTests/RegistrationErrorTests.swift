@@ -48,6 +48,23 @@ extension NodeIntegration {
             #expect(harness.supporter.code(code)?.state == .expired)
         }
 
+        @Test func aCodeThatExpiresUnusedEntersTheAuditTrailOnce() async throws {
+            let harness = try NodeHarness()
+            defer { harness.shutdown() }
+            let code = try harness.supporter.createCode(lifetime: .milliseconds(500)).code
+            let clock = ContinuousClock()
+            let deadline = clock.now + .seconds(10)
+            var expiries: [AuditEvent] = []
+            while expiries.isEmpty, clock.now < deadline {
+                try await Task.sleep(for: .milliseconds(200))
+                expiries = try harness.supporter.auditEvents(code: code).filter { $0.kind == .codeExpired }
+            }
+            try await Task.sleep(for: .milliseconds(1500))  // further sweeps add nothing
+            expiries = try harness.supporter.auditEvents(code: code).filter { $0.kind == .codeExpired }
+            #expect(expiries.count == 1)
+            #expect(harness.supporter.code(code)?.state == .expired)
+        }
+
         @Test func closedCodeIsAClosedError() async throws {
             let harness = try NodeHarness()
             defer { harness.shutdown() }
