@@ -21,8 +21,11 @@ public final class SupporterNode: Sendable {
     let store: SessionStore
     let state: Mutex<RegistryState>
     private let eventContinuation: AsyncStream<SupporterNodeEvent>.Continuation
-    /// Every event, in the order it happened on each code.
+    /// Every event, in the order it happened on each code. At most ``unreadEventLimit`` unread events are kept (the
+    /// oldest are dropped first); ``auditEvents(code:from:to:limit:afterID:)`` has them all.
     public let events: AsyncStream<SupporterNodeEvent>
+    /// How many unread events ``events`` keeps.
+    public static let unreadEventLimit = 65_536
 
     struct RegistryState: ~Copyable {
         var codes: [String: CodeEntry] = [:]
@@ -67,7 +70,9 @@ public final class SupporterNode: Sendable {
             group.shutdown()
             throw SupporterNodeError(store: error)
         }
-        (events, eventContinuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
+        // Bounded: a node whose owner never reads `events` must not grow without end. The audit trail is the
+        // complete, durable record; the stream keeps the newest unread events.
+        (events, eventContinuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(Self.unreadEventLimit))
     }
 
     /// Wall-clock time as the back-off's clock (time since 1970).
