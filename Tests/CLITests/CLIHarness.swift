@@ -71,7 +71,7 @@ final class CLIProcess: Sendable {
             process.standardInput = FileHandle.nullDevice
             stdinPipe = nil
         }
-        try process.run()
+        try ProcessLaunch.run(process)
         // The child holds its own copies; close ours so that EOF arrives when it exits.
         try? out.fileHandleForWriting.close()
         try? err.fileHandleForWriting.close()

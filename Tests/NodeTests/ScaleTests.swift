@@ -66,7 +66,7 @@ extension NodeIntegration {
             openssl.standardInput = input
             openssl.standardOutput = FileHandle.nullDevice
             openssl.standardError = FileHandle.nullDevice
-            try openssl.run()
+            try ProcessLaunch.run(openssl)
             input.fileHandleForWriting.write(Data([0x07, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x00]))
             let id = try await harness.supporter.requestConnection(code: good, supporterName: "Kim", type: .screenShare)
             device.session.answer(requestID: id, allow: true)

@@ -134,7 +134,7 @@ func run(
             continuation.resume(returning: process.terminationStatus)
         }
         do {
-            try process.run()
+            try ProcessLaunch.run(process)
         } catch {
             process.terminationHandler = nil
             continuation.resume(throwing: error)

@@ -411,7 +411,7 @@ final class OpenSSLClient: @unchecked Sendable {
         process.standardError = FileHandle.nullDevice
         let exited = self.exited
         process.terminationHandler = { process in exited.withLock { $0 = process.terminationStatus } }
-        try process.run()
+        try ProcessLaunch.run(process)
     }
 
     var exitStatus: Int32? { exited.withLock { $0 } }

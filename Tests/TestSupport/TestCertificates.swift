@@ -267,7 +267,7 @@ public final class TestCertificates: Sendable {
         let exited = DispatchSemaphore(value: 0)
         process.terminationHandler = { _ in exited.signal() }
         do {
-            try process.run()
+            try ProcessLaunch.run(process)
         } catch {
             throw TestCertificatesError(description: "TestCertificates: cannot run \(opensslPath): \(error)")
         }
