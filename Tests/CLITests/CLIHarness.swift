@@ -49,39 +49,19 @@ struct TemporaryFolder: Sendable {
 /// A running program: its output collected line by line from both pipes, its exit awaited with a deadline.
 final class CLIProcess: Sendable {
     let name: String
-    private let process: Process
+    private let process: ChildProcess
     private let output = Mutex<(stdout: [String], stderr: [String], open: Int)>(([], [], 2))
-    /// The write end of the program's stdin, kept open when `keepStdinOpen` (so a prompt waits for an answer).
-    private let stdinPipe: Pipe?
 
+    /// Starts it; with `keepStdinOpen` its stdin is a pipe left open (so a prompt waits for an answer).
     init(_ executable: String, _ arguments: [String], keepStdinOpen: Bool = false) throws {
         name = URL(fileURLWithPath: executable).lastPathComponent + " " + arguments.joined(separator: " ")
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        if keepStdinOpen {
-            let pipe = Pipe()
-            process.standardInput = pipe
-            stdinPipe = pipe
-        } else {
-            process.standardInput = FileHandle.nullDevice
-            stdinPipe = nil
-        }
-        try ProcessLaunch.run(process)
-        // The child holds its own copies; close ours so that EOF arrives when it exits.
-        try? out.fileHandleForWriting.close()
-        try? err.fileHandleForWriting.close()
-        try? stdinPipe?.fileHandleForReading.close()
-        startReading(out.fileHandleForReading, isStdout: true)
-        startReading(err.fileHandleForReading, isStdout: false)
+        process = try ChildProcess(
+            executable, arguments, stdin: keepStdinOpen ? .pipe : .null, stdout: .pipe, stderr: .pipe)
+        startReading(process.stdoutFD, isStdout: true)
+        startReading(process.stderrFD, isStdout: false)
     }
 
-    private func startReading(_ handle: FileHandle, isStdout: Bool) {
-        let fd = handle.fileDescriptor
+    private func startReading(_ fd: Int32, isStdout: Bool) {
         let thread = Thread { [self] in
             var pending: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: 4096)
@@ -101,17 +81,12 @@ final class CLIProcess: Sendable {
                 if let rest { isStdout ? $0.stdout.append(rest) : $0.stderr.append(rest) }
                 $0.open -= 1
             }
-            try? handle.close()
+            close(fd)
         }
         thread.start()
     }
 
-    deinit {
-        // A test that failed half way must not leave programs behind.
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-    }
-
-    var pid: Int32 { process.processIdentifier }
+    var pid: Int32 { process.pid }
     var stdoutLines: [String] { output.withLock { $0.stdout } }
     var stderrLines: [String] { output.withLock { $0.stderr } }
 
@@ -149,25 +124,25 @@ final class CLIProcess: Sendable {
         }
     }
 
-    func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+    func signal(_ number: Int32) { process.signal(number) }
 
     /// Waits for the exit and for both pipes to close; nil if the program still runs after `timeout`.
     func waitForExit(timeout: Duration = patience) async -> Int32? {
         let deadline = ContinuousClock.now + timeout
-        while process.isRunning || output.withLock({ $0.open > 0 }) {
+        while process.exitStatus == nil || output.withLock({ $0.open > 0 }) {
             if ContinuousClock.now > deadline { return nil }
             try? await Task.sleep(for: .milliseconds(20))
         }
-        return process.terminationReason == .exit ? process.terminationStatus : 128 + process.terminationStatus
+        return process.exitStatus
     }
 
     /// Ends the program if it still runs (SIGTERM, then SIGKILL) and closes its stdin.
     func stop() async {
-        try? stdinPipe?.fileHandleForWriting.close()
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGTERM)
+        process.closeStdin()
+        guard process.exitStatus == nil else { return }
+        process.signal(SIGTERM)
         if await waitForExit(timeout: .seconds(10)) == nil {
-            kill(process.processIdentifier, SIGKILL)
+            process.signal(SIGKILL)
             _ = await waitForExit(timeout: .seconds(10))
         }
     }

@@ -57,22 +57,16 @@ extension NodeIntegration {
             let device = try JoinedDevice(node: try harness.device(), code: good)
             #expect(await device.online())
             // A peer that completes TLS with our ALPN and then sends a malformed frame instead of HELLO.
-            let openssl = Process()
-            openssl.executableURL = URL(fileURLWithPath: TestCertificates.opensslPath)
-            openssl.arguments = [
-                "s_client", "-connect", "127.0.0.1:\(harness.port)", "-alpn", "rsup/1", "-quiet", "-no_ign_eof",
-            ]
-            let input = Pipe()
-            openssl.standardInput = input
-            openssl.standardOutput = FileHandle.nullDevice
-            openssl.standardError = FileHandle.nullDevice
-            try ProcessLaunch.run(openssl)
-            input.fileHandleForWriting.write(Data([0x07, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x00]))
+            let openssl = try ChildProcess(
+                TestCertificates.opensslPath,
+                ["s_client", "-connect", "127.0.0.1:\(harness.port)", "-alpn", "rsup/1", "-quiet", "-no_ign_eof"],
+                stdin: .pipe)
+            openssl.write([0x07, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x00])
             let id = try await harness.supporter.requestConnection(code: good, supporterName: "Kim", type: .screenShare)
             device.session.answer(requestID: id, allow: true)
             #expect(await harness.supporterEvent(on: good) { $0 == .connected(requestID: id) } != nil)
-            try? input.fileHandleForWriting.close()
-            openssl.waitUntilExit()
+            openssl.closeStdin()
+            openssl.waitForExit()
             // The misbehaving connection was closed by the node (s_client exits); the good session still runs.
             #expect(harness.supporter.code(good)?.state == .active)
         }

@@ -103,64 +103,29 @@ func run(
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rsup-http-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: directory) }
-    let outURL = directory.appendingPathComponent("out")
-    let errURL = directory.appendingPathComponent("err")
-    _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-    _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-    let out = try FileHandle(forWritingTo: outURL)
-    let err = try FileHandle(forWritingTo: errURL)
-    defer {
-        try? out.close()
-        try? err.close()
-    }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    process.standardOutput = out
-    process.standardError = err
-    let stdin = Pipe()
-    process.standardInput = stdin
+    let outPath = directory.appendingPathComponent("out").path
+    let errPath = directory.appendingPathComponent("err").path
     let clock = ContinuousClock()
     let started = clock.now
-    let watch = ProcessWatch()
+    let process = try ChildProcess(
+        executable, arguments, stdin: .pipe, stdout: .file(outPath), stderr: .file(errPath))
+    if !input.isEmpty { process.write(input) }
+    if !holdStdinOpen { process.closeStdin() }
     let watchdog = Task {
         guard (try? await Task.sleep(for: timeout)) != nil else { return }  // cancelled: the process ended
-        watch.killIfRunning()
+        process.signal(SIGKILL)
     }
     defer { watchdog.cancel() }
-    let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-        process.terminationHandler = { process in
-            watch.exited()
-            continuation.resume(returning: process.terminationStatus)
-        }
-        do {
-            try ProcessLaunch.run(process)
-        } catch {
-            process.terminationHandler = nil
-            continuation.resume(throwing: error)
-            return
-        }
-        watch.started(process.processIdentifier)
-        if !input.isEmpty { stdin.fileHandleForWriting.write(Data(input)) }
-        if !holdStdinOpen { try? stdin.fileHandleForWriting.close() }
+    let status: Int32 = await withCheckedContinuation { continuation in
+        process.onExit { continuation.resume(returning: $0) }
     }
-    try? stdin.fileHandleForWriting.close()
+    process.closeStdin()
     let elapsed = clock.now - started
     return ProcessResult(
-        status: status, stdout: String(decoding: (try? Data(contentsOf: outURL)) ?? Data(), as: UTF8.self),
-        stderr: String(decoding: (try? Data(contentsOf: errURL)) ?? Data(), as: UTF8.self), elapsed: elapsed)
-}
-
-/// The pid of a running client, to kill it (and only it) when it outlives its timeout.
-final class ProcessWatch: Sendable {
-    private let state = Mutex<(pid: Int32, exited: Bool)>((0, false))
-    func started(_ pid: Int32) { state.withLock { $0.pid = pid } }
-    func exited() { state.withLock { $0.exited = true } }
-    func killIfRunning() {
-        state.withLock { state in
-            if !state.exited, state.pid > 0 { kill(state.pid, SIGKILL) }
-        }
-    }
+        status: status,
+        stdout: String(decoding: (try? Data(contentsOf: URL(fileURLWithPath: outPath))) ?? Data(), as: UTF8.self),
+        stderr: String(decoding: (try? Data(contentsOf: URL(fileURLWithPath: errPath))) ?? Data(), as: UTF8.self),
+        elapsed: elapsed)
 }
 
 /// curl against the fixture: HTTP/1.1 over TLS verified with the test CA, quiet but showing errors.

@@ -393,33 +393,27 @@ final class RawSocket {
 
 // MARK: - openssl s_client
 
-/// `openssl s_client` as an independent TLS peer, started with Process; killed at the end by its own pid.
-final class OpenSSLClient: @unchecked Sendable {
-    // @unchecked: `process` and the pipes are set in init and then only used through thread-safe calls.
-    private let process = Process()
-    private let input = Pipe()
-    /// Kept so a test can leave it unread (a peer that stops reading).
-    let output = Pipe()
-    private let exited = Locked<Int32?>(nil)
+/// `openssl s_client` as an independent TLS peer; killed at the end by its own pid.
+final class OpenSSLClient: Sendable {
+    private let process: ChildProcess
 
-    /// Starts `openssl s_client -connect 127.0.0.1:<port> -quiet -nocommands` plus `arguments`.
+    /// Starts `openssl s_client -connect 127.0.0.1:<port> -quiet -nocommands` plus `arguments`. With
+    /// `captureOutput` its stdout is a pipe nobody reads (a peer that stops reading).
     init(port: UInt16, arguments: [String], captureOutput: Bool = false) throws {
-        process.executableURL = URL(fileURLWithPath: TestCertificates.opensslPath)
-        process.arguments = ["s_client", "-connect", "127.0.0.1:\(port)", "-quiet", "-nocommands"] + arguments
-        process.standardInput = input
-        process.standardOutput = captureOutput ? output : FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        let exited = self.exited
-        process.terminationHandler = { process in exited.withLock { $0 = process.terminationStatus } }
-        try ProcessLaunch.run(process)
+        process = try ChildProcess(
+            TestCertificates.opensslPath,
+            ["s_client", "-connect", "127.0.0.1:\(port)", "-quiet", "-nocommands"] + arguments, stdin: .pipe,
+            stdout: captureOutput ? .pipe : .null)
     }
 
-    var exitStatus: Int32? { exited.withLock { $0 } }
+    deinit { if process.stdoutFD >= 0 { close(process.stdoutFD) } }
+
+    var exitStatus: Int32? { process.exitStatus }
 
     /// Sends bytes through the TLS connection (s_client copies its stdin to the connection).
     func write(_ bytes: [UInt8]) {
         guard exitStatus == nil else { return }
-        try? input.fileHandleForWriting.write(contentsOf: Data(bytes))
+        process.write(bytes)
     }
 
     func waitForExit(timeout: Duration) async throws -> Int32 {
@@ -428,9 +422,9 @@ final class OpenSSLClient: @unchecked Sendable {
 
     /// Kills it at once (no close_notify): a peer that vanishes.
     func kill() async {
-        if exitStatus == nil { Glibc.kill(process.processIdentifier, SIGKILL) }
+        process.signal(SIGKILL)
         _ = try? await waitForExit(timeout: .seconds(10))
-        try? input.fileHandleForWriting.close()
+        process.closeStdin()
     }
 }
 

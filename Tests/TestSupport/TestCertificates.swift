@@ -251,33 +251,21 @@ public final class TestCertificates: Sendable {
 
     /// Runs /usr/bin/openssl with `arguments` in `dir`; throws with its output if it fails.
     private static func openssl(_ arguments: [String], in dir: String) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: opensslPath)
-        process.arguments = arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: dir)
         var environment = ProcessInfo.processInfo.environment
         environment["OPENSSL_CONF"] = dir + "/openssl.cnf"
-        process.environment = environment
-        let output = Pipe()
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = output
-        process.standardError = output
-        // Not waitUntilExit(): on Linux it polls the run loop every 50 ms, which
-        // would make the dozen openssl runs take ~0.6 s instead of ~0.1 s.
-        let exited = DispatchSemaphore(value: 0)
-        process.terminationHandler = { _ in exited.signal() }
+        let process: ChildProcess
         do {
-            try ProcessLaunch.run(process)
+            process = try ChildProcess(
+                opensslPath, arguments, environment: environment, directory: dir, stdout: .pipe, stderr: .sameAsStdout)
         } catch {
             throw TestCertificatesError(description: "TestCertificates: cannot run \(opensslPath): \(error)")
         }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        exited.wait()
-        guard process.terminationReason == .exit, process.terminationStatus == 0 else {
-            let text = String(decoding: data, as: UTF8.self)
+        let output = ChildProcess.readAll(process.stdoutFD)
+        let status = process.waitForExit()
+        guard status == 0 else {
+            let text = String(decoding: output, as: UTF8.self)
             throw TestCertificatesError(description: """
-                TestCertificates: `openssl \(arguments.joined(separator: " "))` failed \
-                (status \(process.terminationStatus)):
+                TestCertificates: `openssl \(arguments.joined(separator: " "))` failed (status \(status)):
                 \(text)
                 """)
         }
