@@ -51,10 +51,7 @@ extension NodeIntegration {
                 weakSession = device.session
             }
             // The collector task may still hold the stream briefly; the session itself must go.
-            let clock = ContinuousClock()
-            let deadline = clock.now + .seconds(5)
-            while weakSession != nil, clock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
-            #expect(weakSession == nil)
+            #expect(await waitUntil { weakSession == nil })
             #expect(await harness.supporterEvent(on: code) { $0 == .ended(reason: .endedByDevice, text: nil) } != nil)
             #expect(harness.supporter.code(code)?.state == .open)
             #expect(node.currentSession == nil)
@@ -74,10 +71,7 @@ extension NodeIntegration {
                 #expect(!device.session.isJoined)
                 weakSession = device.session
             }
-            let clock = ContinuousClock()
-            let deadline = clock.now + .seconds(5)
-            while weakSession != nil, clock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
-            #expect(weakSession == nil)
+            #expect(await waitUntil { weakSession == nil })
         }
     }
 }

@@ -33,6 +33,14 @@ final class EventLog<Event: Sendable>: Sendable {
     }
 }
 
+/// Polls `condition` until it holds or `timeout` passes; whether it held.
+func waitUntil(timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
+    let clock = ContinuousClock()
+    let deadline = clock.now + timeout
+    while !condition(), clock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
+    return condition()
+}
+
 /// A supporter node on loopback with real certificates, and device nodes that reach it.
 final class NodeHarness: Sendable {
     let certificates: TestCertificates
