@@ -32,10 +32,30 @@ done
 CONFIG=release
 echo "== building (${CONFIG}, -sanitize=fuzzer,address)"
 # ld.gold prints hundreds of harmless "Cannot export local symbol '__asan_…'" warnings: filtered out.
-swift build -c "$CONFIG" --sanitize=fuzzer --sanitize=address --build-path "$HERE/.build" 2>&1 \
-    | grep -v "ld.gold: warning: Cannot export local symbol"
-[[ ${PIPESTATUS[0]} -eq 0 ]] || { echo "run.sh: build failed" >&2; exit 2; }
+build() {
+    swift build -c "$CONFIG" --sanitize=fuzzer --sanitize=address --build-path "$HERE/.build" 2>&1 \
+        | grep -v "ld.gold: warning: Cannot export local symbol"
+    [[ ${PIPESTATUS[0]} -eq 0 ]] || { echo "run.sh: build failed" >&2; exit 2; }
+}
+# Whether every target's libFuzzer registered its coverage counters ("Loaded N modules"). Seen on this toolchain:
+# now and then a build links without them, and the fuzzer then runs blind; a clean rebuild fixes it.
+instrumented() {
+    local target
+    for target in "${ALL_TARGETS[@]}"; do
+        local banner
+        banner=$("$BIN/$target" -runs=0 2>&1 || true)  # captured, not piped: grep -q would SIGPIPE it under pipefail
+        [[ $banner == *"inline 8-bit counters"* ]] || return 1
+    done
+}
+build
 BIN=$(swift build -c "$CONFIG" --build-path "$HERE/.build" --show-bin-path)
+for attempt in 1 2 3 4 5 6 7 8; do
+    instrumented && break
+    echo "run.sh: the build has no coverage instrumentation; rebuilding clean (attempt $attempt)" >&2
+    rm -rf "$HERE/.build"
+    build
+done
+instrumented || echo "run.sh: WARNING: still no coverage instrumentation after 8 clean rebuilds" >&2
 
 python3 make-corpus.py --wait "${VECTOR_WAIT:-0}" || exit 2
 SEED=corpus-work/seed
