@@ -40,7 +40,7 @@ extension TransportIntegration {
             try await withTransport { fixture in
                 let server = try fixture.startServer()
                 try await warmUp(fixture, server)
-                let baseline = socketsOnPort(server.port)
+                let baseline = await listenerBaseline(server.port)
                 #expect(baseline.count == 1, "only the listener: \(baseline)")
 
                 let raw = try RawSocket(port: server.port)
@@ -63,7 +63,7 @@ extension TransportIntegration {
             try await withTransport { fixture in
                 let server = try fixture.startServer()
                 try await warmUp(fixture, server)
-                let baseline = socketsOnPort(server.port)
+                let baseline = await listenerBaseline(server.port)
                 #expect(baseline.count == 1, "only the listener: \(baseline)")
 
                 let raw = try RawSocket(port: server.port)
@@ -85,7 +85,7 @@ extension TransportIntegration {
             try await withTransport { fixture in
                 let server = try fixture.startServer()
                 try await warmUp(fixture, server)
-                let baseline = socketsOnPort(server.port)
+                let baseline = await listenerBaseline(server.port)
                 #expect(baseline.count == 1, "only the listener: \(baseline)")
 
                 let (link, _) = try await fixture.dial(server, settings: .device("half-a-frame"))
@@ -130,7 +130,7 @@ extension TransportIntegration {
                 let server = try fixture.startServer(
                     context: fixture.serverContext { $0.handshakeTimeout = .milliseconds(300) })
                 try await warmUp(fixture, server)
-                let baseline = socketsOnPort(server.port)
+                let baseline = await listenerBaseline(server.port)
                 #expect(baseline.count == 1, "only the listener: \(baseline)")
 
                 let clock = ContinuousClock()

@@ -281,8 +281,10 @@ func openFileDescriptors() -> [String] {
     let own = dirfd(directory)
     var entries: [String] = []
     while let entry = readdir(directory) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+        // Read d_name in place up to its NUL: records are shorter than the 256-byte field, so copying it whole
+        // would read past the record (the bug that makes Foundation's Process crash).
+        let name = withUnsafePointer(to: &entry.pointee.d_name) {
+            $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
         }
         guard name != ".", name != "..", Int32(name) != own else { continue }
         var target = [CChar](repeating: 0, count: 256)
@@ -295,6 +297,17 @@ func openFileDescriptors() -> [String] {
 
 /// The fds of this process that are TCP sockets with `port` at either end (from /proc/net/tcp and tcp6): the
 /// listener and every connection to it. Exact even while other tests in the process open sockets of their own.
+/// The sockets on `port` once the listener is among them (retried briefly: on a loaded machine a read of /proc can
+/// miss it), for a leak baseline.
+func listenerBaseline(_ port: UInt16) async -> Set<String> {
+    for _ in 0..<50 {
+        let sockets = socketsOnPort(port)
+        if !sockets.isEmpty { return sockets }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+    return socketsOnPort(port)
+}
+
 func socketsOnPort(_ port: UInt16) -> Set<String> {
     var inodes = Set<String>()
     for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
