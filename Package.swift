@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "SupportWire", targets: ["SupportWire"]),
         .library(name: "SupportTransport", targets: ["SupportTransport"]),
         .library(name: "SupportSession", targets: ["SupportSession"]),
+        .library(name: "SupportRegistry", targets: ["SupportRegistry"]),
         .library(name: "SupporterNode", targets: ["SupporterNode"]),
         .library(name: "DeviceNode", targets: ["DeviceNode"]),
     ],
@@ -17,6 +18,9 @@ let package = Package(
         .target(name: "SupportWire"),
         // The session state machines of both roles: pure values, events in, actions out (SPEC §8, §9).
         .target(name: "SupportSession", dependencies: ["SupportWire"]),
+        // The supporter node's registry of codes, connections and abuse state: a pure value (events in, decisions and
+        // store intents out), like the session machines.
+        .target(name: "SupportRegistry", dependencies: ["SupportSession"]),
         // OpenSSL 3 from Debian (libssl-dev) and every C shim of the project, in one place.
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", providers: [.apt(["libssl-dev"])]),
         // TLS on OpenSSL, non-blocking sockets, an epoll loop, and the framed link both nodes share.
@@ -24,7 +28,7 @@ let package = Package(
         // SQLite 3 from Debian (libsqlite3-dev): the supporter node's durable store.
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         // The supporter node: registry of codes and tokens, device connections, supporter commands.
-        .target(name: "SupporterNode", dependencies: ["SupportSession", "SupportTransport", "SupportHTTP", "CSQLite"]),
+        .target(name: "SupporterNode", dependencies: ["SupportSession", "SupportRegistry", "SupportTransport", "SupportHTTP", "CSQLite"]),
         // The device SDK an app embeds.
         .target(name: "DeviceNode", dependencies: ["SupportSession", "SupportTransport"]),
         // A small, strict HTTP/1.1 server over TLSStream for the supporter node's REST API.
@@ -40,6 +44,7 @@ let package = Package(
         .testTarget(name: "SupportWireTests", dependencies: ["SupportWire", "TestSupport"]),
         .testTarget(name: "SupportSessionTests", dependencies: ["SupportSession"]),
         .testTarget(name: "SupporterNodeTests", dependencies: ["SupporterNode"]),
+        .testTarget(name: "SupportRegistryTests", dependencies: ["SupportRegistry"]),
         // Certificates made at test time, shared by the test targets that speak TLS.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "SupportTransportTests", dependencies: ["SupportTransport", "SupportWire", "TestSupport"]),

@@ -157,7 +157,15 @@ enum NodesBenchmark {
         defer { watchdog.cancel() }
 
         guard let token = try? node.issueAPIToken() else { return nil }
-        guard let codes = try? (0..<count).map({ _ in try node.createCode(type: .remoteSupport).code }) else { return nil }
+        let created: [String]? = blockingAwait {
+            var codes: [String] = []
+            for _ in 0..<count {
+                guard let info = try? await node.createCode(type: .remoteSupport) else { return nil }
+                codes.append(info.code)
+            }
+            return codes
+        }
+        guard let codes = created else { return nil }
         let codesFile = directory + "/codes-\(count).txt"
         let stampsFile = directory + "/stamps-\(count).txt"
         guard writeLines(codes, to: codesFile) else {

@@ -78,13 +78,17 @@ public final class EventLoop: @unchecked Sendable {
         assert(inLoop, "not on event loop \(name)", file: file, line: line)
     }
 
-    /// Runs `work` on the loop thread, soon. Safe from any thread.
-    public func execute(_ work: @escaping @Sendable () -> Void) {
+    /// Runs `work` on the loop thread, soon. Safe from any thread. Returns false, without taking `work`, once the
+    /// loop was asked to shut down: callers waiting for `work` must resume themselves then.
+    @discardableResult
+    public func execute(_ work: @escaping @Sendable () -> Void) -> Bool {
+        guard !stopRequested.load(ordering: .acquiring) else { return false }
         let wasEmpty = pending.withLock { queue in
             queue.append(work)
             return queue.count == 1
         }
         if wasEmpty { wake() }
+        return true
     }
 
     private func wake() {

@@ -37,6 +37,15 @@ public struct APITokenStore: Sendable {
         return found
     }
 
+    /// The scope of the token whose digest is `digest`, compared like ``scope(of:)``.
+    public func scope(ofDigest digest: [UInt8]) -> APITokenScope? {
+        var found: APITokenScope?
+        for scope in APITokenScope.allCases {
+            for stored in digests[scope] ?? [] where ConstantTime.equal(stored, digest) { found = scope }
+        }
+        return found
+    }
+
     /// Whether `token` is a token of `scope`.
     public func accepts(_ token: String, scope: APITokenScope = .device) -> Bool { self.scope(of: token) == scope }
 

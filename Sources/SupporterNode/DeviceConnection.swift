@@ -1,24 +1,54 @@
+import Foundation
+import SupportRegistry
 import SupportSession
 import SupportTransport
 
-/// One device's link on the supporter node: its session machine, driven on the link's loop.
+/// One device's link on the supporter node: its session machine, driven on the link's loop, and its outbox.
+///
+/// Audit before acknowledgement: the actions of one event are carried out reports first. When the registry returns
+/// store intents for them, the intents go to the store writer and everything after them in the outbox — frames to
+/// the device, events for supporters, answers to API callers — waits behind a barrier until the writer's commit comes
+/// back to this loop. If the commit fails, nothing behind the barrier happens: the device gets GOAWAY
+/// `internal_error`, callers get an error, and the node logs it.
 final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
-    // @unchecked: `machine`, `timer` and `deviceName` are used only on `link.loop` (every entry point hops there);
-    // `node` is a weak reference set once.
+    // @unchecked: `machine`, the timers, `deviceName`, `joinedCode`, `outbox` and `pendingIntents` are used only on
+    // `link.loop` (every entry point hops there first, and `assertInLoop` checks it); `id`, `link`, `sourceAddress`
+    // are immutable and `node` is a weak reference set once.
+    let id: ConnectionID
     let link: FramedLink
+    let sourceAddress: String
     private weak var node: SupporterNode?
     private var machine: SupporterSessionMachine
     private var timer: LoopTimer?
+    private var registrationTimer: LoopTimer?
     private(set) var deviceName: String?
     /// The code this device joined, from `deviceOnline` until `ended`.
-    private(set) var joinedCode: String?
-    let sourceAddress: String
+    private var joinedCode: String?
+    /// What waits to happen, in order; a barrier holds back everything after it until its commit returns.
+    private var outbox: [Step] = []
+    /// Store intents of the REGISTER being answered (from the registry's decision).
+    private var pendingIntents: [StoreIntent] = []
+    private var closeAfterAnswer = false
+    private var barriers = 0
 
-    init(link: FramedLink, node: SupporterNode, requestTimeout: Duration) {
+    private enum Step {
+        case barrier
+        case send(Message)
+        /// Runs after every barrier before it committed; `failed` runs instead when one of them did not.
+        case then(success: () -> Void, failed: () -> Void)
+        case close(ReasonCode, String)
+    }
+
+    /// Most commits one connection may wait for at once; beyond it the device is sending faster than the store
+    /// writes, and it is disconnected (GOAWAY `rate_limited`).
+    static let maximumBarriers = 64
+
+    init(id: ConnectionID, link: FramedLink, node: SupporterNode, sourceAddress: String) {
+        self.id = id
         self.link = link
         self.node = node
-        self.machine = SupporterSessionMachine(requestTimeout: requestTimeout)
-        self.sourceAddress = link.peerAddress?.host ?? "unknown"
+        self.sourceAddress = sourceAddress
+        self.machine = SupporterSessionMachine(requestTimeout: node.configuration.requestTimeout)
     }
 
     static func now() -> Duration { Deadline.now().sinceOrigin }
@@ -28,69 +58,252 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     func linkDidOpen(_ link: FramedLink, parameters: LinkParameters) {
         deviceName = parameters.peerName
         node?.logger.log(.debug, "device '\(parameters.peerName)' connected from \(sourceAddress)")
+        armRegistrationDeadline()
     }
 
     func link(_ link: FramedLink, didReceive message: Message) {
         guard let node else { return }
         let actions = machine.received(message, now: Self.now()) { register in
-            node.authorize(register, from: self)
+            self.authorize(register, node: node)
         }
         perform(actions)
+        if closeAfterAnswer {
+            closeAfterAnswer = false
+            enqueue(.close(.rateLimited, "too many refused registrations on this connection"))
+        }
     }
 
     func linkDidClose(_ link: FramedLink, reason: LinkCloseReason) {
         timer?.cancel()
         timer = nil
+        registrationTimer?.cancel()
+        registrationTimer = nil
         perform(machine.linkClosed(reason: reason.reasonCode, text: reason.description))
         node?.connectionClosed(self)
     }
 
+    /// Decides a REGISTER with the registry. The answer's frame leaves only after the intents commit.
+    private func authorize(_ register: Register, node: SupporterNode) -> RegistrationDecision {
+        let now = Date()
+        let digest = APITokenStore.digest(of: register.apiToken)
+        let outcome = node.state.withLock { state -> RegistrationOutcome in
+            let tokenID = state.tokens.scope(ofDigest: digest) == .device ? APITokenStore.id(ofDigest: digest) : nil
+            return state.registry.register(
+                RegistrationAttempt(
+                    connection: id, code: register.sessionCode, deviceTokenID: tokenID, deviceName: deviceName),
+                now: now)
+        }
+        pendingIntents = outcome.intents
+        switch outcome {
+        case .accepted:
+            registrationTimer?.cancel()
+            registrationTimer = nil
+            node.logger.log(
+                .info,
+                "code \(Redact.code(register.sessionCode)) online: device '\(deviceName ?? "?")' from \(sourceAddress)")
+        case .refused(let refusal):
+            closeAfterAnswer = refusal.closeConnection
+            node.handshakeLog.log(
+                .warning, key: "register:" + sourceAddress,
+                "registration of code \(Redact.code(register.sessionCode)) from \(sourceAddress) refused: \(refusal.reason)")
+        }
+        return outcome.decision
+    }
+
     // MARK: commands (hop to the loop)
 
-    /// Runs `body` on the loop with the machine, and returns its result to an async caller.
+    /// Runs `body` on the loop with the machine; returns its result once what it reports is durable and what it sends
+    /// has been handed to the link.
     func run<Result: Sendable>(
         _ body: @escaping @Sendable (inout SupporterSessionMachine) throws(SupporterSessionMachine.Refusal) -> (
             [SupporterSessionMachine.Action], Result
         )
     ) async throws(SupporterNodeError) -> Result {
+        try await runAudited { machine throws(SupporterSessionMachine.Refusal) in
+            let (actions, result) = try body(&machine)
+            return (actions, [], result)
+        }
+    }
+
+    /// Like ``run(_:)``, with store intents of the command itself (a request sent, …) written before its frames leave.
+    func runAudited<Result: Sendable>(
+        _ body: @escaping @Sendable (inout SupporterSessionMachine) throws(SupporterSessionMachine.Refusal) -> (
+            [SupporterSessionMachine.Action], [StoreIntent], Result
+        )
+    ) async throws(SupporterNodeError) -> Result {
         let outcome: Swift.Result<Result, SupporterNodeError> = await withCheckedContinuation { continuation in
-            link.loop.execute { [self] in
+            let resume = OnceContinuation(continuation)
+            let accepted = link.loop.execute { [self] in
                 do throws(SupporterSessionMachine.Refusal) {
-                    let (actions, result) = try body(&self.machine)
-                    self.perform(actions)
-                    continuation.resume(returning: .success(result))
+                    let (actions, intents, result) = try body(&self.machine)
+                    self.perform(actions, commandIntents: intents)
+                    self.enqueue(
+                        .then(
+                            success: { resume.resume(.success(result)) },
+                            failed: {
+                                resume.resume(
+                                    .failure(
+                                        SupporterNodeError(
+                                            "the node could not record this in its audit trail; nothing was sent",
+                                            kind: .store)))
+                            }))
                 } catch {
-                    continuation.resume(returning: .failure(SupporterNodeError(error.description)))
+                    resume.resume(.failure(SupporterNodeError(error.description)))
                 }
+            }
+            if !accepted {
+                resume.resume(.failure(SupporterNodeError("the device's connection is closing", kind: .conflict)))
             }
         }
         return try outcome.get()
     }
 
-    private func perform(_ actions: [SupporterSessionMachine.Action]) {
-        for action in actions {
-            switch action {
-            case .send(let message):
-                do { try link.send(message) } catch {
-                    node?.logger.log(.warning, "cannot send \(message.frameType.specName) to \(sourceAddress): \(error)")
-                }
-            case .report(let event):
-                if case .deviceOnline(let code, _) = event { joinedCode = code }
-                if let code = joinedCode ?? event.code {
-                    node?.report(
-                        SupporterNodeEvent(code: code, event: event, deviceName: deviceName), sourceAddress: sourceAddress)
-                }
-                if case .ended = event, let code = joinedCode {
-                    joinedCode = nil
-                    node?.detach(self, code: code)
-                }
-            case .protocolViolation(let text):
-                node?.logger.log(.warning, "device at \(sourceAddress) broke the protocol: \(text)")
-                link.close(reason: .protocolError, text: text)
+    /// Ends the session (if any) with `going_away`, then closes the link. On the loop.
+    func shutDown() {
+        let accepted = link.loop.execute { [self] in
+            if let actions = try? self.machine.end(reason: .goingAway, text: "the supporter node shuts down") {
+                self.perform(actions)
+            }
+            self.enqueue(.close(.goingAway, "the supporter node shuts down"))
+        }
+        if !accepted { link.close(reason: .goingAway, text: "the supporter node shuts down") }
+    }
+
+    /// A connection must register within the configured time after HELLO (and again after it leaves its code), or it
+    /// is closed with GOAWAY `protocol_error`. Before HELLO the transport's handshake timeout applies. On the loop.
+    func armRegistrationDeadline() {
+        registrationTimer?.cancel()
+        guard let node else { return }
+        let limit = node.configuration.registrationDeadline
+        registrationTimer = link.loop.schedule(at: .now() + limit) { [weak self] in
+            guard let self, self.machine.state == .idle else { return }
+            self.registrationTimer = nil
+            node.handshakeLog.log(
+                .info, key: "deadline:" + self.sourceAddress,
+                "device at \(self.sourceAddress) did not register within \(limit); closing")
+            self.link.close(reason: .protocolError, text: "no REGISTER within \(limit)")
+        }
+    }
+
+    // MARK: actions and the outbox
+
+    private func perform(_ actions: [SupporterSessionMachine.Action], commandIntents: [StoreIntent] = []) {
+        guard let node else { return }
+        var intents = commandIntents + pendingIntents
+        pendingIntents = []
+        var events: [SupporterNodeEvent] = []
+        var registered: String?
+        var left = false
+        // Reports first: what they record must be durable before any frame of the same event leaves.
+        for case .report(let event) in actions {
+            if case .deviceOnline(let code, _) = event {
+                joinedCode = code
+                registered = code
+            }
+            guard let code = joinedCode ?? event.code else { continue }
+            let now = Date()
+            intents += node.state.withLock { $0.registry.sessionEvent(event, on: id, now: now) }
+            events.append(SupporterNodeEvent(code: code, event: event, deviceName: deviceName))
+            if case .ended = event, joinedCode != nil {
+                joinedCode = nil
+                left = true
             }
         }
-        if let joinedCode { node?.updateLiveState(code: joinedCode, connection: self, state: machine.state) }
+        if !intents.isEmpty { submit(intents) }
+        if let registered {
+            let id = self.id
+            enqueue(
+                .then(
+                    success: { node.state.withLock { _ = $0.registry.registrationCommitted(id, code: registered) } },
+                    failed: {}))
+        }
+        if !events.isEmpty {
+            enqueue(.then(success: { for event in events { node.yield(event) } }, failed: {}))
+        }
+        for action in actions {
+            switch action {
+            case .send(let message): enqueue(.send(message))
+            case .report: break
+            case .protocolViolation(let text):
+                node.logger.log(.warning, "device at \(sourceAddress) broke the protocol: \(text)")
+                enqueue(.close(.protocolError, text))
+            }
+        }
+        if let code = joinedCode {
+            let state = machine.state
+            let id = self.id
+            _ = code
+            node.state.withLock { $0.registry.machineState(state, on: id) }
+        }
+        if left, !link.isClosed { armRegistrationDeadline() }
         armTimer()
+    }
+
+    /// Hands `intents` to the store writer and puts a barrier in the outbox until they commit.
+    private func submit(_ intents: [StoreIntent]) {
+        guard let node else { return }
+        guard barriers < Self.maximumBarriers else {
+            node.logger.log(.warning, "device at \(sourceAddress) outruns the store writer; disconnecting it")
+            fail(reason: .rateLimited, text: "too many events in flight")
+            return
+        }
+        let loop = link.loop
+        let queued = node.writer.submit(intents) { [self] error in
+            let delivered = loop.execute { self.committed(error) }
+            if !delivered { self.node?.logger.log(.debug, "commit for \(self.sourceAddress) after its loop stopped") }
+        }
+        guard queued else {
+            node.logger.log(.error, "store writer full: refusing an event of the device at \(sourceAddress)")
+            fail(reason: .internalError, text: "the node is overloaded and cannot record this event")
+            return
+        }
+        barriers += 1
+        outbox.append(.barrier)
+    }
+
+    /// A commit came back (in order). On the loop.
+    private func committed(_ error: StoreError?) {
+        guard barriers > 0, case .barrier = outbox.first else { return }
+        outbox.removeFirst()
+        barriers -= 1
+        guard error == nil else {
+            node?.logger.log(
+                .error,
+                "audit trail: cannot record an event of the device at \(sourceAddress); it did not happen: \(error!)")
+            fail(reason: .internalError, text: "the node cannot record this event")
+            return
+        }
+        drain()
+    }
+
+    /// Nothing waiting in the outbox happens: callers hear of the failure and the link closes.
+    private func fail(reason: ReasonCode, text: String) {
+        let dropped = outbox
+        outbox.removeAll()
+        barriers = 0
+        for case .then(_, let failed) in dropped { failed() }
+        link.close(reason: reason, text: text)
+    }
+
+    private func enqueue(_ step: Step) {
+        outbox.append(step)
+        drain()
+    }
+
+    private func drain() {
+        while let step = outbox.first {
+            if case .barrier = step { return }
+            outbox.removeFirst()
+            switch step {
+            case .barrier: return
+            case .send(let message):
+                do { try link.send(message) } catch {
+                    node?.logger.log(.debug, "cannot send \(message.frameType.specName) to \(sourceAddress): \(error)")
+                }
+            case .then(let success, _): success()
+            case .close(let reason, let text): link.close(reason: reason, text: text)
+            }
+        }
     }
 
     private func armTimer() {
@@ -103,6 +316,20 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             self.timer = nil
             self.perform(self.machine.tick(now: Self.now()))
         }
+    }
+}
+
+/// Resumes a continuation once; later calls do nothing. Used from one loop thread at a time.
+final class OnceContinuation<Value: Sendable>: @unchecked Sendable {
+    // @unchecked: `continuation` is read and cleared only on the one loop thread that runs the command's steps (the
+    // refusal path when the loop refused the work runs before any step could).
+    private var continuation: CheckedContinuation<Value, Never>?
+
+    init(_ continuation: CheckedContinuation<Value, Never>) { self.continuation = continuation }
+
+    func resume(_ value: Value) {
+        continuation?.resume(returning: value)
+        continuation = nil
     }
 }
 

@@ -2,13 +2,24 @@ import Foundation
 import SupportHTTP
 import SupportSession
 import SupportTransport
+import Synchronization
+import SupportRegistry
 
 /// The REST API of protocol/openapi.yaml: session codes over HTTPS, bearer-token authentication, JSON errors.
 struct RESTAPI: Sendable {
     /// Weak: the server must not keep the node alive.
     private weak var node: SupporterNode?
+    private let limiter: BackoffLimiter
 
-    init(node: SupporterNode) { self.node = node }
+    init(node: SupporterNode) {
+        self.node = node
+        let free = node.configuration.restAPI?.freeAuthenticationFailures ?? 5
+        limiter = BackoffLimiter(
+            BackoffTable(
+                policy: BackoffPolicy(
+                    freeFailures: free, base: .seconds(1), maximum: .seconds(300), decayInterval: .seconds(60)),
+                capacity: 10_000))
+    }
 
     /// Starts the HTTPS server on the node's loops, with the node's certificate.
     func serve(_ configuration: RESTAPIConfiguration, tls: TLSConfiguration, group: EventLoopGroup)
@@ -30,10 +41,14 @@ struct RESTAPI: Sendable {
         guard segments.count >= 3, segments[0] == "api", segments[1] == "v1", segments[2] == "sessions",
             segments.count <= 4
         else { return .error(.notFound, message: "no such resource: \(request.path)") }
-        if let refusal = authenticate(request, node: node) { return refusal }
+        let actor: AuditActor
+        switch authenticate(request, node: node) {
+        case .failure(let refusal): return refusal.response
+        case .success(let value): actor = value
+        }
         if segments.count == 3 {
             switch request.method {
-            case .post: return create(request, node: node)
+            case .post: return await create(request, node: node, by: actor)
             case .get: return list(request, node: node)
             default: return methodNotAllowed(request.method, allowed: "GET, POST")
             }
@@ -41,8 +56,8 @@ struct RESTAPI: Sendable {
         let code = segments[3]
         switch request.method {
         case .get: return get(code, node: node)
-        case .put: return await update(code, request, node: node)
-        case .delete: return delete(code, node: node)
+        case .put: return await update(code, request, node: node, by: actor)
+        case .delete: return await delete(code, node: node, by: actor)
         default: return methodNotAllowed(request.method, allowed: "GET, PUT, DELETE")
         }
     }
@@ -55,46 +70,38 @@ struct RESTAPI: Sendable {
 
     // MARK: authentication
 
-    /// Nil when the request carries an admin token; else the 401, 403 or 429 to send. Failures back off per source
-    /// address, durably, like device registrations.
-    private func authenticate(_ request: HTTPRequest, node: SupporterNode) -> HTTPResponse? {
+    /// The acting token when the request carries an admin token; else the 401, 403 or 429 to send.
+    ///
+    /// A valid admin token is never refused for failures from its address (SPEC §13): the token is checked first.
+    /// Failures (no, unknown or wrong-scope token) count against the source address under the node's one back-off
+    /// policy type, in memory (they decay; a restart forgets them), and make that address wait once blocked.
+    private func authenticate(_ request: HTTPRequest, node: SupporterNode) -> Result<AuditActor, APIRefusal> {
         let address = request.peerAddress?.host ?? "unknown"
-        let key = "rest:addr:" + address
-        let clock = SupporterNode.wallClock()
-        if let wait = retryAfter(key, now: clock, node: node) {
-            var response = HTTPResponse.error(
-                .tooManyRequests, message: "too many failed authentications from \(address); retry later")
-            response.headers.replaceOrAdd(name: "Retry-After", value: "\(max(1, (wait.wholeMilliseconds + 999) / 1000))")
-            return response
-        }
+        let clock = Duration.milliseconds(Date().unixMilliseconds)
         let header = request.headers["Authorization"] ?? ""
         let parts = header.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer", !parts[1].isEmpty else {
-            return unauthorized("missing bearer token: send 'Authorization: Bearer <admin token>'")
+        let token = parts.count == 2 && parts[0].lowercased() == "bearer" ? String(parts[1]) : ""
+        let scope = token.isEmpty ? nil : node.scope(ofToken: token)
+        if scope == .admin {
+            let id = APITokenStore.id(ofDigest: APITokenStore.digest(of: token))
+            return .success(AuditActor(kind: "rest", tokenID: id, address: address))
         }
-        switch node.scope(ofToken: String(parts[1])) {
-        case .admin:
-            return nil
-        case .device:
-            return .error(.forbidden, message: "this is a device token; the REST API needs an admin token")
-        case nil:
-            node.state.withLock { $0.backoff.recordFailure(key, now: clock) }
-            node.persistBackoff(keys: [key])
-            node.logger.log(.warning, "REST API: unknown bearer token from \(address)")
-            return unauthorized("unknown bearer token")
+        if let wait = limiter.retryAfter(address, now: clock) {
+            var response = HTTPResponse.error(
+                .tooManyRequests, message: "too many failed authentications from \(address); retry later")
+            response.headers.replaceOrAdd(name: "Retry-After", value: "\(max(1, (wait.components.seconds) + 1))")
+            return .failure(APIRefusal(response))
         }
-    }
-
-    /// How long `key` must still wait under the REST API's own policy: the node's back-off counts the failures (and
-    /// stores them), but the REST API blocks only after ``RESTAPIConfiguration/freeAuthenticationFailures`` of them,
-    /// for the back-off's base delay, doubling with each further failure up to its maximum.
-    private func retryAfter(_ key: String, now: Duration, node: SupporterNode) -> Duration? {
-        let free = max(1, node.configuration.restAPI?.freeAuthenticationFailures ?? 5)
-        let policy = node.configuration.backoff
-        guard let entry = node.state.withLock({ $0.backoff.state(of: key) }), entry.failures >= free else { return nil }
-        let exponent = min(entry.failures - free, 30)
-        let blockedUntil = entry.lastFailure + min(policy.base * (1 << exponent), policy.maximum)
-        return blockedUntil > now ? blockedUntil - now : nil
+        limiter.recordFailure(address, now: clock)
+        guard !token.isEmpty else {
+            return .failure(APIRefusal(unauthorized("missing bearer token: send 'Authorization: Bearer <admin token>'")))
+        }
+        if scope == .device {
+            return .failure(
+                APIRefusal(.error(.forbidden, message: "this is a device token; the REST API needs an admin token")))
+        }
+        node.logger.log(.warning, "REST API: unknown bearer token from \(address)")
+        return .failure(APIRefusal(unauthorized("unknown bearer token")))
     }
 
     private func unauthorized(_ message: String) -> HTTPResponse {
@@ -105,7 +112,7 @@ struct RESTAPI: Sendable {
 
     // MARK: operations
 
-    private func create(_ request: HTTPRequest, node: SupporterNode) -> HTTPResponse {
+    private func create(_ request: HTTPRequest, node: SupporterNode, by actor: AuditActor) async -> HTTPResponse {
         let body: [String: Any]
         switch SessionJSON.object(request.body) {
         case .failure(let refusal): return refusal.response
@@ -117,8 +124,9 @@ struct RESTAPI: Sendable {
         case .success(let value): input = value
         }
         do {
-            let info = try node.createCode(
-                type: input.type, details: input.details, lifetime: input.lifetime, validUntil: input.validUntil)
+            let info = try await node.createCode(
+                type: input.type, details: input.details, lifetime: input.lifetime, validUntil: input.validUntil,
+                by: actor)
             var response = HTTPResponse.json(.created, SessionJSON.session(info))
             response.headers.replaceOrAdd(name: "Location", value: "/api/v1/sessions/\(info.record.code)")
             return response
@@ -152,7 +160,9 @@ struct RESTAPI: Sendable {
         return .json(.ok, SessionJSON.session(info))
     }
 
-    private func update(_ code: String, _ request: HTTPRequest, node: SupporterNode) async -> HTTPResponse {
+    private func update(_ code: String, _ request: HTTPRequest, node: SupporterNode, by actor: AuditActor) async
+        -> HTTPResponse
+    {
         guard let current = node.code(code) else { return .error(.notFound, message: "no session code \(code)") }
         let body: [String: Any]
         switch SessionJSON.object(request.body) {
@@ -169,9 +179,9 @@ struct RESTAPI: Sendable {
         }
         do {
             if change.hasMetadata {
-                try node.updateCode(code) { record in change.apply(to: &record) }
+                try await node.updateCode(code, by: actor) { record in change.apply(to: &record) }
             }
-            if change.close, !current.record.isClosed { try await node.closeCode(code) }
+            if change.close, !current.record.isClosed { try await node.closeCode(code, by: actor) }
         } catch {
             return SessionJSON.response(for: error)
         }
@@ -179,12 +189,23 @@ struct RESTAPI: Sendable {
         return .json(.ok, SessionJSON.session(info))
     }
 
-    private func delete(_ code: String, node: SupporterNode) -> HTTPResponse {
+    private func delete(_ code: String, node: SupporterNode, by actor: AuditActor) async -> HTTPResponse {
         do {
-            try node.deleteCode(code)
+            try await node.deleteCode(code, by: actor)
             return HTTPResponse(status: .noContent)
         } catch {
             return SessionJSON.response(for: error)
         }
     }
+}
+
+/// A ``BackoffTable`` shared by the REST API's handlers.
+final class BackoffLimiter: Sendable {
+    private let table: Mutex<BackoffTable>
+
+    init(_ table: BackoffTable) { self.table = Mutex(table) }
+
+    func retryAfter(_ key: String, now: Duration) -> Duration? { table.withLock { $0.retryAfter(key, now: now) } }
+
+    func recordFailure(_ key: String, now: Duration) { table.withLock { _ = $0.recordFailure(key, now: now) } }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import SupportRegistry
 import SupportSession
 
 /// What a new session code holds besides its type.
@@ -21,36 +22,46 @@ public struct SessionCodeDetails: Sendable, Hashable {
 }
 
 extension SupporterNode {
-    /// Creates a code of `type`, valid for `lifetime` (default from the configuration) or until `validUntil`, stored
-    /// and audited before it returns.
+    /// Creates a code of `type`, valid for `lifetime` (default from the configuration); returns once it is stored
+    /// and audited.
     @discardableResult
     public func createCode(
-        type: SessionCodeType = .remoteSupport, description: String? = nil, lifetime: Duration? = nil
-    ) throws(SupporterNodeError) -> SessionCodeInfo {
-        try createCode(type: type, details: SessionCodeDetails(description: description), lifetime: lifetime)
+        type: SessionCodeType = .remoteSupport, description: String? = nil, lifetime: Duration? = nil,
+        by actor: AuditActor = .local
+    ) async throws(SupporterNodeError) -> SessionCodeInfo {
+        try await createCode(type: type, details: SessionCodeDetails(description: description), lifetime: lifetime, by: actor)
     }
 
-    /// Creates a code with all its details.
+    /// Creates a code with all its details; returns once it is stored and audited.
     @discardableResult
     public func createCode(
-        type: SessionCodeType, details: SessionCodeDetails, lifetime: Duration? = nil, validUntil: Date? = nil
-    ) throws(SupporterNodeError) -> SessionCodeInfo {
+        type: SessionCodeType, details: SessionCodeDetails, lifetime: Duration? = nil, validUntil: Date? = nil,
+        by actor: AuditActor = .local
+    ) async throws(SupporterNodeError) -> SessionCodeInfo {
         let now = Date()
-        let seconds = Double((lifetime ?? configuration.defaultCodeLifetime).components.seconds)
-            + Double((lifetime ?? configuration.defaultCodeLifetime).components.attoseconds) / 1e18
-        let record = try state.withLock { state throws(SupporterNodeError) -> SessionCodeRecord in
+        let life = lifetime ?? configuration.defaultCodeLifetime
+        let seconds = Double(life.components.seconds) + Double(life.components.attoseconds) / 1e18
+        let (record, intents) = try state.withLock { state throws(SupporterNodeError) in
             var code = SessionCodeFormat.generate()
-            while state.codes[code] != nil { code = SessionCodeFormat.generate() }
+            while state.registry.contains(code) { code = SessionCodeFormat.generate() }
             let record = SessionCodeRecord(
                 code: code, type: type, description: details.description, customerName: details.customerName,
                 customerEmail: details.customerEmail, waitingMessage: details.waitingMessage, isClosed: false,
                 createdAt: now, validUntil: validUntil ?? now.addingTimeInterval(seconds), closedAt: nil,
                 assignedSupporter: nil)
-            do throws(StoreError) { try store.insert(record) } catch { throw SupporterNodeError(store: error) }
-            state.codes[code] = CodeEntry(record: record)
-            return record
+            do throws(RegistryError) {
+                return (record, try state.registry.createCode(record, by: actor))
+            } catch {
+                throw SupporterNodeError(registry: error)
+            }
         }
-        audit(.codeCreated, code: record.code, ["type": record.type.name], time: now)
+        do {
+            try await commit(intents)
+        } catch {
+            // Not stored: the code does not exist.
+            state.withLock { _ = try? $0.registry.deleteCode(record.code, by: .node, now: now) }
+            throw error
+        }
         logger.log(.info, "code \(Redact.code(record.code)) created (\(type))")
         return SessionCodeInfo(record: record, state: .open, deviceName: nil)
     }
@@ -58,11 +69,7 @@ extension SupporterNode {
     /// Every code with its live state, oldest first.
     public func codes() -> [SessionCodeInfo] {
         let now = Date()
-        return state.withLock { state in
-            state.codes.values.map { $0.info(now: now) }.sorted {
-                ($0.record.createdAt, $0.record.code) < ($1.record.createdAt, $1.record.code)
-            }
-        }
+        return state.withLock { $0.registry.allInfo(now: now) }
     }
 
     /// One page of codes, oldest first, and the total.
@@ -75,112 +82,66 @@ extension SupporterNode {
     /// One code with its live state.
     public func code(_ code: String) -> SessionCodeInfo? {
         let now = Date()
-        return state.withLock { $0.codes[code]?.info(now: now) }
+        return state.withLock { $0.registry.info(code, now: now) }
     }
 
-    /// Changes a code's stored metadata (not its state: see ``closeCode(_:)``), stored and audited.
+    /// Changes a code's stored metadata (not its state: see ``closeCode(_:by:)``); returns once stored and audited.
     @discardableResult
-    public func updateCode(_ code: String, _ change: @Sendable (inout SessionCodeRecord) -> Void)
-        throws(SupporterNodeError) -> SessionCodeInfo
-    {
+    public func updateCode(
+        _ code: String, by actor: AuditActor = .local, _ change: @Sendable (inout SessionCodeRecord) -> Void
+    ) async throws(SupporterNodeError) -> SessionCodeInfo {
         let now = Date()
-        let info = try state.withLock { state throws(SupporterNodeError) -> SessionCodeInfo in
-            guard var entry = state.codes[code] else { throw SupporterNodeError("no such code", kind: .notFound) }
-            var record = entry.record
-            change(&record)
-            record.code = entry.record.code
-            record.isClosed = entry.record.isClosed
-            record.closedAt = entry.record.closedAt
-            record.createdAt = entry.record.createdAt
-            do throws(StoreError) { try store.update(record) } catch { throw SupporterNodeError(store: error) }
-            if record.validUntil > now { entry.expiryRecorded = false }
-            entry.record = record
-            state.codes[code] = entry
-            return entry.info(now: now)
+        let (info, intents) = try state.withLock { state throws(SupporterNodeError) in
+            do throws(RegistryError) {
+                return try state.registry.updateCode(code, by: actor, now: now, change)
+            } catch {
+                throw SupporterNodeError(registry: error)
+            }
         }
-        audit(.codeUpdated, code: code, [:], time: now)
+        try await commit(intents)
         return info
     }
 
     /// Deletes a code. Refused while a device is on it: close it first. Its audit history stays.
-    public func deleteCode(_ code: String) throws(SupporterNodeError) {
-        try state.withLock { state throws(SupporterNodeError) in
-            guard state.codes[code] != nil else { throw SupporterNodeError("no such code", kind: .notFound) }
-            guard state.connections[code] == nil else {
-                throw SupporterNodeError("a device is on this code; close it first", kind: .conflict)
+    public func deleteCode(_ code: String, by actor: AuditActor = .local) async throws(SupporterNodeError) {
+        let now = Date()
+        let intents = try state.withLock { state throws(SupporterNodeError) in
+            do throws(RegistryError) {
+                return try state.registry.deleteCode(code, by: actor, now: now)
+            } catch {
+                throw SupporterNodeError(registry: error)
             }
-            do throws(StoreError) { _ = try store.delete(code: code) } catch { throw SupporterNodeError(store: error) }
-            state.codes[code] = nil
         }
-        audit(.codeDeleted, code: code)
+        try await commit(intents)
         logger.log(.info, "code \(Redact.code(code)) deleted")
     }
 
     /// Closes a code for good: a device on it is told (SESSION_END `session_code_closed`).
-    public func closeCode(_ code: String) async throws(SupporterNodeError) {
-        try await finishCode(code, reason: .sessionCodeClosed)
+    public func closeCode(_ code: String, by actor: AuditActor = .local) async throws(SupporterNodeError) {
+        try await finishCode(code, closing: true, by: actor)
     }
 
     /// Expires a code now: like closing, with `session_code_expired`.
-    public func expireCode(_ code: String) async throws(SupporterNodeError) {
-        try await finishCode(code, reason: .sessionCodeExpired)
+    public func expireCode(_ code: String, by actor: AuditActor = .local) async throws(SupporterNodeError) {
+        try await finishCode(code, closing: false, by: actor)
     }
 
-    private func finishCode(_ code: String, reason: ReasonCode) async throws(SupporterNodeError) {
+    private func finishCode(_ code: String, closing: Bool, by actor: AuditActor) async throws(SupporterNodeError) {
         let now = Date()
-        let closing = reason == .sessionCodeClosed
-        let connection = try state.withLock { state throws(SupporterNodeError) -> DeviceConnection? in
-            guard var entry = state.codes[code] else { throw SupporterNodeError("no such code", kind: .notFound) }
-            if closing {
-                guard !entry.record.isClosed else { return state.connections[code] }
-                entry.record.isClosed = true
-                entry.record.closedAt = now
-            } else {
-                entry.record.validUntil = min(entry.record.validUntil, now)
+        let (connection, intents) = try state.withLock { state throws(SupporterNodeError) in
+            do throws(RegistryError) {
+                let (holder, intents) = try state.registry.finishCode(code, closing: closing, by: actor, now: now)
+                return (holder.flatMap { state.links[$0] }, intents)
+            } catch {
+                throw SupporterNodeError(registry: error)
             }
-            entry.expiryRecorded = true
-            do throws(StoreError) { try store.update(entry.record) } catch { throw SupporterNodeError(store: error) }
-            state.codes[code] = entry
-            return state.connections[code]
         }
-        audit(closing ? .codeClosed : .codeExpired, code: code, [:], time: now)
+        try await commit(intents)
         logger.log(.info, "code \(Redact.code(code)) \(closing ? "closed" : "expired")")
         guard let connection else { return }
+        let reason: ReasonCode = closing ? .sessionCodeClosed : .sessionCodeExpired
         _ = try? await connection.run { machine throws(SupporterSessionMachine.Refusal) in
             (try machine.end(reason: reason), ())
-        }
-    }
-
-    /// Codes whose validity ran out: devices on them are told (SESSION_END `session_code_expired`), and each expiry
-    /// enters the audit trail once, at the sweep after it happened.
-    func expireDueCodes() async {
-        let now = Date()
-        let (withDevices, idle) = state.withLock { state -> ([String], [(String, Date)]) in
-            var withDevices: [String] = []
-            var idle: [(String, Date)] = []
-            for (code, entry) in state.codes where !entry.expiryRecorded && now >= entry.record.validUntil {
-                if state.connections[code] != nil {
-                    withDevices.append(code)
-                } else {
-                    state.codes[code]?.expiryRecorded = true
-                    idle.append((code, entry.record.validUntil))
-                }
-            }
-            return (withDevices, idle)
-        }
-        for (code, validUntil) in idle {
-            audit(.codeExpired, code: code, ["valid_until": SessionJSON.time(validUntil)], time: now)
-        }
-        for code in withDevices { try? await expireCode(code) }
-    }
-}
-
-extension SessionCodeType {
-    /// The name used in the REST API and the audit trail.
-    public var name: String {
-        switch self {
-        case .remoteSupport: "remote_support"
-        case .assistAR: "assist_ar"
         }
     }
 }

@@ -2,14 +2,18 @@ import Foundation
 import Glibc
 import Synchronization
 import SupportHTTP
+import SupportRegistry
 import SupportSession
 import SupportTransport
 
 /// The supporter node: listens for devices over TLS, keeps the durable registry of session codes, API tokens, bans
-/// and the audit trail, lets supporters request, abort and end sessions, and serves the REST API.
+/// and the audit trail, and lets supporters request, abort and end sessions.
 ///
-/// Thread-safe: every method may be called from any thread or task. Events arrive in order on ``events``; each is in
-/// the audit trail before it is yielded.
+/// Glue only: links ⇄ ``CodeRegistry`` (a pure value, behind one lock held for in-memory work only) ⇄ ``StoreWriter``
+/// (one thread; loops never wait for SQLite). Nothing is acknowledged — to a device, an API caller or ``events`` —
+/// before the audit record of what it acknowledges is durable.
+///
+/// Thread-safe: every method may be called from any thread or task (async ones not from a node's loop).
 public final class SupporterNode: Sendable {
     public let configuration: SupporterNodeConfiguration
     let logger: NodeLogger
@@ -19,22 +23,24 @@ public final class SupporterNode: Sendable {
     private let restServer = Mutex<HTTPServer?>(nil)
     private let sweeper = Mutex<Task<Void, Never>?>(nil)
     let store: SessionStore
-    let state: Mutex<RegistryState>
+    let writer: StoreWriter
+    let state: Mutex<NodeState>
+    let handshakeLog: RateLimitedLog
     private let eventContinuation: AsyncStream<SupporterNodeEvent>.Continuation
-    /// Every event, in the order it happened on each code. At most ``unreadEventLimit`` unread events are kept (the
-    /// oldest are dropped first); ``auditEvents(code:from:to:limit:afterID:)`` has them all.
+    /// Every event, in the order it happened on each code, each after its audit record is durable. At most
+    /// ``unreadEventLimit`` unread events are kept (the oldest are dropped first); the audit trail has them all.
     public let events: AsyncStream<SupporterNodeEvent>
     /// How many unread events ``events`` keeps.
     public static let unreadEventLimit = 65_536
 
-    struct RegistryState: ~Copyable {
-        var codes: [String: CodeEntry] = [:]
-        /// The device connection on each code.
-        var connections: [String: DeviceConnection] = [:]
-        /// Every open device link, registered or not, so shutdown can close them.
-        var links: [ObjectIdentifier: DeviceConnection] = [:]
+    /// In-memory state, under one lock held only for pure, in-memory work.
+    struct NodeState: ~Copyable {
+        var registry: CodeRegistry
+        /// Every open device link, registered or not.
+        var links: [ConnectionID: DeviceConnection] = [:]
         var tokens = APITokenStore()
-        var backoff: RegistrationBackoff
+        var nextConnection: UInt64 = 1
+        var shuttingDown = false
     }
 
     /// Opens the store (creating or migrating it) and loads codes, token digests and bans; checks the TLS
@@ -42,6 +48,7 @@ public final class SupporterNode: Sendable {
     public init(configuration: SupporterNodeConfiguration) throws(SupporterNodeError) {
         self.configuration = configuration
         self.logger = configuration.logger
+        self.handshakeLog = RateLimitedLog(logger: configuration.logger, interval: .seconds(10))
         do {
             self.context = try TLSContext(configuration.tls)
             self.group = try EventLoopGroup(loopCount: configuration.loopCount)
@@ -50,33 +57,23 @@ public final class SupporterNode: Sendable {
         }
         do {
             store = try SessionStore(path: configuration.storePath, durability: configuration.durability)
-            var registry = RegistryState(backoff: configuration.backoff)
+            var registry = CodeRegistry(policy: configuration.registryPolicy)
             let now = Date()
-            for record in try store.allRecords() {
-                var entry = CodeEntry(record: record)
-                entry.expiryRecorded = record.isClosed || now >= record.validUntil
-                registry.codes[record.code] = entry
-            }
+            for record in try store.allRecords() { registry.load(record, now: now) }
+            for row in try store.loadBackoff() { registry.load(row) }
+            var tokens = APITokenStore()
             for scope in APITokenScope.allCases {
-                for digest in try store.tokenDigests(scope: scope) { registry.tokens.add(digest: digest, scope: scope) }
+                for digest in try store.tokenDigests(scope: scope) { tokens.add(digest: digest, scope: scope) }
             }
-            for row in try store.loadBackoff() {
-                registry.backoff.restore(
-                    key: row.key, failures: row.failures, blockedUntil: row.blockedUntil.map(Self.wallClock),
-                    lastFailure: Self.wallClock(row.lastFailure))
-            }
-            self.state = Mutex(registry)
+            self.state = Mutex(NodeState(registry: registry, tokens: tokens))
         } catch {
             group.shutdown()
             throw SupporterNodeError(store: error)
         }
-        // Bounded: a node whose owner never reads `events` must not grow without end. The audit trail is the
-        // complete, durable record; the stream keeps the newest unread events.
+        writer = StoreWriter(store: store, logger: configuration.logger, capacity: configuration.storeQueueCapacity)
+        // Bounded: a node whose owner never reads `events` must not grow without end.
         (events, eventContinuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(Self.unreadEventLimit))
     }
-
-    /// Wall-clock time as the back-off's clock (time since 1970).
-    static func wallClock(_ date: Date = Date()) -> Duration { .milliseconds(date.unixMilliseconds) }
 
     /// Binds the device address (and the REST API's) and starts serving.
     public func start() throws(SupporterNodeError) {
@@ -87,11 +84,7 @@ public final class SupporterNode: Sendable {
                 host: configuration.host, port: configuration.port, context: context, settings: settings, group: group
             ) { [weak self] link in
                 guard let self else { return false }
-                let connection = DeviceConnection(
-                    link: link, node: self, requestTimeout: self.configuration.requestTimeout)
-                link.delegate = connection
-                self.state.withLock { $0.links[ObjectIdentifier(connection)] = connection }
-                return true
+                return self.admit(link)
             }
             listener.withLock { $0 = created }
             logger.log(.info, "supporter node listening for devices on \(created.localAddress)")
@@ -103,15 +96,35 @@ public final class SupporterNode: Sendable {
         } catch {
             throw SupporterNodeError(transport: error)
         }
-        // Codes reach their end of validity while devices sit on them: tell those devices once a second.
+        // The registry's clock: codes expire under waiting devices, refusal windows close, back-off decays.
         sweeper.withLock {
             $0 = Task { [weak self] in
                 while !Task.isCancelled {
                     try? await Task.sleep(for: .seconds(1))
-                    await self?.expireDueCodes()
+                    await self?.tick()
                 }
             }
         }
+    }
+
+    /// A new TLS connection, on its loop: admitted under the caps on unregistered connections, or closed at once.
+    private func admit(_ link: FramedLink) -> Bool {
+        let address = link.peerAddress?.host ?? "unknown"
+        let admitted = state.withLock { state -> (ConnectionID, DeviceConnection)? in
+            guard !state.shuttingDown else { return nil }
+            let id = ConnectionID(state.nextConnection)
+            state.nextConnection += 1
+            guard case .admit = state.registry.connectionOpened(id, address: address) else { return nil }
+            let connection = DeviceConnection(id: id, link: link, node: self, sourceAddress: address)
+            state.links[id] = connection
+            return (id, connection)
+        }
+        guard let (_, connection) = admitted else {
+            handshakeLog.log(.info, key: "refused", "connection from \(address) refused: too many unregistered connections")
+            return false
+        }
+        link.delegate = connection
+        return true
     }
 
     /// The device port actually listened on (useful with port 0).
@@ -120,8 +133,17 @@ public final class SupporterNode: Sendable {
     /// The REST API's port, when it is served.
     public var restPort: UInt16? { restServer.withLock { $0?.localAddress.port } }
 
-    /// Stops listening, ends every session with `going_away`, closes every link and the store's connection, and stops
-    /// the loops. Call it from outside the node's loops.
+    /// What the store writer did so far (for benchmarks and diagnostics).
+    public var storeStatistics: (applied: Int, failed: Int, transactions: Int, largestBatch: Int, queued: Int) {
+        let statistics = writer.statistics
+        return (
+            statistics.jobsApplied, statistics.jobsFailed, statistics.transactions, statistics.largestBatch,
+            writer.queued
+        )
+    }
+
+    /// Stops listening, ends every session with `going_away` (SESSION_END, then GOAWAY), writes what is queued, and
+    /// stops the loops. Call it from outside the node's loops.
     public func shutdown() {
         sweeper.withLock {
             $0?.cancel()
@@ -136,18 +158,18 @@ public final class SupporterNode: Sendable {
             $0 = nil
         }
         let links = state.withLock { state in
-            let all = Array(state.links.values)
-            state.links.removeAll()
-            return all
+            state.shuttingDown = true
+            return Array(state.links.values)
         }
-        for connection in links { connection.link.close(reason: .goingAway, text: "the supporter node shuts down") }
-        // Let the GOAWAYs and close_notify leave before the loops stop.
-        let deadline = Deadline.now() + .milliseconds(500)
+        for connection in links { connection.shutDown() }
+        // Let the audit records, SESSION_ENDs, GOAWAYs and close_notify leave before the loops stop.
+        let deadline = Deadline.now() + .milliseconds(1000)
         while Deadline.now() < deadline, links.contains(where: { !$0.link.isTransportClosed }) {
             var pause = timespec(tv_sec: 0, tv_nsec: 10_000_000)
             nanosleep(&pause, nil)
         }
         group.shutdown()
+        writer.stop()
         eventContinuation.finish()
     }
 
@@ -160,12 +182,18 @@ public final class SupporterNode: Sendable {
         return token
     }
 
-    /// Accepts an API token made elsewhere (configuration).
+    /// Accepts an API token made elsewhere (configuration). Writes to the store directly: not on a node's loop.
     public func addAPIToken(_ token: String, scope: APITokenScope = .device, label: String? = nil)
         throws(SupporterNodeError)
     {
         let digest = APITokenStore.digest(of: token)
-        do throws(StoreError) { try store.addTokenDigest(digest, scope: scope, label: label, createdAt: Date()) } catch {
+        do throws(StoreError) {
+            try store.addTokenDigest(digest, scope: scope, label: label, createdAt: Date())
+            try store.append(
+                AuditEvent(
+                    time: Date(), kind: .tokenIssued,
+                    details: ["token": APITokenStore.id(ofDigest: digest), "scope": scope.rawValue]))
+        } catch {
             throw SupporterNodeError(store: error)
         }
         state.withLock { $0.tokens.add(digest: digest, scope: scope) }
@@ -176,13 +204,6 @@ public final class SupporterNode: Sendable {
 
     // MARK: events and audit
 
-    /// Appends to the audit trail; a failure is logged, never thrown into the protocol path.
-    func audit(_ kind: AuditEvent.Kind, code: String?, _ details: [String: String] = [:], time: Date = Date()) {
-        do throws(StoreError) { _ = try store.append(AuditEvent(time: time, code: code, kind: kind, details: details)) } catch {
-            logger.log(.error, "audit trail: cannot append \(kind): \(error)")
-        }
-    }
-
     /// The audit trail, oldest first, filtered by code and time (`from` included, `to` excluded).
     public func auditEvents(
         code: String? = nil, from: Date? = nil, to: Date? = nil, limit: Int = 1000, afterID: Int64? = nil
@@ -192,9 +213,42 @@ public final class SupporterNode: Sendable {
         }
     }
 
-    /// Records `event` in the audit trail, then yields it.
-    func report(_ event: SupporterNodeEvent, sourceAddress: String) {
-        recordAudit(of: event, sourceAddress: sourceAddress)
-        eventContinuation.yield(event)
+    /// Writes `intents` and waits for the commit; the caller acknowledges only after this returns.
+    func commit(_ intents: [StoreIntent]) async throws(SupporterNodeError) {
+        guard !intents.isEmpty else { return }
+        do throws(StoreError) { try await writer.write(intents) } catch {
+            throw SupporterNodeError(store: error)
+        }
+    }
+
+    /// Yields an event to ``events``. Called only after the event's audit record is durable.
+    func yield(_ event: SupporterNodeEvent) { eventContinuation.yield(event) }
+
+    /// Once a second: expiries, refusal-audit windows, back-off decay.
+    func tick() async {
+        let now = Date()
+        let (expiring, intents) = state.withLock { $0.registry.tick(now: now) }
+        if !intents.isEmpty { _ = writer.submit(intents) { _ in } }
+        for code in expiring { try? await expireCode(code, by: .node) }
+    }
+
+    /// The connection closed: forget it.
+    func connectionClosed(_ connection: DeviceConnection) {
+        state.withLock { state in
+            state.registry.connectionClosed(connection.id)
+            state.links[connection.id] = nil
+        }
+    }
+}
+
+extension AuditEvent.Kind {
+    public static let tokenIssued = AuditEvent.Kind(rawValue: "token_issued")
+    public static let tokenRevoked = AuditEvent.Kind(rawValue: "token_revoked")
+}
+
+extension APITokenStore {
+    /// The public id of a token: the first 12 hex digits of its digest (names it in audit and lists, reveals nothing).
+    static func id(ofDigest digest: [UInt8]) -> String {
+        digest.prefix(6).map { String($0, radix: 16, uppercase: false).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
     }
 }

@@ -1,3 +1,4 @@
+import SupportRegistry
 import SupportSession
 import SupportTransport
 
@@ -19,8 +20,12 @@ public struct SupporterNodeConfiguration: Sendable {
     public var defaultCodeLifetime: Duration = .seconds(24 * 3600)
     /// Event loops (threads) for connections.
     public var loopCount: Int = 2
-    /// Registration back-off policy.
-    public var backoff = RegistrationBackoff()
+    /// Back-off, refusal and connection limits (SPEC §13).
+    public var registryPolicy = CodeRegistry.Policy()
+    /// How long an accepted connection may stay without registering on a code (SPEC §13).
+    public var registrationDeadline: Duration = .seconds(10)
+    /// Most store jobs waiting for the writer; beyond it new events are refused (SPEC §13).
+    public var storeQueueCapacity = 65_536
     public var logger: NodeLogger = .disabled
     /// The SQLite file that keeps codes, the audit trail, token digests and bans; `:memory:` keeps nothing.
     public var storePath: String = ":memory:"

@@ -39,6 +39,16 @@ public struct SupporterNodeError: Error, Sendable, Hashable, CustomStringConvert
         transportError = error
     }
 
+    init(registry error: RegistryError) {
+        switch error.kind {
+        case .notFound: kind = .notFound
+        case .conflict: kind = .conflict
+        default: kind = .invalid
+        }
+        description = error.message
+        transportError = nil
+    }
+
     init(store error: StoreError) {
         kind = .store
         description = "the node's store: \(error)"

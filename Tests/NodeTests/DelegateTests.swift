@@ -46,7 +46,7 @@ extension NodeIntegration {
             configuration.delegateQueue = queue
             let node = try harness.device(configuration)
             let recorder = Recorder(queue: queue)
-            let code = try harness.supporter.createCode().code
+            let code = try await harness.supporter.createCode().code
             let session = try node.connect(toSessionCode: code, delegate: recorder)
             let streamed = EventLog<DeviceSessionEvent>()
             let collector = Task { for await event in session.events { streamed.append(event) } }

@@ -8,7 +8,7 @@ extension NodeIntegration {
         @Test func missingFeatureIsASessionErrorAndTheSessionGoesOn() async throws {
             let harness = try NodeHarness()
             defer { harness.shutdown() }
-            let code = try harness.supporter.createCode().code
+            let code = try await harness.supporter.createCode().code
             let device = try JoinedDevice(
                 node: try harness.device(harness.deviceConfiguration(capabilities: [Feature(.screenShare)])), code: code)
             #expect(await device.online())
@@ -31,7 +31,7 @@ extension NodeIntegration {
         @Test func featureVersionMismatchIsReported() async throws {
             let harness = try NodeHarness()
             defer { harness.shutdown() }
-            let code = try harness.supporter.createCode().code
+            let code = try await harness.supporter.createCode().code
             let device = try JoinedDevice(node: try harness.device(), code: code)
             #expect(await device.online())
             _ = try await harness.supporter.requestConnection(
@@ -58,7 +58,7 @@ extension NodeIntegration {
             }
             let node = try harness.device(harness.deviceConfiguration(callObserver: observer))
             node.setCallUUID(ours)
-            let code = try harness.supporter.createCode().code
+            let code = try await harness.supporter.createCode().code
             let device = try JoinedDevice(node: node, code: code)
             #expect(await device.online())
             let id = try await harness.supporter.requestConnection(
@@ -85,7 +85,7 @@ extension NodeIntegration {
         @Test func noVoIPWhenTheSupporterDoesNotAskForIt() async throws {
             let harness = try NodeHarness()
             defer { harness.shutdown() }
-            let code = try harness.supporter.createCode().code
+            let code = try await harness.supporter.createCode().code
             let device = try JoinedDevice(node: try harness.device(), code: code)
             #expect(await device.online())
             let id = try await harness.supporter.requestConnection(code: code, supporterName: "Jo", type: .screenShare)

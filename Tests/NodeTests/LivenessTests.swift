@@ -13,7 +13,7 @@ extension NodeIntegration {
             defer { harness.shutdown() }
             let proxy = try FreezableProxy(targetPort: harness.port)
             defer { proxy.stop() }
-            let code = try harness.supporter.createCode().code
+            let code = try await harness.supporter.createCode().code
             let device = try JoinedDevice(
                 node: try harness.device(harness.deviceConfiguration(keepalive: .milliseconds(500), port: proxy.port)),
                 code: code)
@@ -42,7 +42,7 @@ extension NodeIntegration {
         @Test func droppingTheLastReferenceToASessionLeavesTheCode() async throws {
             let harness = try NodeHarness()
             defer { harness.shutdown() }
-            let code = try harness.supporter.createCode().code
+            let code = try await harness.supporter.createCode().code
             let node = try harness.device()
             weak var weakSession: DeviceSession?
             do {
@@ -60,7 +60,7 @@ extension NodeIntegration {
         @Test func anEndedSessionIsNotKeptByTheSDK() async throws {
             let harness = try NodeHarness()
             defer { harness.shutdown() }
-            let code = try harness.supporter.createCode().code
+            let code = try await harness.supporter.createCode().code
             let node = try harness.device()
             weak var weakSession: DeviceSession?
             do {

@@ -53,7 +53,7 @@ final class NodeHarness: Sendable {
 
     init(
         keepalive: Duration = .seconds(15), requestTimeout: Duration = .seconds(90),
-        backoff: RegistrationBackoff = RegistrationBackoff()
+        policy: CodeRegistry.Policy = CodeRegistry.Policy()
     ) throws {
         certificates = try TestCertificates.make()
         var configuration = SupporterNodeConfiguration(
@@ -63,7 +63,7 @@ final class NodeHarness: Sendable {
         configuration.port = 0
         configuration.keepaliveInterval = keepalive
         configuration.requestTimeout = requestTimeout
-        configuration.backoff = backoff
+        configuration.registryPolicy = policy
         configuration.logger = NodeHarness.logger(prefix: "supporter")
         supporter = try SupporterNode(configuration: configuration)
         try supporter.start()

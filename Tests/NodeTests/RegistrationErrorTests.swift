@@ -24,7 +24,7 @@ extension NodeIntegration {
         @Test func wrongTokenIsAnInvalidTokenError() async throws {
             let harness = try NodeHarness()
             defer { harness.shutdown() }
-            let code = try harness.supporter.createCode().code
+            let code = try await harness.supporter.createCode().code
             let device = try JoinedDevice(node: try harness.device(harness.deviceConfiguration(token: "rsk_wrong")), code: code)
             #expect(await failure(device)?.reason == .invalidAPIToken)
         }
@@ -32,7 +32,7 @@ extension NodeIntegration {
         @Test func expiredCodeIsAnExpiredError() async throws {
             let harness = try NodeHarness()
             defer { harness.shutdown() }
-            let code = try harness.supporter.createCode(lifetime: .zero).code
+            let code = try await harness.supporter.createCode(lifetime: .zero).code
             let device = try JoinedDevice(node: try harness.device(), code: code)
             #expect(await failure(device)?.reason == .sessionCodeExpired)
             #expect(harness.supporter.code(code)?.state == .expired)
@@ -41,7 +41,7 @@ extension NodeIntegration {
         @Test func codeExpiringUnderAWaitingDeviceEndsItsSession() async throws {
             let harness = try NodeHarness()
             defer { harness.shutdown() }
-            let code = try harness.supporter.createCode(lifetime: .milliseconds(700)).code
+            let code = try await harness.supporter.createCode(lifetime: .milliseconds(700)).code
             let device = try JoinedDevice(node: try harness.device(), code: code)
             #expect(await device.online())
             #expect(await failure(device)?.reason == .sessionCodeExpired)
@@ -51,7 +51,7 @@ extension NodeIntegration {
         @Test func aCodeThatExpiresUnusedEntersTheAuditTrailOnce() async throws {
             let harness = try NodeHarness()
             defer { harness.shutdown() }
-            let code = try harness.supporter.createCode(lifetime: .milliseconds(500)).code
+            let code = try await harness.supporter.createCode(lifetime: .milliseconds(500)).code
             let clock = ContinuousClock()
             let deadline = clock.now + .seconds(10)
             var expiries: [AuditEvent] = []
@@ -68,7 +68,7 @@ extension NodeIntegration {
         @Test func closedCodeIsAClosedError() async throws {
             let harness = try NodeHarness()
             defer { harness.shutdown() }
-            let code = try harness.supporter.createCode().code
+            let code = try await harness.supporter.createCode().code
             try await harness.supporter.closeCode(code)
             let device = try JoinedDevice(node: try harness.device(), code: code)
             #expect(await failure(device)?.reason == .sessionCodeClosed)
@@ -77,7 +77,7 @@ extension NodeIntegration {
         @Test func closingAJoinedCodeEndsTheDevicesSession() async throws {
             let harness = try NodeHarness()
             defer { harness.shutdown() }
-            let code = try harness.supporter.createCode().code
+            let code = try await harness.supporter.createCode().code
             let device = try JoinedDevice(node: try harness.device(), code: code)
             #expect(await device.online())
             try await harness.supporter.closeCode(code)
@@ -88,7 +88,7 @@ extension NodeIntegration {
         @Test func codeInUseByAnotherDeviceIsRefused() async throws {
             let harness = try NodeHarness()
             defer { harness.shutdown() }
-            let code = try harness.supporter.createCode().code
+            let code = try await harness.supporter.createCode().code
             let first = try JoinedDevice(node: try harness.device(), code: code)
             #expect(await first.online())
             let second = try JoinedDevice(node: try harness.device(harness.deviceConfiguration(name: "Other")), code: code)
@@ -97,17 +97,17 @@ extension NodeIntegration {
             #expect(harness.supporter.code(code)?.deviceName == "Pixel 8")
         }
 
-        @Test func repeatedFailuresFromOneAddressAreRateLimited() async throws {
-            var backoff = RegistrationBackoff()
-            backoff.freeFailures = 2
-            backoff.base = .seconds(5)
-            let harness = try NodeHarness(backoff: backoff)
+        @Test func repeatedFailuresWithOneTokenAreRateLimited() async throws {
+            var policy = CodeRegistry.Policy()
+            policy.tokenBackoff = BackoffPolicy(
+                freeFailures: 1, base: .seconds(5), maximum: .seconds(60), decayInterval: .seconds(60))
+            let harness = try NodeHarness(policy: policy)
             defer { harness.shutdown() }
             for _ in 0..<2 {
                 let device = try JoinedDevice(node: try harness.device(), code: "111-111-111")
                 #expect(await failure(device)?.reason == .invalidSessionCode)
             }
-            let valid = try harness.supporter.createCode().code
+            let valid = try await harness.supporter.createCode().code
             let blocked = try JoinedDevice(node: try harness.device(), code: valid)
             let refusal = await failure(blocked)
             #expect(refusal?.reason == .rateLimited)

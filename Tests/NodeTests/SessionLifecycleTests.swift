@@ -9,7 +9,7 @@ extension NodeIntegration {
         @Test func deviceComesOnlineAndTheSupporterSeesIt() async throws {
             let harness = try NodeHarness()
             defer { harness.shutdown() }
-            let code = try harness.supporter.createCode(type: .remoteSupport, description: "printer").code
+            let code = try await harness.supporter.createCode(type: .remoteSupport, description: "printer").code
             let device = try JoinedDevice(node: try harness.device(), code: code)
             #expect(await device.online())
             let online = await harness.supporterEvent(on: code) {
@@ -24,7 +24,7 @@ extension NodeIntegration {
         @Test func requestAllowedConnectsBothSidesUntilTheSupporterEnds() async throws {
             let harness = try NodeHarness()
             defer { harness.shutdown() }
-            let code = try harness.supporter.createCode().code
+            let code = try await harness.supporter.createCode().code
             let device = try JoinedDevice(node: try harness.device(), code: code)
             #expect(await device.online())
             let id = try await harness.supporter.requestConnection(code: code, supporterName: "Alice", type: .screenShare)
@@ -46,7 +46,7 @@ extension NodeIntegration {
         @Test func requestRejectedLeavesTheDeviceWaiting() async throws {
             let harness = try NodeHarness()
             defer { harness.shutdown() }
-            let code = try harness.supporter.createCode().code
+            let code = try await harness.supporter.createCode().code
             let device = try JoinedDevice(node: try harness.device(), code: code)
             #expect(await device.online())
             let id = try await harness.supporter.requestConnection(code: code, supporterName: "Bob", type: .assistAR)
@@ -60,7 +60,7 @@ extension NodeIntegration {
         @Test func supporterAbortsBeforeTheAnswerAndALaterAnswerIsIgnored() async throws {
             let harness = try NodeHarness()
             defer { harness.shutdown() }
-            let code = try harness.supporter.createCode().code
+            let code = try await harness.supporter.createCode().code
             let device = try JoinedDevice(node: try harness.device(), code: code)
             #expect(await device.online())
             let id = try await harness.supporter.requestConnection(code: code, supporterName: "Carol", type: .screenShare)
@@ -79,7 +79,7 @@ extension NodeIntegration {
         @Test func unansweredRequestTimesOutAsAReject() async throws {
             let harness = try NodeHarness()
             defer { harness.shutdown() }
-            let code = try harness.supporter.createCode().code
+            let code = try await harness.supporter.createCode().code
             let device = try JoinedDevice(
                 node: try harness.device(harness.deviceConfiguration(promptTimeout: .milliseconds(300))), code: code)
             #expect(await device.online())
@@ -93,7 +93,7 @@ extension NodeIntegration {
         @Test func supporterRequestTimesOutWithAnAbort() async throws {
             let harness = try NodeHarness(requestTimeout: .milliseconds(300))
             defer { harness.shutdown() }
-            let code = try harness.supporter.createCode().code
+            let code = try await harness.supporter.createCode().code
             let device = try JoinedDevice(node: try harness.device(), code: code)
             #expect(await device.online())
             let id = try await harness.supporter.requestConnection(code: code, supporterName: "Eve", type: .screenShare)
@@ -107,7 +107,7 @@ extension NodeIntegration {
         func userLeavesAndTheSupporterIsInformed(in state: LeaveState) async throws {
             let harness = try NodeHarness()
             defer { harness.shutdown() }
-            let code = try harness.supporter.createCode().code
+            let code = try await harness.supporter.createCode().code
             let device = try JoinedDevice(node: try harness.device(), code: code)
             #expect(await device.online())
             if state != .waiting {
@@ -128,8 +128,8 @@ extension NodeIntegration {
         @Test func secondConnectWhileJoinedIsRefused() async throws {
             let harness = try NodeHarness()
             defer { harness.shutdown() }
-            let first = try harness.supporter.createCode().code
-            let second = try harness.supporter.createCode().code
+            let first = try await harness.supporter.createCode().code
+            let second = try await harness.supporter.createCode().code
             let node = try harness.device()
             let device = try JoinedDevice(node: node, code: first)
             #expect(await device.online())

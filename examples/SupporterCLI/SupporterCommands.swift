@@ -57,7 +57,7 @@ struct SupporterCommands: Sendable {
                 let details = SessionCodeDetails(
                     description: request["description"] as? String, customerName: request["customer"] as? String,
                     customerEmail: request["email"] as? String, waitingMessage: request["waiting-message"] as? String)
-                let info = try node.createCode(type: type, details: details)
+                let info = try await node.createCode(type: type, details: details)
                 return ["ok": true, "code": Self.describe(info)]
             case "list":
                 return ["ok": true, "codes": node.codes().map(Self.describe)]

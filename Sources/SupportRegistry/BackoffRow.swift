@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The stored registration back-off of one key (a session code or a source address), so blocks and bans survive a
 /// restart. Times are wall-clock dates: convert to and from the node's monotonic clock when loading and saving.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// One entry of the supporter node's audit log: append-only, kept in ``SessionStore``.
 public struct AuditEvent: Sendable, Hashable {

@@ -1,4 +1,5 @@
-import Foundation
+public import Foundation
+public import SupportSession
 
 /// A session code as the supporter node stores it durably (see ``SessionStore``).
 ///

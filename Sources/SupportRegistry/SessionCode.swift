@@ -1,5 +1,5 @@
-import Foundation
-import SupportSession
+public import Foundation
+public import SupportSession
 
 /// A session code's state as the supporter node lists it: the stored state (open, closed) and validity, refined by
 /// what is happening live.
@@ -29,29 +29,27 @@ public struct SessionCodeInfo: Sendable, Hashable {
     /// Whether a device is on the code now.
     public var online: Bool { [.online, .requestPending, .active].contains(state) }
 
+    public init(record: SessionCodeRecord, state: SessionCodeState, deviceName: String?) {
+        self.record = record
+        self.state = state
+        self.deviceName = deviceName
+    }
+
     public subscript<Value>(dynamicMember keyPath: KeyPath<SessionCodeRecord, Value>) -> Value { record[keyPath: keyPath] }
 }
 
-/// The registry's live entry for one code.
-struct CodeEntry: Sendable {
-    var record: SessionCodeRecord
-    /// open, online, request pending or active; closed and expired come from the record.
-    var live: SessionCodeState = .open
-    var deviceName: String?
-    var deviceAddress: String?
-    /// When the running session started, for its duration in the audit trail.
-    var activeSince: Date?
-    /// Whether the code's expiry is already in the audit trail (or happened before this node started).
-    var expiryRecorded = false
-
-    func info(now: Date) -> SessionCodeInfo {
-        let state: SessionCodeState =
-            record.isClosed ? .closed : (live == .open && now >= record.validUntil) ? .expired : live
-        return SessionCodeInfo(record: record, state: state, deviceName: state.isLive ? deviceName : nil)
-    }
-}
 
 extension SessionCodeState {
     /// A device is on the code.
-    var isLive: Bool { self == .online || self == .requestPending || self == .active }
+    public var isLive: Bool { self == .online || self == .requestPending || self == .active }
+}
+
+extension SessionCodeType {
+    /// The name used in the REST API and the audit trail.
+    public var name: String {
+        switch self {
+        case .remoteSupport: "remote_support"
+        case .assistAR: "assist_ar"
+        }
+    }
 }

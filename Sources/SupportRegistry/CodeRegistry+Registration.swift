@@ -1,0 +1,263 @@
+public import Foundation
+public import SupportSession
+
+/// A REGISTER, as the registry needs it: the token already looked up by the node (a digest check it does itself).
+public struct RegistrationAttempt: Sendable, Hashable {
+    public var connection: ConnectionID
+    public var code: String
+    /// The id of the presented token when it is a valid, unrevoked device token; nil otherwise.
+    public var deviceTokenID: String?
+    /// The name the device gave in HELLO.
+    public var deviceName: String?
+
+    public init(connection: ConnectionID, code: String, deviceTokenID: String?, deviceName: String?) {
+        self.connection = connection
+        self.code = code
+        self.deviceTokenID = deviceTokenID
+        self.deviceName = deviceName
+    }
+}
+
+/// A refused REGISTER: what the device is told, and what the node does with the connection.
+public struct RegistrationRefusal: Sendable, Hashable {
+    public var reason: ReasonCode
+    public var text: String
+    /// For `rate_limited`: how long to wait.
+    public var retryAfter: Duration?
+    /// The connection had too many refusals: after REGISTER_RESULT, close it with GOAWAY `rate_limited`.
+    public var closeConnection: Bool
+    public var intents: [StoreIntent]
+
+    /// The session machine's view of this refusal.
+    public var decision: RegistrationDecision {
+        .refuse(reason, text: text, retryAfterMilliseconds: retryAfter.map(Self.milliseconds))
+    }
+
+    static func milliseconds(_ duration: Duration) -> UInt32 {
+        let (seconds, attoseconds) = duration.components
+        let milliseconds = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+        return UInt32(clamping: max(1, milliseconds))
+    }
+}
+
+/// What the registry decided about a REGISTER.
+public enum RegistrationOutcome: Sendable, Hashable {
+    /// The code is reserved for the connection; answer success once `intents` (the `device_online` record) commit,
+    /// then call ``CodeRegistry/registrationCommitted(_:code:)``.
+    case accepted(codeType: SessionCodeType, waitingMessage: String?, intents: [StoreIntent])
+    case refused(RegistrationRefusal)
+
+    /// The session machine's view.
+    public var decision: RegistrationDecision {
+        switch self {
+        case .accepted(let codeType, let waitingMessage, _): .accept(codeType: codeType, waitingMessage: waitingMessage)
+        case .refused(let refusal): refusal.decision
+        }
+    }
+
+    public var intents: [StoreIntent] {
+        switch self {
+        case .accepted(_, _, let intents): intents
+        case .refused(let refusal): refusal.intents
+        }
+    }
+}
+
+extension CodeRegistry {
+    /// Decides a REGISTER (SPEC §13 order): a valid device token is judged by its own back-off and the code's state,
+    /// never by the address's or the code's failure counts, so nobody can lock a device out by failing on its behalf;
+    /// an invalid token is refused after the address and code back-off, and counts against both.
+    public mutating func register(_ attempt: RegistrationAttempt, now: Date) -> RegistrationOutcome {
+        guard var connection = connections[attempt.connection] else {
+            return .refused(
+                RegistrationRefusal(
+                    reason: .internalError, text: "the connection is not known to the registry", retryAfter: nil,
+                    closeConnection: true, intents: []))
+        }
+        let code = attempt.code
+        let address = connection.address
+        let clock = Self.clock(now)
+        if connection.code != nil {
+            return refuse(attempt, .sessionCodeInUse, "this connection is already registered", now: now)
+        }
+        guard let tokenID = attempt.deviceTokenID else {
+            var wait = addressBackoff.retryAfter(address, now: clock)
+            if wait == nil, codes[code] != nil { wait = codeBackoff.retryAfter(code, now: clock) }
+            if let wait { return refuse(attempt, .rateLimited, "too many failed attempts", retryAfter: wait, now: now) }
+            var intents: [StoreIntent] = []
+            if addressBackoff.recordFailure(address, now: clock) != nil {
+                intents.append(save(.address(address), addressBackoff.entry(address)))
+            }
+            if codes[code] != nil, codeBackoff.recordFailure(code, now: clock) != nil {
+                intents.append(save(.code(code), codeBackoff.entry(code)))
+            }
+            return refuse(attempt, .invalidAPIToken, "unknown API token", now: now, intents: intents)
+        }
+        if let wait = tokenBackoff.retryAfter(tokenID, now: clock) {
+            return refuse(attempt, .rateLimited, "too many failed attempts with this token", retryAfter: wait, now: now)
+        }
+        guard var entry = codes[code] else {
+            return tokenFailure(attempt, tokenID, .invalidSessionCode, "no such session code", now: now)
+        }
+        if entry.record.isClosed {
+            return tokenFailure(attempt, tokenID, .sessionCodeClosed, "the code was closed", now: now)
+        }
+        if now >= entry.record.validUntil {
+            return tokenFailure(attempt, tokenID, .sessionCodeExpired, "the code expired", now: now)
+        }
+        if entry.holder != nil {
+            return refuse(attempt, .sessionCodeInUse, "another device is on this code", now: now)
+        }
+        entry.holder = attempt.connection
+        entry.committed = false
+        entry.live = .online
+        entry.deviceName = attempt.deviceName
+        entry.deviceAddress = address
+        codes[code] = entry
+        connection.code = code
+        connection.refusals = 0
+        connections[attempt.connection] = connection
+        countUnauthenticatedChange(address, -1)
+        var intents: [StoreIntent] = []
+        // A success resets what this token and this address had failed.
+        // Only blocked keys were stored (``save(_:_:)``), so only they have a row to delete.
+        if let stored = tokenBackoff.entry(tokenID), stored.blockedUntil > .zero {
+            intents.append(.deleteBackoff(key: BackoffKey.token(tokenID).stored))
+        }
+        if let stored = addressBackoff.entry(address), stored.blockedUntil > .zero {
+            intents.append(.deleteBackoff(key: BackoffKey.address(address).stored))
+        }
+        tokenBackoff.reset(tokenID)
+        addressBackoff.reset(address)
+        intents.append(
+            .audit(
+                AuditEvent(
+                    time: now, code: code, kind: .deviceOnline,
+                    details: ["source_address": address, "device": attempt.deviceName ?? "", "token": tokenID])))
+        return .accepted(codeType: entry.record.type, waitingMessage: entry.record.waitingMessage, intents: intents)
+    }
+
+    /// The `device_online` record of the registration is durable: the code is online for everyone.
+    /// False when the connection let go of the code meanwhile.
+    @discardableResult
+    public mutating func registrationCommitted(_ connection: ConnectionID, code: String) -> Bool {
+        guard var entry = codes[code], entry.holder == connection else { return false }
+        entry.committed = true
+        codes[code] = entry
+        return true
+    }
+
+    /// The registration could not be recorded: the code is free again, the connection unregistered.
+    public mutating func registrationFailed(_ connection: ConnectionID, code: String) {
+        guard var entry = connections[connection], entry.code == code else { return }
+        entry.code = nil
+        connections[connection] = entry
+        releaseCode(code, from: connection)
+        countUnauthenticatedChange(entry.address, +1)
+    }
+
+    private mutating func tokenFailure(
+        _ attempt: RegistrationAttempt, _ tokenID: String, _ reason: ReasonCode, _ text: String, now: Date
+    ) -> RegistrationOutcome {
+        var intents: [StoreIntent] = []
+        if tokenBackoff.recordFailure(tokenID, now: Self.clock(now)) != nil {
+            intents.append(save(.token(tokenID), tokenBackoff.entry(tokenID)))
+        }
+        return refuse(attempt, reason, text, now: now, intents: intents)
+    }
+
+    private func save(_ key: BackoffKey, _ entry: BackoffTable.Entry?) -> StoreIntent {
+        guard let entry else { return .deleteBackoff(key: key.stored) }
+        return .saveBackoff(
+            BackoffRow(
+                key: key.stored, failures: entry.failures,
+                blockedUntil: entry.blockedUntil > .zero ? Self.date(entry.blockedUntil) : nil,
+                lastFailure: Self.date(entry.lastFailure)))
+    }
+
+    static func date(_ clock: Duration) -> Date {
+        let (seconds, attoseconds) = clock.components
+        return Date(unixMilliseconds: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+    }
+
+    /// Counts the refusal on the connection and audits it under the per-source and global limits.
+    private mutating func refuse(
+        _ attempt: RegistrationAttempt, _ reason: ReasonCode, _ text: String, retryAfter: Duration? = nil, now: Date,
+        intents: [StoreIntent] = []
+    ) -> RegistrationOutcome {
+        var intents = intents
+        var close = false
+        if var connection = connections[attempt.connection] {
+            connection.refusals += 1
+            close = connection.refusals >= policy.refusalsPerConnection
+            connections[attempt.connection] = connection
+            if let row = refusalAudit(attempt, connection.address, reason, text, now: now) { intents.append(row) }
+        }
+        return .refused(
+            RegistrationRefusal(
+                reason: reason, text: text, retryAfter: retryAfter, closeConnection: close, intents: intents))
+    }
+
+    /// One row per source per window; later refusals in the window are counted and flushed by ``tick(now:)``.
+    private mutating func refusalAudit(
+        _ attempt: RegistrationAttempt, _ address: String, _ reason: ReasonCode, _ text: String, now: Date
+    ) -> StoreIntent? {
+        let clock = Self.clock(now)
+        if clock - globalWindow.start >= policy.refusalAuditWindow {
+            globalWindow.start = clock
+            globalWindowRows = 0
+        }
+        if var window = refusalWindows[address], clock - window.start < policy.refusalAuditWindow {
+            window.suppressed += 1
+            refusalWindows[address] = window
+            return nil
+        }
+        guard globalWindowRows < policy.refusalAuditGlobalLimit,
+            refusalWindows[address] != nil || refusalWindows.count < policy.refusalAuditSources
+        else {
+            globalWindow.suppressed += 1
+            return nil
+        }
+        globalWindowRows += 1
+        refusalWindows[address] = RefusalWindow(start: clock, suppressed: 0)
+        return .audit(
+            AuditEvent(
+                time: now, code: attempt.code, kind: .error,
+                details: [
+                    "what": "registration_refused", "reason": "\(reason)", "detail": text, "source_address": address,
+                ]))
+    }
+
+    /// Closes refusal windows that have run out: one aggregate row for each that suppressed refusals.
+    mutating func flushRefusalWindows(now: Date) -> [StoreIntent] {
+        let clock = Self.clock(now)
+        var intents: [StoreIntent] = []
+        for (address, window) in refusalWindows where clock - window.start >= policy.refusalAuditWindow {
+            refusalWindows[address] = nil
+            if window.suppressed > 0 {
+                intents.append(
+                    .audit(
+                        AuditEvent(
+                            time: now, code: nil, kind: .error,
+                            details: [
+                                "what": "registration_refusals_suppressed", "source_address": address,
+                                "count": "\(window.suppressed)", "since": "\(Self.date(window.start).unixMilliseconds)",
+                            ])))
+            }
+        }
+        if clock - globalWindow.start >= policy.refusalAuditWindow, globalWindow.suppressed > 0 {
+            intents.append(
+                .audit(
+                    AuditEvent(
+                        time: now, code: nil, kind: .error,
+                        details: [
+                            "what": "registration_refusals_suppressed", "source_address": "*",
+                            "count": "\(globalWindow.suppressed)",
+                            "since": "\(Self.date(globalWindow.start).unixMilliseconds)",
+                        ])))
+            globalWindow = RefusalWindow(start: clock, suppressed: 0)
+            globalWindowRows = 0
+        }
+        return intents
+    }
+}

@@ -1,0 +1,99 @@
+public import Foundation
+public import SupportSession
+
+extension CodeRegistry {
+    /// A session event of a device connection (from its session machine): the live state follows, and the audit
+    /// records to write before anyone is told are returned. `ended` frees the connection's code.
+    public mutating func sessionEvent(
+        _ event: SupporterSessionEvent, on connection: ConnectionID, now: Date
+    ) -> [StoreIntent] {
+        guard var entry = connections[connection], let code = entry.code else { return [] }
+        let address = entry.address
+        switch event {
+        case .deviceOnline, .registrationRefused:
+            return []  // audited when decided (``register(_:now:)``)
+        case .connected(let id):
+            codes[code]?.activeSince = now
+            codes[code]?.live = .active
+            return [
+                audit(.requestAllowed, code, now, ["request_id": "\(id)"]),
+                audit(.sessionStarted, code, now, ["request_id": "\(id)"]),
+            ]
+        case .rejected(let id, let reason):
+            codes[code]?.live = .online
+            return [
+                audit(
+                    reason == .requestTimedOut ? .requestTimedOut : .requestRejected, code, now,
+                    ["request_id": "\(id)", "reason": "\(reason)", "by": "device"])
+            ]
+        case .requestTimedOut(let id):
+            codes[code]?.live = .online
+            return [audit(.requestTimedOut, code, now, ["request_id": "\(id)", "by": "supporter"])]
+        case .ended(let reason, let text):
+            var intents: [StoreIntent] = []
+            if let since = codes[code]?.activeSince, codes[code]?.holder == connection {
+                let milliseconds = Int((now.timeIntervalSince(since) * 1000).rounded())
+                intents.append(
+                    audit(.sessionEnded, code, now, ["reason": "\(reason)", "duration_ms": "\(milliseconds)"]))
+            }
+            var details = ["reason": "\(reason)", "source_address": address]
+            if let text { details["text"] = String(text.prefix(256)) }
+            intents.append(audit(.deviceOffline, code, now, details))
+            entry.code = nil
+            connections[connection] = entry
+            releaseCode(code, from: connection)
+            countUnauthenticatedChange(address, +1)
+            return intents
+        case .voipState(let voip, _):
+            return [audit(.voipState, code, now, ["state": "\(voip)"])]
+        case .sessionError(let reason, let feature, _):
+            return [
+                audit(
+                    .error, code, now,
+                    ["what": "session_error", "reason": "\(reason)", "feature": feature.map { "\($0)" } ?? ""])
+            ]
+        }
+    }
+
+    /// The device connection's session machine moved to `state` (request pending, active, …).
+    public mutating func machineState(_ state: SupporterSessionMachine.State, on connection: ConnectionID) {
+        guard let code = connections[connection]?.code, codes[code]?.holder == connection else { return }
+        switch state {
+        case .idle: codes[code]?.live = .open
+        case .online: codes[code]?.live = .online
+        case .requestPending: codes[code]?.live = .requestPending
+        case .active: codes[code]?.live = .active
+        }
+    }
+
+    /// A supporter sent connection request `requestID` on `code` as `supporterName`.
+    public mutating func requestSent(
+        code: String, requestID: UInt32, supporterName: String, type: ConnectionType, by actor: AuditActor, now: Date
+    ) -> [StoreIntent] {
+        guard var entry = codes[code] else { return [] }
+        var intents: [StoreIntent] = []
+        if entry.record.assignedSupporter != supporterName {
+            entry.record.assignedSupporter = supporterName
+            codes[code] = entry
+            intents.append(.updateCode(entry.record))
+        }
+        var details = actor.details
+        details["request_id"] = "\(requestID)"
+        details["supporter"] = supporterName
+        details["type"] = type == .screenShare ? "screen_share" : "assist_ar"
+        intents.append(audit(.requestSent, code, now, details))
+        return intents
+    }
+
+    /// A supporter withdrew request `requestID` on `code`.
+    public func requestAborted(code: String, requestID: UInt32, by actor: AuditActor, now: Date) -> [StoreIntent] {
+        var details = actor.details
+        details["request_id"] = "\(requestID)"
+        details["by"] = "supporter"
+        return [audit(.requestAborted, code, now, details)]
+    }
+
+    func audit(_ kind: AuditEvent.Kind, _ code: String?, _ now: Date, _ details: [String: String]) -> StoreIntent {
+        .audit(AuditEvent(time: now, code: code, kind: kind, details: details))
+    }
+}

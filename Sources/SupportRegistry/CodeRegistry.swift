@@ -1,0 +1,225 @@
+public import Foundation
+public import SupportSession
+
+/// One device connection, as the registry knows it: a number the node gives each accepted link.
+public struct ConnectionID: Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt64
+    public init(_ rawValue: UInt64) { self.rawValue = rawValue }
+    public var description: String { "#\(rawValue)" }
+}
+
+/// The supporter node's registry of session codes, device connections and abuse state (SPEC §9, §13): a value, in
+/// the style of the session machines. Events come in (a connection accepted, a REGISTER, a session event, a
+/// supporter's command, the clock ticking); decisions and ``StoreIntent``s go out. No locks, no I/O, no clock inside:
+/// every `now` is an input.
+///
+/// Two-phase registration: an accepted REGISTER reserves its code at once (a second device is refused), but the code
+/// counts as online — for supporters, listings and commands — only after ``registrationCommitted(_:code:)``, which the
+/// node calls when the `device_online` audit record is durable.
+public struct CodeRegistry: Sendable {
+    /// Limits and back-off (SPEC §13).
+    public struct Policy: Sendable, Hashable {
+        /// Invalid-token registrations from one source address.
+        public var addressBackoff = BackoffPolicy(
+            freeFailures: 5, base: .seconds(1), maximum: .seconds(300), decayInterval: .seconds(60))
+        /// Invalid-token registrations naming one existing code. Never applied to a valid device token.
+        public var codeBackoff = BackoffPolicy(
+            freeFailures: 5, base: .seconds(1), maximum: .seconds(300), decayInterval: .seconds(60))
+        /// Refused registrations (unknown, closed or expired codes) made with one valid device token.
+        public var tokenBackoff = BackoffPolicy(
+            freeFailures: 10, base: .seconds(1), maximum: .seconds(300), decayInterval: .seconds(60))
+        /// Refusals on one connection after which it is closed (GOAWAY `rate_limited`).
+        public var refusalsPerConnection = 5
+        /// Connections not (yet) registered on a code, per source address and in all.
+        public var unauthenticatedPerAddress = 64
+        public var unauthenticatedTotal = 4096
+        /// Refused registrations are audited at most once per source address per window; the rest are counted and
+        /// written as one aggregate row when the window closes.
+        public var refusalAuditWindow: Duration = .seconds(60)
+        /// Refusal rows per window over all sources; beyond it refusals are only counted (one aggregate row).
+        public var refusalAuditGlobalLimit = 600
+        /// Source addresses tracked for refusal auditing; beyond it they count toward the global aggregate.
+        public var refusalAuditSources = 10_000
+
+        public init() {}
+    }
+
+    /// What the registry keeps per code.
+    struct CodeEntry: Sendable {
+        var record: SessionCodeRecord
+        var live: SessionCodeState = .open
+        /// The connection holding the code (registering or registered).
+        var holder: ConnectionID?
+        /// Whether the holder's registration is durable (``registrationCommitted(_:code:)``).
+        var committed = false
+        var deviceName: String?
+        var deviceAddress: String?
+        var activeSince: Date?
+        /// Whether the code's expiry is in the audit trail (or happened before this node started).
+        var expiryRecorded = false
+
+        func info(now: Date) -> SessionCodeInfo {
+            let shown: SessionCodeState = committed ? live : .open
+            let state: SessionCodeState =
+                record.isClosed ? .closed : (shown == .open && now >= record.validUntil) ? .expired : shown
+            return SessionCodeInfo(record: record, state: state, deviceName: state.isLive ? deviceName : nil)
+        }
+    }
+
+    struct ConnectionEntry: Sendable {
+        var address: String
+        var code: String?
+        var refusals = 0
+    }
+
+    struct RefusalWindow: Sendable {
+        var start: Duration
+        var suppressed: Int
+    }
+
+    public let policy: Policy
+    var codes: [String: CodeEntry] = [:]
+    var connections: [ConnectionID: ConnectionEntry] = [:]
+    var unauthenticatedByAddress: [String: Int] = [:]
+    var unauthenticatedCount = 0
+    var addressBackoff: BackoffTable
+    var codeBackoff: BackoffTable
+    var tokenBackoff: BackoffTable
+    var refusalWindows: [String: RefusalWindow] = [:]
+    var globalWindow = RefusalWindow(start: .zero, suppressed: 0)
+    var globalWindowRows = 0
+
+    public init(policy: Policy = Policy()) {
+        self.policy = policy
+        addressBackoff = BackoffTable(policy: policy.addressBackoff)
+        codeBackoff = BackoffTable(policy: policy.codeBackoff)
+        tokenBackoff = BackoffTable(policy: policy.tokenBackoff)
+    }
+
+    /// The back-off clock: wall-clock time since 1970, so stored rows keep their meaning across restarts.
+    static func clock(_ date: Date) -> Duration { .milliseconds(date.unixMilliseconds) }
+
+    // MARK: loading
+
+    /// Puts back a stored code (at start). A code that expired or closed before now is not reported again.
+    public mutating func load(_ record: SessionCodeRecord, now: Date) {
+        var entry = CodeEntry(record: record)
+        entry.expiryRecorded = record.isClosed || now >= record.validUntil
+        codes[record.code] = entry
+    }
+
+    /// Puts back a stored back-off row (at start).
+    public mutating func load(_ row: BackoffRow) {
+        let entry = BackoffTable.Entry(
+            failures: row.failures, lastFailure: Self.clock(row.lastFailure),
+            blockedUntil: row.blockedUntil.map(Self.clock) ?? .zero)
+        switch BackoffKey(row.key) {
+        case .address(let key): addressBackoff.restore(key, entry)
+        case .code(let key): codeBackoff.restore(key, entry)
+        case .token(let key): tokenBackoff.restore(key, entry)
+        case nil: break
+        }
+    }
+
+    // MARK: queries
+
+    /// One code with its live state.
+    public func info(_ code: String, now: Date) -> SessionCodeInfo? { codes[code]?.info(now: now) }
+
+    /// Every code with its live state, oldest first.
+    public func allInfo(now: Date) -> [SessionCodeInfo] {
+        codes.values.map { $0.info(now: now) }.sorted {
+            ($0.record.createdAt, $0.record.code) < ($1.record.createdAt, $1.record.code)
+        }
+    }
+
+    /// Whether `code` exists.
+    public func contains(_ code: String) -> Bool { codes[code] != nil }
+
+    /// The connection of the device registered (durably) on `code`.
+    public func holder(of code: String) -> ConnectionID? {
+        guard let entry = codes[code], entry.committed else { return nil }
+        return entry.holder
+    }
+
+    /// Every connection holding a code (for shutdown and diagnostics).
+    public var connectionCount: Int { connections.count }
+    /// Connections not registered on a code.
+    public var unauthenticatedConnections: Int { unauthenticatedCount }
+
+    // MARK: connections
+
+    /// Why a new connection is turned away.
+    public enum Admission: Sendable, Hashable {
+        case admit
+        case refuse(String)
+    }
+
+    /// A TLS connection was accepted from `address`. Refused (closed at once) beyond the caps on connections not
+    /// registered on a code.
+    public mutating func connectionOpened(_ connection: ConnectionID, address: String) -> Admission {
+        if unauthenticatedCount >= policy.unauthenticatedTotal {
+            return .refuse("too many unregistered connections (\(policy.unauthenticatedTotal) in all)")
+        }
+        if unauthenticatedByAddress[address, default: 0] >= policy.unauthenticatedPerAddress {
+            return .refuse("too many unregistered connections from \(address) (\(policy.unauthenticatedPerAddress))")
+        }
+        connections[connection] = ConnectionEntry(address: address)
+        countUnauthenticatedChange(address, +1)
+        return .admit
+    }
+
+    /// The connection closed. A code it still held is released (the session ended through ``sessionEvent``).
+    public mutating func connectionClosed(_ connection: ConnectionID) {
+        guard let entry = connections.removeValue(forKey: connection) else { return }
+        if let code = entry.code {
+            releaseCode(code, from: connection)
+        } else {
+            countUnauthenticatedChange(entry.address, -1)
+        }
+    }
+
+    mutating func countUnauthenticatedChange(_ address: String, _ delta: Int) {
+        unauthenticatedCount += delta
+        let count = unauthenticatedByAddress[address, default: 0] + delta
+        unauthenticatedByAddress[address] = count > 0 ? count : nil
+    }
+
+    mutating func releaseCode(_ code: String, from connection: ConnectionID) {
+        guard var entry = codes[code], entry.holder == connection else { return }
+        entry.holder = nil
+        entry.committed = false
+        entry.live = .open
+        entry.deviceName = nil
+        entry.deviceAddress = nil
+        entry.activeSince = nil
+        codes[code] = entry
+    }
+}
+
+/// The prefixed keys back-off rows are stored under.
+enum BackoffKey {
+    case address(String)
+    case code(String)
+    case token(String)
+
+    init?(_ stored: String) {
+        if stored.hasPrefix("addr:") {
+            self = .address(String(stored.dropFirst(5)))
+        } else if stored.hasPrefix("code:") {
+            self = .code(String(stored.dropFirst(5)))
+        } else if stored.hasPrefix("token:") {
+            self = .token(String(stored.dropFirst(6)))
+        } else {
+            return nil
+        }
+    }
+
+    var stored: String {
+        switch self {
+        case .address(let key): "addr:" + key
+        case .code(let key): "code:" + key
+        case .token(let key): "token:" + key
+        }
+    }
+}

@@ -1,0 +1,182 @@
+import Foundation
+import Synchronization
+import SupportRegistry
+import SupportSession
+
+/// The one thread that writes the supporter node's store: a bounded FIFO of jobs (lists of ``StoreIntent``), applied
+/// in order, several jobs per transaction. Event loops never wait for SQLite: they submit a job and continue; the
+/// job's completion runs on the writer thread after the commit (hop back to a loop from there).
+///
+/// Order: jobs are applied and completed in the order they were submitted. A batch that fails is retried job by job,
+/// so one bad job fails alone. Full queue: ``submit(_:completion:)`` returns false at once and the job is not taken
+/// (the caller refuses the action or stops reading from the connection that caused it); nothing grows without bound.
+final class StoreWriter: Sendable {
+    struct Job: Sendable {
+        var intents: [StoreIntent]
+        /// Nil after the commit; the error when the job could not be applied (nothing of it is stored).
+        var completion: @Sendable (StoreError?) -> Void
+    }
+
+    struct Statistics: Sendable, Hashable {
+        var jobsApplied = 0
+        var jobsFailed = 0
+        var transactions = 0
+        var largestBatch = 0
+        var refusedWhenFull = 0
+    }
+
+    private struct State: ~Copyable {
+        var jobs: [Job] = []
+        var head = 0
+        var stopping = false
+        var statistics = Statistics()
+        var count: Int { jobs.count - head }
+    }
+
+    /// Most jobs waiting at once.
+    let capacity: Int
+    /// Most jobs in one transaction.
+    let maximumBatch: Int
+    private let store: SessionStore
+    private let logger: NodeLogger
+    private let state = Mutex(State())
+    private let wake = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(store: SessionStore, logger: NodeLogger, capacity: Int = 65_536, maximumBatch: Int = 512) {
+        self.store = store
+        self.logger = logger
+        self.capacity = max(1, capacity)
+        self.maximumBatch = max(1, maximumBatch)
+        let thread = Thread { [self] in self.run() }
+        thread.name = "rsup-store-writer"
+        thread.start()
+    }
+
+    /// Queues `intents`; `completion` runs on the writer thread once they are durable (nil) or failed (the error).
+    /// Returns false, without queueing or calling `completion`, when the queue is full or the writer stopped.
+    @discardableResult
+    func submit(_ intents: [StoreIntent], completion: @escaping @Sendable (StoreError?) -> Void) -> Bool {
+        let accepted = state.withLock { state -> Bool in
+            guard !state.stopping else { return false }
+            guard state.count < capacity else {
+                state.statistics.refusedWhenFull += 1
+                return false
+            }
+            state.jobs.append(Job(intents: intents, completion: completion))
+            return true
+        }
+        if accepted { wake.signal() }
+        return accepted
+    }
+
+    /// Applies `intents` and waits for the commit. Not on an event loop.
+    func write(_ intents: [StoreIntent]) async throws(StoreError) {
+        let failure: StoreError?? = await withCheckedContinuation { continuation in
+            let queued = submit(intents) { continuation.resume(returning: .some($0)) }
+            if !queued { continuation.resume(returning: .none) }
+        }
+        switch failure {
+        case .none:
+            throw StoreError(
+                kind: .busy, operation: "queue a write",
+                message: "the node's store writer is full or stopped; try again", path: store.path)
+        case .some(.none): return
+        case .some(.some(let error)): throw error
+        }
+    }
+
+    /// Jobs waiting.
+    var queued: Int { state.withLock { $0.count } }
+
+    var statistics: Statistics { state.withLock { $0.statistics } }
+
+    /// Applies what is queued, then stops the thread. Later submissions are refused.
+    func stop() {
+        let first = state.withLock { state -> Bool in
+            defer { state.stopping = true }
+            return !state.stopping
+        }
+        guard first else { return }
+        wake.signal()
+        finished.wait()
+    }
+
+    private func run() {
+        while true {
+            wake.wait()
+            while true {
+                let (batch, stopping) = state.withLock { state -> ([Job], Bool) in
+                    let end = min(state.jobs.count, state.head + maximumBatch)
+                    let batch = Array(state.jobs[state.head..<end])
+                    state.head = end
+                    if state.head > 4096, state.head * 2 > state.jobs.count {
+                        state.jobs.removeFirst(state.head)
+                        state.head = 0
+                    }
+                    return (batch, state.stopping)
+                }
+                if batch.isEmpty {
+                    if stopping {
+                        finished.signal()
+                        return
+                    }
+                    break
+                }
+                apply(batch)
+            }
+        }
+    }
+
+    private func apply(_ batch: [Job]) {
+        var failures: [StoreError?] = Array(repeating: nil, count: batch.count)
+        do throws(StoreError) {
+            try store.write { transaction throws(StoreError) in
+                for job in batch { try transaction.apply(job.intents) }
+            }
+        } catch {
+            // Find the culprit: each job alone, in order.
+            if batch.count == 1 {
+                failures[0] = error
+            } else {
+                for (index, job) in batch.enumerated() {
+                    do throws(StoreError) {
+                        try store.write { transaction throws(StoreError) in try transaction.apply(job.intents) }
+                    } catch {
+                        failures[index] = error
+                    }
+                }
+            }
+        }
+        var failed = 0
+        for (job, failure) in zip(batch, failures) {
+            if let failure {
+                failed += 1
+                logger.log(
+                    .error,
+                    "store: cannot write \(job.intents.map(\.summary).joined(separator: ", ")): \(failure); "
+                        + "what it records is refused, not acknowledged")
+            }
+            job.completion(failure)
+        }
+        state.withLock { state in
+            state.statistics.jobsApplied += batch.count - failed
+            state.statistics.jobsFailed += failed
+            state.statistics.transactions += 1
+            state.statistics.largestBatch = max(state.statistics.largestBatch, batch.count)
+        }
+    }
+}
+
+extension StoreIntent {
+    /// A short name for logs.
+    var summary: String {
+        switch self {
+        case .insertCode: "new code"
+        case .updateCode: "code change"
+        case .deleteCode: "code deletion"
+        case .audit(let event): "audit \(event.kind)"
+        case .saveBackoff, .deleteBackoff: "back-off"
+        }
+    }
+}

@@ -1,0 +1,295 @@
+import Foundation
+import SupportRegistry
+import SupportSession
+import Testing
+
+/// The registry as a value: every finding of the node-core review reproduced against it.
+@Suite struct CodeRegistryTests {
+    let start = Date(timeIntervalSince1970: 1_800_000_000)
+
+    func registry(_ change: (inout CodeRegistry.Policy) -> Void = { _ in }) -> CodeRegistry {
+        var policy = CodeRegistry.Policy()
+        change(&policy)
+        return CodeRegistry(policy: policy)
+    }
+
+    func record(_ code: String = "123-456-789", lifetime: TimeInterval = 3600) -> SessionCodeRecord {
+        SessionCodeRecord(
+            code: code, waitingMessage: "hold on", createdAt: start, validUntil: start.addingTimeInterval(lifetime))
+    }
+
+    func attempt(_ connection: UInt64, _ code: String = "123-456-789", token: String? = "tok1") -> RegistrationAttempt {
+        RegistrationAttempt(connection: ConnectionID(connection), code: code, deviceTokenID: token, deviceName: "Pixel")
+    }
+
+    func open(_ registry: inout CodeRegistry, _ connection: UInt64, from address: String = "198.51.100.7") {
+        #expect(registry.connectionOpened(ConnectionID(connection), address: address) == .admit)
+    }
+
+    func refusal(_ outcome: RegistrationOutcome) -> RegistrationRefusal? {
+        if case .refused(let refusal) = outcome { return refusal }
+        return nil
+    }
+
+    func audits(_ intents: [StoreIntent]) -> [AuditEvent] {
+        intents.compactMap { if case .audit(let event) = $0 { event } else { nil } }
+    }
+
+    func throwsConflict(_ body: () throws(RegistryError) -> Void) -> Bool {
+        do throws(RegistryError) {
+            try body()
+            return false
+        } catch {
+            return error.kind == .conflict
+        }
+    }
+
+    // MARK: registration
+
+    @Test func aValidRegistrationIsAuditedAndOnlineOnlyAfterItsCommit() throws {
+        var registry = registry()
+        _ = try registry.createCode(record(), by: .local)
+        open(&registry, 1)
+        let outcome = registry.register(attempt(1), now: start)
+        guard case .accepted(let type, let message, let intents) = outcome else {
+            Issue.record("refused: \(outcome)")
+            return
+        }
+        #expect(type == .remoteSupport && message == "hold on")
+        #expect(audits(intents).map(\.kind) == [.deviceOnline])
+        // Reserved, but nobody is told before the commit.
+        #expect(registry.info("123-456-789", now: start)?.state == .open)
+        #expect(registry.holder(of: "123-456-789") == nil)
+        let committed = registry.registrationCommitted(ConnectionID(1), code: "123-456-789")
+        #expect(committed)
+        #expect(registry.info("123-456-789", now: start)?.state == .online)
+        #expect(registry.holder(of: "123-456-789") == ConnectionID(1))
+    }
+
+    @Test func aSecondDeviceIsRefusedWhileTheFirstRegistrationCommits() throws {
+        var registry = registry()
+        _ = try registry.createCode(record(), by: .local)
+        open(&registry, 1)
+        open(&registry, 2)
+        _ = registry.register(attempt(1), now: start)
+        #expect(refusal(registry.register(attempt(2), now: start))?.reason == .sessionCodeInUse)
+    }
+
+    @Test func aFailedCommitFreesTheCode() throws {
+        var registry = registry()
+        _ = try registry.createCode(record(), by: .local)
+        open(&registry, 1)
+        open(&registry, 2)
+        _ = registry.register(attempt(1), now: start)
+        registry.registrationFailed(ConnectionID(1), code: "123-456-789")
+        guard case .accepted = registry.register(attempt(2), now: start) else {
+            Issue.record("the code stayed taken")
+            return
+        }
+    }
+
+    @Test func invalidTokensCannotLockOutTheDeviceWithTheRightToken() throws {
+        var registry = registry()
+        _ = try registry.createCode(record(), by: .local)
+        // Seven REGISTERs with a bad token for the known code, from several addresses.
+        for index in 0..<7 {
+            open(&registry, UInt64(10 + index), from: "203.0.113.\(index % 3)")
+            _ = registry.register(attempt(UInt64(10 + index), token: nil), now: start)
+        }
+        open(&registry, 1, from: "203.0.113.0")
+        guard case .accepted = registry.register(attempt(1), now: start) else {
+            Issue.record("the right device with the right token was refused")
+            return
+        }
+    }
+
+    @Test func invalidTokensAreRateLimitedPerAddress() {
+        var registry = registry()
+        for index in 0..<5 {
+            open(&registry, UInt64(index + 1))
+            #expect(refusal(registry.register(attempt(UInt64(index + 1), token: nil), now: start))?.reason == .invalidAPIToken)
+        }
+        open(&registry, 6)
+        #expect(refusal(registry.register(attempt(6, token: nil), now: start))?.reason == .invalidAPIToken)
+        open(&registry, 7)
+        let limited = refusal(registry.register(attempt(7, token: nil), now: start))
+        #expect(limited?.reason == .rateLimited)
+        #expect(limited?.retryAfter == .seconds(1))
+        // Another address is not affected.
+        open(&registry, 8, from: "192.0.2.1")
+        #expect(refusal(registry.register(attempt(8, token: nil), now: start))?.reason == .invalidAPIToken)
+    }
+
+    @Test func anAddressFailureCountDecaysAndASuccessResetsIt() throws {
+        var registry = registry()
+        _ = try registry.createCode(record(), by: .local)
+        for index in 0..<5 {
+            open(&registry, UInt64(index + 1))
+            _ = registry.register(attempt(UInt64(index + 1), token: nil), now: start)
+        }
+        // One wrong attempt 17 minutes later is not punished.
+        open(&registry, 20)
+        let later = start.addingTimeInterval(17 * 60)
+        #expect(refusal(registry.register(attempt(20, token: nil), now: later))?.reason == .invalidAPIToken)
+        open(&registry, 21)
+        #expect(refusal(registry.register(attempt(21, token: nil), now: later))?.retryAfter == nil)
+
+        // A success from the address resets it.
+        var other = self.registry()
+        _ = try other.createCode(record(), by: .local)
+        for index in 0..<5 {
+            open(&other, UInt64(index + 1))
+            _ = other.register(attempt(UInt64(index + 1), token: nil), now: start)
+        }
+        open(&other, 30)
+        guard case .accepted(_, _, let intents) = other.register(attempt(30), now: start) else {
+            Issue.record("refused")
+            return
+        }
+        #expect(intents.contains(.deleteBackoff(key: "addr:198.51.100.7")) == false)  // never blocked: no row
+        open(&other, 31)
+        #expect(refusal(other.register(attempt(31, token: nil), now: start))?.reason == .invalidAPIToken)
+    }
+
+    @Test func aConnectionIsClosedAfterItsFifthRefusal() {
+        var registry = registry()
+        open(&registry, 1)
+        for round in 1...5 {
+            let refused = refusal(registry.register(attempt(1, "000-000-000"), now: start))
+            #expect(refused?.closeConnection == (round == 5))
+        }
+    }
+
+    @Test func refusalsAreAuditedOncePerSourcePerWindowThenAggregated() {
+        var registry = registry()
+        var rows: [AuditEvent] = []
+        for index in 0..<20_000 {
+            let connection = UInt64(index + 1)
+            open(&registry, connection)
+            rows += audits(registry.register(attempt(connection, token: nil), now: start).intents)
+            registry.connectionClosed(ConnectionID(connection))
+        }
+        #expect(rows.count == 1)
+        let flushed = audits(registry.tick(now: start.addingTimeInterval(61)).intents)
+        #expect(flushed.count == 1)
+        #expect(flushed.first?.details["count"] == "19999")
+        #expect(flushed.first?.details["what"] == "registration_refusals_suppressed")
+    }
+
+    @Test func refusalAuditRowsHaveAGlobalLimitPerWindow() {
+        var registry = registry { $0.refusalAuditGlobalLimit = 10 }
+        var rows = 0
+        for index in 0..<100 {
+            let connection = UInt64(index + 1)
+            open(&registry, connection, from: "10.0.\(index / 256).\(index % 256)")
+            rows += audits(registry.register(attempt(connection, token: nil), now: start).intents).count
+        }
+        #expect(rows == 10)
+        let flushed = audits(registry.tick(now: start.addingTimeInterval(61)).intents)
+        #expect(flushed.contains { $0.details["source_address"] == "*" && $0.details["count"] == "90" })
+    }
+
+    @Test func aValidTokenGuessingCodesIsLimitedByItsOwnBackoff() {
+        var registry = registry {
+            $0.tokenBackoff = BackoffPolicy(freeFailures: 2, base: .seconds(5), maximum: .seconds(60), decayInterval: .seconds(60))
+        }
+        open(&registry, 1)
+        #expect(refusal(registry.register(attempt(1, "000-000-001"), now: start))?.reason == .invalidSessionCode)
+        #expect(refusal(registry.register(attempt(1, "000-000-002"), now: start))?.reason == .invalidSessionCode)
+        #expect(refusal(registry.register(attempt(1, "000-000-003"), now: start))?.reason == .invalidSessionCode)
+        #expect(refusal(registry.register(attempt(1, "000-000-004"), now: start))?.reason == .rateLimited)
+    }
+
+    @Test func closedExpiredAndUnknownCodesAreRefusedWithTheirReasons() throws {
+        var registry = registry()
+        _ = try registry.createCode(record("111-111-111"), by: .local)
+        _ = try registry.createCode(record("222-222-222", lifetime: 1), by: .local)
+        _ = try registry.finishCode("111-111-111", closing: true, by: .local, now: start)
+        open(&registry, 1)
+        #expect(refusal(registry.register(attempt(1, "111-111-111"), now: start))?.reason == .sessionCodeClosed)
+        #expect(
+            refusal(registry.register(attempt(1, "222-222-222"), now: start.addingTimeInterval(2)))?.reason
+                == .sessionCodeExpired)
+        #expect(refusal(registry.register(attempt(1, "333-333-333"), now: start))?.reason == .invalidSessionCode)
+    }
+
+    // MARK: connections
+
+    @Test func unregisteredConnectionsAreCappedPerAddressAndInAll() throws {
+        var registry = registry {
+            $0.unauthenticatedPerAddress = 3
+            $0.unauthenticatedTotal = 5
+        }
+        for index in 1...3 { open(&registry, UInt64(index), from: "a") }
+        #expect(registry.connectionOpened(ConnectionID(4), address: "a") != .admit)
+        open(&registry, 5, from: "b")
+        open(&registry, 6, from: "c")
+        #expect(registry.connectionOpened(ConnectionID(7), address: "d") != .admit)
+        // A registered connection no longer counts.
+        _ = try registry.createCode(record(), by: .local)
+        guard case .accepted = registry.register(attempt(1), now: start) else {
+            Issue.record("refused")
+            return
+        }
+        open(&registry, 8, from: "a")
+        // A closed one frees its place.
+        registry.connectionClosed(ConnectionID(2))
+        open(&registry, 9, from: "a")
+        #expect(registry.unauthenticatedConnections == 5)
+    }
+
+    // MARK: sessions and codes
+
+    @Test func aSessionIsAuditedFromStartToEndAndTheCodeIsFreedAfter() throws {
+        var registry = registry()
+        _ = try registry.createCode(record(), by: .local)
+        open(&registry, 1)
+        _ = registry.register(attempt(1), now: start)
+        registry.registrationCommitted(ConnectionID(1), code: "123-456-789")
+        let sent = registry.requestSent(
+            code: "123-456-789", requestID: 1, supporterName: "Alice", type: .screenShare,
+            by: AuditActor(kind: "rest", tokenID: "abc", address: "192.0.2.9"), now: start)
+        let request = audits(sent).first
+        #expect(request?.kind == .requestSent)
+        #expect(request?.details["actor_token"] == "abc")
+        #expect(registry.info("123-456-789", now: start)?.assignedSupporter == "Alice")
+        let started = registry.sessionEvent(.connected(requestID: 1), on: ConnectionID(1), now: start)
+        #expect(audits(started).map(\.kind) == [.requestAllowed, .sessionStarted])
+        #expect(registry.info("123-456-789", now: start)?.state == .active)
+        let ended = registry.sessionEvent(
+            .ended(reason: .endedBySupporter, text: nil), on: ConnectionID(1), now: start.addingTimeInterval(2))
+        #expect(audits(ended).map(\.kind) == [.sessionEnded, .deviceOffline])
+        #expect(audits(ended).first?.details["duration_ms"] == "2000")
+        #expect(registry.info("123-456-789", now: start)?.state == .open)
+        #expect(registry.holder(of: "123-456-789") == nil)
+    }
+
+    @Test func anIdleCodeExpiresIntoTheTrailOnceAndAHeldOneIsReturned() throws {
+        var registry = registry()
+        _ = try registry.createCode(record("111-111-111", lifetime: 10), by: .local)
+        _ = try registry.createCode(record("222-222-222", lifetime: 10), by: .local)
+        open(&registry, 1)
+        _ = registry.register(attempt(1, "222-222-222"), now: start)
+        let later = start.addingTimeInterval(11)
+        let first = registry.tick(now: later)
+        #expect(first.expiring == ["222-222-222"])
+        #expect(audits(first.intents).map(\.code) == ["111-111-111"])
+        #expect(audits(registry.tick(now: later.addingTimeInterval(1)).intents).isEmpty)
+    }
+
+    @Test func codesAreUniqueAndADeviceBlocksDeletion() throws {
+        var registry = registry()
+        _ = try registry.createCode(record(), by: .local)
+        let duplicate = throwsConflict { () throws(RegistryError) in _ = try registry.createCode(record(), by: .local) }
+        #expect(duplicate)
+        open(&registry, 1)
+        _ = registry.register(attempt(1), now: start)
+        let held = throwsConflict { () throws(RegistryError) in
+            _ = try registry.deleteCode("123-456-789", by: .local, now: start)
+        }
+        #expect(held)
+        registry.connectionClosed(ConnectionID(1))
+        let intents = try registry.deleteCode("123-456-789", by: .local, now: start)
+        #expect(intents.first == .deleteCode("123-456-789"))
+    }
+}
