@@ -124,6 +124,17 @@ final class CLIProcess: Sendable {
         }
     }
 
+    /// Waits for a stdout line that satisfies `matching`; nil after `timeout` or at exit.
+    func waitForLine(timeout: Duration = patience, _ matching: (String) -> Bool) async -> String? {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            if let line = stdoutLines.first(where: matching) { return line }
+            let closed = output.withLock { $0.open == 0 }
+            if closed || ContinuousClock.now > deadline { return nil }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
     func signal(_ number: Int32) { process.signal(number) }
 
     /// Waits for the exit and for both pipes to close; nil if the program still runs after `timeout`.
@@ -235,26 +246,41 @@ final class SupporterServer: Sendable {
     var address: String { "127.0.0.1:\(port)" }
 
     /// Starts the node with `certificate` and waits for its `listening` event; on `folder`'s data folder when given
-    /// (a restart on the data of a node that was stopped with `close(keepingData: true)`, or killed).
-    init(certificate: CertificateFile, extra: [String] = [], reusing folder: TemporaryFolder? = nil) async throws {
+    /// (a restart on the data of a node that was stopped with `close(keepingData: true)`, or killed). Without `json`
+    /// the node prints its events for people, and the port is read from its `listening on HOST:PORT` line.
+    init(
+        certificate: CertificateFile, extra: [String] = [], reusing folder: TemporaryFolder? = nil, json: Bool = true
+    ) async throws {
         let isNew = folder == nil
         let folder = try folder ?? TemporaryFolder()
         self.folder = folder
         let process = try CLIProcess(
             Binaries.supporter,
             [
-                "serve", "--listen", "127.0.0.1:0", "--json", "--non-interactive", "--data", folder.file("data"),
+                "serve", "--listen", "127.0.0.1:0", "--non-interactive", "--data", folder.file("data"),
                 "--cert", certificate.certificatePath, "--key", certificate.keyPath,
-            ] + extra)
+            ] + (json ? ["--json"] : []) + extra)
         self.process = process
-        guard let listening = await process.waitForEvent("listening"), let port = listening["port"] as? Int,
-            port > 0
-        else {
+        let port: Int? =
+            if json {
+                await process.waitForEvent("listening")?["port"] as? Int
+            } else {
+                await process.waitForLine { $0.contains(" listening on ") }.flatMap(Self.port(inListeningLine:))
+            }
+        guard let port, port > 0 else {
             await process.stop()
             if isNew { folder.remove() }
             throw HarnessError("the supporter node never reported 'listening'\n\(process.transcript)")
         }
         self.port = port
+    }
+
+    /// The port in `… listening on 127.0.0.1:PORT (data: …)`.
+    static func port(inListeningLine line: String) -> Int? {
+        guard let address = line.components(separatedBy: " listening on ").last?.split(separator: " ").first,
+            let port = address.split(separator: ":").last
+        else { return nil }
+        return Int(port)
     }
 
     /// Runs one control command (`--json`) and returns its reply.

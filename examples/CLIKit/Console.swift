@@ -1,7 +1,12 @@
 import Foundation
+import SupportSession
 import Synchronization
 
 /// Prints events and results for people or, with `--json`, as one JSON object per line; errors go to stderr.
+///
+/// Text for people may hold strings from the wire or the store: ``event(_:_:_:)`` and ``error(_:)`` escape it with
+/// `TerminalText.escaped` (SPEC §4.2), ``line(escaping:)`` too; ``line(_:)`` writes as it is (JSON, fixed text).
+/// JSON escapes every C0 control by its own rules (`JSONSerialization` writes `\uXXXX`, `\n`, …).
 public final class Console: Sendable {
     public let json: Bool
     private let lock = Mutex<Void>(())
@@ -19,28 +24,31 @@ public final class Console: Sendable {
             parts.tm_hour, parts.tm_min, parts.tm_sec, milliseconds % 1000)
     }
 
-    /// One event: `text` for people, `fields` for machines (a `time` and `event` key are added).
+    /// One event: `text` for people (escaped), `fields` for machines (a `time` and `event` key are added).
     public func event(_ name: String, _ text: String, _ fields: [String: any Sendable] = [:]) {
         if json {
             var object: [String: Any] = ["time": Self.timestamp(), "event": name]
             for (key, value) in fields { object[key] = value }
             line(Self.encode(object))
         } else {
-            line("\(Self.timestamp()) \(text)")
+            line("\(Self.timestamp()) \(TerminalText.escaped(text))")
         }
     }
 
-    /// A plain line on stdout, whole.
+    /// A plain line on stdout, whole, as it is: for JSON and for text that holds nothing from outside.
     public func line(_ text: String) {
         lock.withLock { _ in
             FileHandle.standardOutput.write(Data((text + "\n").utf8))
         }
     }
 
-    /// One line on stderr: what happened and what to do.
+    /// A line for people on stdout that holds strings from outside (names, descriptions, audit details): escaped.
+    public func line(escaping text: String) { line(TerminalText.escaped(text)) }
+
+    /// One line on stderr (escaped): what happened and what to do.
     public func error(_ text: String) {
         lock.withLock { _ in
-            FileHandle.standardError.write(Data(("error: " + text + "\n").utf8))
+            FileHandle.standardError.write(Data(("error: " + TerminalText.escaped(text) + "\n").utf8))
         }
     }
 

@@ -12,6 +12,8 @@ public enum Logging {
         return level
     }
 
+    /// A logger that writes `TIME LEVEL COMPONENT: MESSAGE` lines to stderr; `NodeLogger` hands each message over
+    /// already escaped (SPEC §4.2), so one event stays one line.
     public static func logger(level: LogLevel, component: String) -> NodeLogger {
         NodeLogger(minimumLevel: level) { level, message in
             FileHandle.standardError.write(Data("\(Console.timestamp()) \(level) \(component): \(message)\n".utf8))

@@ -5,13 +5,17 @@ import Foundation
 import SupportTransport
 
 let usage = """
-    usage: rsup-device connect HOST[:PORT] --code CODE --token TOKEN (--ca FILE | --pin PIN) [options]
+    usage: rsup-device connect HOST[:PORT] --code CODE (--token-file FILE | --token TOKEN) (--ca FILE | --pin PIN)
+                               [options]
 
     Joins a session code on a RemoteSupport supporter node as a device, shows what happens, and asks you to allow or
     reject connection requests. Ctrl-C (or typing 'leave') leaves the code, in any state.
 
       --code CODE              the session code, e.g. 123-456-789
-      --token TOKEN            the API token the supporter node issued ('rsup-supporter token')
+      --token-file FILE        the API token the supporter node issued ('rsup-supporter token'), on FILE's first line
+                               (keep the file mode 600)
+      --token TOKEN            the same, on the command line: every user of this machine sees a command line in
+                               'ps', so prefer --token-file
       --ca FILE                trust the CA that signed the node's certificate (PEM)
       --pin PIN                trust the node's key by its pin (sha256/…, printed by certs/make-dev-certs.sh)
       --server-name NAME       the name to verify in the node's certificate (default: HOST)
@@ -39,8 +43,8 @@ func run() throws(CLIError) -> Int32 {
     let parsed = try ParsedArguments(
         arguments,
         valueOptions: [
-            "code", "token", "ca", "pin", "server-name", "name", "cert", "key", "prompt-timeout", "keepalive",
-            "log-level",
+            "code", "token", "token-file", "ca", "pin", "server-name", "name", "cert", "key", "prompt-timeout",
+            "keepalive", "log-level",
         ],
         flagOptions: ["auto-accept", "auto-reject", "json"])
     if parsed.has("help") {
@@ -53,7 +57,9 @@ func run() throws(CLIError) -> Int32 {
     guard SessionCodeFormat.isWellFormed(code) else {
         throw .usage("'\(code)' is not a session code: the format is three groups of three digits, like 123-456-789")
     }
-    let token = try parsed.require("token")
+    guard let token = try parsed.secret("token", fileOption: "token-file") else {
+        throw .usage("--token is required; better, give it in a file with --token-file FILE")
+    }
     guard parsed.options["ca"] != nil || parsed.options["pin"] != nil else {
         throw .usage("say how to trust the node: --ca FILE or --pin PIN")
     }
@@ -89,7 +95,7 @@ func run() throws(CLIError) -> Int32 {
 do {
     exit(try run())
 } catch {
-    FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+    FileHandle.standardError.write(Data("error: \(TerminalText.escaped(error.description))\n".utf8))
     if case .usage = error { FileHandle.standardError.write(Data("see 'rsup-device --help'\n".utf8)) }
     exit(error.exitCode)
 }

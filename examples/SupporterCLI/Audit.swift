@@ -62,7 +62,7 @@ enum Audit {
             } else {
                 let details = event.details.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
                 console.line(
-                    "\(formatter.string(from: event.time))  \(event.code ?? "-")  \(event.kind.rawValue)  "
+                    escaping: "\(formatter.string(from: event.time))  \(event.code ?? "-")  \(event.kind.rawValue)  "
                         + details.joined(separator: " "))
             }
         }

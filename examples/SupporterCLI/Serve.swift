@@ -14,12 +14,15 @@ extension Explain {
 
 /// `rsup-supporter serve`: the node, its control socket, its event output and, on a terminal, its console.
 enum Serve {
+    /// The fewest characters `--api-token` / `--api-token-file` may give: a token people choose must not be guessable.
+    static let minimumAPITokenLength = 24
+
     static func run(_ arguments: [String], usage: String) throws(CLIError) -> Int32 {
         let parsed = try ParsedArguments(
             arguments,
             valueOptions: [
-                "listen", "api-listen", "cert", "key", "data", "api-token", "keepalive", "request-timeout",
-                "log-level",
+                "listen", "api-listen", "cert", "key", "data", "api-token", "api-token-file", "keepalive",
+                "request-timeout", "log-level",
             ],
             flagOptions: ["non-interactive", "json"])
         if parsed.has("help") {
@@ -30,6 +33,13 @@ enum Serve {
         let listen = try HostPort(parsed.options["listen"] ?? "127.0.0.1:7443", defaultPort: 7443)
         let certificate = try parsed.require("cert")
         let key = try parsed.require("key")
+        let apiToken = try parsed.secret("api-token", fileOption: "api-token-file")
+        if let apiToken, apiToken.count < minimumAPITokenLength {
+            let option = parsed.options["api-token"] != nil ? "--api-token" : "--api-token-file"
+            throw .usage(
+                "\(option): an API token must have at least \(minimumAPITokenLength) characters (this one has "
+                    + "\(apiToken.count)); issue one with 'rsup-supporter token'")
+        }
         let console = Console(json: parsed.has("json"))
         var configuration = SupporterNodeConfiguration(
             tls: .makeServerConfiguration(certificateChain: .file(certificate), privateKey: .file(key)))
@@ -52,7 +62,7 @@ enum Serve {
         } catch {
             throw .failure(Explain.supporterNode(error))
         }
-        if let token = parsed.options["api-token"] {
+        if let token = apiToken {
             do { try node.addAPIToken(token) } catch { throw .failure(error.description) }
         }
         let commands = SupporterCommands(node: node)
@@ -193,7 +203,7 @@ struct InteractiveConsole {
             if answer["ok"] as? Bool == true {
                 var shown = answer
                 shown["ok"] = nil
-                console.line(shown.isEmpty ? "ok" : Console.encode(shown))
+                console.line(escaping: shown.isEmpty ? "ok" : Console.encode(shown))
             } else {
                 console.error(answer["error"] as? String ?? "failed")
             }

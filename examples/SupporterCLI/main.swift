@@ -36,7 +36,10 @@ let serveUsage = """
       --cert FILE              the node's certificate chain (PEM), e.g. from certs/make-dev-certs.sh
       --key FILE               its private key (PEM)
       --data DIR               data folder (default ./supporter-data)
-      --api-token TOKEN        also accept this API token (otherwise issue them with 'rsup-supporter token')
+      --api-token-file FILE    also accept the API token on FILE's first line (keep the file mode 600)
+      --api-token TOKEN        the same, on the command line: at least 24 characters. Every user of this machine
+                               sees a command line in 'ps': prefer --api-token-file (or issue tokens with
+                               'rsup-supporter token')
       --keepalive DURATION     keepalive interval, e.g. 15s (default 15s)
       --request-timeout DUR    how long a request waits for the device (default 90s)
       --non-interactive        no console: run until SIGINT or SIGTERM
@@ -81,14 +84,14 @@ func remote(_ command: String, _ arguments: [String], required: [String], option
     switch command {
     case "create":
         let code = reply["code"] as? [String: Any] ?? [:]
-        console.line("\(code["code"] ?? "?")  \(code["type"] ?? "")  \(code["state"] ?? "")")
+        console.line(escaping: "\(code["code"] ?? "?")  \(code["type"] ?? "")  \(code["state"] ?? "")")
     case "list":
         let codes = reply["codes"] as? [[String: Any]] ?? []
         if codes.isEmpty { console.line("no codes; create one with 'rsup-supporter create'") }
         for code in codes {
             let extra = [code["device"].map { "device: \($0)" }, code["description"].map { "\($0)" }]
                 .compactMap { $0 }.joined(separator: "  ")
-            console.line("\(code["code"] ?? "?")  \(code["type"] ?? "")  \(code["state"] ?? "")  \(extra)")
+            console.line(escaping: "\(code["code"] ?? "?")  \(code["type"] ?? "")  \(code["state"] ?? "")  \(extra)")
         }
     case "token":
         console.line(reply["token"] as? String ?? "")
@@ -128,7 +131,7 @@ func main() -> Int32 {
         }
         return 0
     } catch {
-        FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+        FileHandle.standardError.write(Data("error: \(TerminalText.escaped(error.description))\n".utf8))
         if case .usage = error { FileHandle.standardError.write(Data("see 'rsup-supporter --help'\n".utf8)) }
         return error.exitCode
     }
