@@ -52,7 +52,7 @@ let package = Package(
         .testTarget(name: "SupportHTTPTests", dependencies: ["SupportHTTP", "TestSupport"]),
         // The two CLIs run as real processes against real TLS on loopback (SwiftPM builds them for this target).
         .testTarget(
-            name: "CLITests", dependencies: ["rsup-supporter", "rsup-device", "TestSupport"], path: "Tests/CLITests"),
+            name: "CLITests", dependencies: ["rsup-supporter", "rsup-device", "DeviceNode", "SupportTransport", "TestSupport"], path: "Tests/CLITests"),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -34,6 +34,10 @@ let package = Package(
         .executableTarget(
             name: "FuzzSessionMachines",
             dependencies: ["SessionFuzzing"]),
+        // The supporter node's code registry (SPEC §13) driven by event sequences read from the input.
+        .executableTarget(
+            name: "FuzzCodeRegistry",
+            dependencies: [.product(name: "SupportRegistry", package: "RemoteSupport")]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -16,7 +16,7 @@ set -uo pipefail
 cd "$(dirname "$0")"
 HERE=$(pwd)
 
-ALL_TARGETS=(FuzzWireDecode FuzzWireRoundTrip FuzzSessionMachines)
+ALL_TARGETS=(FuzzWireDecode FuzzWireRoundTrip FuzzSessionMachines FuzzCodeRegistry)
 MODE=fuzz
 SECONDS_PER_TARGET=60
 if [[ ${1:-} == --regress ]]; then MODE=regress; shift

@@ -26,6 +26,9 @@ public struct RegistrationRefusal: Sendable, Hashable {
     public var retryAfter: Duration?
     /// The connection had too many refusals: after REGISTER_RESULT, close it with GOAWAY `rate_limited`.
     public var closeConnection: Bool
+    /// Whether the refusal has its own audit row; when not, it is only counted (an aggregate row follows) and the
+    /// node reports no event for it, so every reported event stays in the audit trail.
+    public var audited: Bool
     public var intents: [StoreIntent]
 
     /// The session machine's view of this refusal.
@@ -72,7 +75,7 @@ extension CodeRegistry {
             return .refused(
                 RegistrationRefusal(
                     reason: .internalError, text: "the connection is not known to the registry", retryAfter: nil,
-                    closeConnection: true, intents: []))
+                    closeConnection: true, audited: false, intents: []))
         }
         let code = attempt.code
         let address = connection.address
@@ -187,18 +190,25 @@ extension CodeRegistry {
     ) -> RegistrationOutcome {
         var intents = intents
         var close = false
+        var audited = false
         if var connection = connections[attempt.connection] {
             connection.refusals += 1
             close = connection.refusals >= policy.refusalsPerConnection
             connections[attempt.connection] = connection
-            if let row = refusalAudit(attempt, connection.address, reason, text, now: now) { intents.append(row) }
+            if let row = refusalAudit(attempt, connection.address, reason, text, now: now) {
+                intents.append(row)
+                audited = true
+            }
         }
         return .refused(
             RegistrationRefusal(
-                reason: reason, text: text, retryAfter: retryAfter, closeConnection: close, intents: intents))
+                reason: reason, text: text, retryAfter: retryAfter, closeConnection: close, audited: audited,
+                intents: intents))
     }
 
-    /// One row per source per window; later refusals in the window are counted and flushed by ``tick(now:)``.
+    /// Refusals are audited one row each, except: refusals while rate-limited are only counted, and beyond
+    /// ``CodeRegistry/Policy/refusalAuditRowsPerSource`` rows per source per window (or the global limit) the rest
+    /// are counted too. ``tick(now:)`` writes what was counted as one aggregate row per source.
     private mutating func refusalAudit(
         _ attempt: RegistrationAttempt, _ address: String, _ reason: ReasonCode, _ text: String, now: Date
     ) -> StoreIntent? {
@@ -207,19 +217,27 @@ extension CodeRegistry {
             globalWindow.start = clock
             globalWindowRows = 0
         }
-        if var window = refusalWindows[address], clock - window.start < policy.refusalAuditWindow {
-            window.suppressed += 1
-            refusalWindows[address] = window
-            return nil
+        var window = refusalWindows[address]
+        if let current = window, clock - current.start >= policy.refusalAuditWindow {
+            // The window ran out and nothing was suppressed in it (else tick would have flushed it): start anew.
+            if current.suppressed == 0 { window = nil }
         }
-        guard globalWindowRows < policy.refusalAuditGlobalLimit,
-            refusalWindows[address] != nil || refusalWindows.count < policy.refusalAuditSources
-        else {
+        guard window != nil || refusalWindows.count < policy.refusalAuditSources else {
             globalWindow.suppressed += 1
             return nil
         }
+        var current = window ?? RefusalWindow(start: clock, suppressed: 0)
+        let suppress =
+            reason == .rateLimited || current.rows >= policy.refusalAuditRowsPerSource
+            || globalWindowRows >= policy.refusalAuditGlobalLimit
+        if suppress {
+            current.suppressed += 1
+            refusalWindows[address] = current
+            return nil
+        }
+        current.rows += 1
         globalWindowRows += 1
-        refusalWindows[address] = RefusalWindow(start: clock, suppressed: 0)
+        refusalWindows[address] = current
         return .audit(
             AuditEvent(
                 time: now, code: attempt.code, kind: .error,

@@ -33,8 +33,10 @@ public struct CodeRegistry: Sendable {
         /// Connections not (yet) registered on a code, per source address and in all.
         public var unauthenticatedPerAddress = 64
         public var unauthenticatedTotal = 4096
-        /// Refused registrations are audited at most once per source address per window; the rest are counted and
-        /// written as one aggregate row when the window closes.
+        /// Refused registrations are audited one row each, at most this many per source address per window; the
+        /// rest, and every refusal while rate-limited, are counted and written as one aggregate row per source when
+        /// the window closes.
+        public var refusalAuditRowsPerSource = 10
         public var refusalAuditWindow: Duration = .seconds(60)
         /// Refusal rows per window over all sources; beyond it refusals are only counted (one aggregate row).
         public var refusalAuditGlobalLimit = 600
@@ -75,6 +77,7 @@ public struct CodeRegistry: Sendable {
     struct RefusalWindow: Sendable {
         var start: Duration
         var suppressed: Int
+        var rows = 0
     }
 
     public let policy: Policy
@@ -221,5 +224,35 @@ enum BackoffKey {
         case .code(let key): "code:" + key
         case .token(let key): "token:" + key
         }
+    }
+}
+
+extension CodeRegistry {
+    /// The first broken internal invariant, or nil: each held code's connection holds exactly that code, only held
+    /// codes are live, and the counts of unregistered connections match the connections. For tests and fuzzing.
+    public func invariantViolation() -> String? {
+        var unregistered = 0
+        var byAddress: [String: Int] = [:]
+        for (id, connection) in connections {
+            guard let code = connection.code else {
+                unregistered += 1
+                byAddress[connection.address, default: 0] += 1
+                continue
+            }
+            guard codes[code]?.holder == id else { return "connection \(id) holds \(code), which does not name it" }
+        }
+        for (code, entry) in codes {
+            if let holder = entry.holder {
+                guard connections[holder]?.code == code else { return "code \(code) names \(holder), which does not hold it" }
+            } else if entry.live != .open || entry.committed {
+                return "code \(code) has no device but is \(entry.live)"
+            }
+        }
+        if unregistered != unauthenticatedCount {
+            return "\(unauthenticatedCount) unregistered connections counted, \(unregistered) present"
+        }
+        if byAddress != unauthenticatedByAddress { return "the per-address counts of unregistered connections drifted" }
+        if unregistered > policy.unauthenticatedTotal { return "more unregistered connections than the cap" }
+        return nil
     }
 }

@@ -29,6 +29,8 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     /// Store intents of the REGISTER being answered (from the registry's decision).
     private var pendingIntents: [StoreIntent] = []
     private var closeAfterAnswer = false
+    /// Whether the last refusal has its own audit row (only those are reported as events).
+    private var refusalAudited = true
     private var barriers = 0
 
     private enum Step {
@@ -103,6 +105,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
                 "code \(Redact.code(register.sessionCode)) online: device '\(deviceName ?? "?")' from \(sourceAddress)")
         case .refused(let refusal):
             closeAfterAnswer = refusal.closeConnection
+            refusalAudited = refusal.audited
             node.handshakeLog.log(
                 .warning, key: "register:" + sourceAddress,
                 "registration of code \(Redact.code(register.sessionCode)) from \(sourceAddress) refused: \(refusal.reason)")
@@ -201,6 +204,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
                 registered = code
             }
             guard let code = joinedCode ?? event.code else { continue }
+            if case .registrationRefused = event, !refusalAudited { continue }  // counted, not reported one by one
             let now = Date()
             intents += node.state.withLock { $0.registry.sessionEvent(event, on: id, now: now) }
             events.append(SupporterNodeEvent(code: code, event: event, deviceName: deviceName))

@@ -160,7 +160,7 @@ import Testing
         }
     }
 
-    @Test func refusalsAreAuditedOncePerSourcePerWindowThenAggregated() {
+    @Test func refusalsWhileRateLimitedAreCountedNotAuditedOneByOne() {
         var registry = registry()
         var rows: [AuditEvent] = []
         for index in 0..<20_000 {
@@ -169,11 +169,30 @@ import Testing
             rows += audits(registry.register(attempt(connection, token: nil), now: start).intents)
             registry.connectionClosed(ConnectionID(connection))
         }
-        #expect(rows.count == 1)
+        #expect(rows.count == 6)  // five free failures and the one that blocked the address
+        #expect(rows.allSatisfy { $0.details["reason"] == "invalid_api_token" })
         let flushed = audits(registry.tick(now: start.addingTimeInterval(61)).intents)
         #expect(flushed.count == 1)
-        #expect(flushed.first?.details["count"] == "19999")
+        #expect(flushed.first?.details["count"] == "19994")
         #expect(flushed.first?.details["what"] == "registration_refusals_suppressed")
+    }
+
+    @Test func refusalRowsPerSourceAreCappedPerWindow() throws {
+        var registry = registry()
+        _ = try registry.createCode(record("777-777-777"), by: .local)
+        open(&registry, 1)
+        _ = registry.register(attempt(1, "777-777-777"), now: start)
+        // A valid token on a code in use: never rate-limited, so only the per-source cap bounds the rows.
+        var rows = 0
+        for index in 0..<200 {
+            let connection = UInt64(index + 2)
+            open(&registry, connection)
+            rows += audits(registry.register(attempt(connection, "777-777-777"), now: start).intents).count
+            registry.connectionClosed(ConnectionID(connection))
+        }
+        #expect(rows == 10)
+        let flushed = audits(registry.tick(now: start.addingTimeInterval(61)).intents)
+        #expect(flushed.first?.details["count"] == "190")
     }
 
     @Test func refusalAuditRowsHaveAGlobalLimitPerWindow() {
@@ -186,7 +205,7 @@ import Testing
         }
         #expect(rows == 10)
         let flushed = audits(registry.tick(now: start.addingTimeInterval(61)).intents)
-        #expect(flushed.contains { $0.details["source_address"] == "*" && $0.details["count"] == "90" })
+        #expect(flushed.compactMap { Int($0.details["count"] ?? "") }.reduce(0, +) == 90)
     }
 
     @Test func aValidTokenGuessingCodesIsLimitedByItsOwnBackoff() {
