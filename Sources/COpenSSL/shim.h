@@ -68,6 +68,14 @@ static inline int rs_SSL_VERIFY_fail_if_no_peer_cert(void) { return SSL_VERIFY_F
 static inline int rs_SSL_VERIFY_none(void) { return SSL_VERIFY_NONE; }
 static inline int rs_sk_X509_num(const STACK_OF(X509) *stack) { return sk_X509_num(stack); }
 static inline X509 *rs_sk_X509_value(const STACK_OF(X509) *stack, int index) { return sk_X509_value(stack, index); }
+// Certificate usage checks for a server's own leaf (extension flags and usage bits are macros).
+static inline uint32_t rs_EXFLAG_KUSAGE(void) { return EXFLAG_KUSAGE; }
+static inline uint32_t rs_EXFLAG_XKUSAGE(void) { return EXFLAG_XKUSAGE; }
+static inline uint32_t rs_EXFLAG_INVALID(void) { return EXFLAG_INVALID; }
+static inline uint32_t rs_KU_DIGITAL_SIGNATURE(void) { return KU_DIGITAL_SIGNATURE; }
+static inline uint32_t rs_KU_KEY_ENCIPHERMENT(void) { return KU_KEY_ENCIPHERMENT; }
+static inline uint32_t rs_XKU_SSL_SERVER(void) { return XKU_SSL_SERVER; }
+static inline uint32_t rs_XKU_ANYEKU(void) { return XKU_ANYEKU; }
 
 // Linux: epoll event bits and socket constants Swift imports awkwardly (enum-typed or macro).
 static inline uint32_t rs_EPOLLIN(void) { return EPOLLIN; }

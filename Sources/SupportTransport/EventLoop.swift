@@ -7,62 +7,108 @@ import Synchronization
 protocol Selectable: AnyObject {
     /// Called on the loop thread with the epoll event bits.
     func handle(events: UInt32)
+    /// The loop is stopping while this is still registered: release the descriptor and tell the owner. Loop thread;
+    /// no readiness call follows.
+    func loopDidStop()
 }
 
 /// A one-shot timer on an event loop; cancel it to drop its work.
+///
+/// A cancelled timer leaves the loop's timer heap at once (O(log n)), so arming and cancelling many timers (one per
+/// request, per connection) does not make the heap grow.
 public final class LoopTimer {
     fileprivate var work: (() -> Void)?
     fileprivate let deadline: Deadline
-    fileprivate init(deadline: Deadline, work: @escaping () -> Void) {
+    /// Position in the loop's heap; -1 once fired, cancelled or dropped.
+    fileprivate var heapIndex = -1
+    fileprivate weak var loop: EventLoop?
+
+    fileprivate init(deadline: Deadline, loop: EventLoop, work: @escaping () -> Void) {
         self.deadline = deadline
+        self.loop = loop
         self.work = work
     }
-    /// Loop thread only.
-    public func cancel() { work = nil }
+
+    /// Drops the work and removes the timer from its loop. Loop thread only; cancelling twice, or after it fired, does
+    /// nothing.
+    public func cancel() {
+        work = nil
+        guard heapIndex >= 0, let loop else { return }
+        loop.removeTimer(self)
+    }
 }
 
 /// One thread running epoll: all readiness, timers and loop-confined state of the connections assigned to it.
 ///
-/// No thread per connection: a loop serves thousands. Work from other threads enters through ``execute(_:)``.
+/// No thread per connection: a loop serves thousands. Work from other threads enters through ``execute(_:)`` (or
+/// ``submit(_:)`` for a caller that awaits the result).
+///
+/// Rules, as in swift-nio: nothing on a loop thread may block. ``waitUntilFinished()``,
+/// ``EventLoopGroup/shutdownAndWait()`` and name lookups refuse to run on a loop thread with a
+/// `blocking_on_event_loop` error instead of deadlocking or stalling every connection of the loop.
 public final class EventLoop: @unchecked Sendable {
     // @unchecked: every `var` below is read and written only on the loop's own thread (checked with
-    // `assertInLoop`); the only cross-thread entry is `pending`, a Mutex, and `wakeFD`, an eventfd.
+    // `assertInLoop`); the cross-thread entries are `inbox` (a Mutex), `wakeFD` (an eventfd), `threadID` and
+    // `stopRequested` (atomics), and the immutable `let`s.
     private let epollFD: Int32
     private let wakeFD: Int32
-    private let pending = Mutex<[@Sendable () -> Void]>([])
+    private let inbox = Mutex(Inbox())
     private let stopRequested = Atomic<Bool>(false)
-    private let loopThread = Mutex<pthread_t?>(nil)
+    /// The loop thread's `pthread_self()`, stored once by the thread before it runs anything; 0 before that.
+    private let threadID = Atomic<UInt>(0)
     private var registrations: [Int32: (generation: UInt32, handler: Selectable)] = [:]
     private var nextGeneration: UInt32 = 0
-    private var timers: [LoopTimer] = []  // a binary min-heap on deadline
+    private var timers: [LoopTimer] = []  // a binary min-heap on deadline; each timer knows its index
     private let finished = DispatchSemaphore(value: 0)
+    private let onError: (@Sendable (TransportError) -> Void)?
     /// Scratch for TLS reads, shared by every connection of this loop so that idle connections hold no read buffer.
     let readBuffer: UnsafeMutableRawBufferPointer
     public let name: String
 
+    /// Work queued from any thread, and whether the loop still takes more.
+    private struct Inbox {
+        var work: [@Sendable () -> Void] = []
+        var accepting = true
+    }
+
     /// Starts a loop on a thread of its own.
-    public static func start(name: String = "rsup-loop") throws(TransportError) -> EventLoop {
-        let loop = try EventLoop(name: name)
-        let thread = Thread { loop.run() }
-        thread.name = name
+    ///
+    /// - Parameter onError: told (on the loop thread) of failures that have no caller to return to: an `epoll_ctl`
+    ///   removal that failed, or an `epoll_wait` failure that stops the loop. Hand it to the node's logger.
+    public static func start(
+        name: String = "rsup-loop", onError: (@Sendable (TransportError) -> Void)? = nil
+    ) throws(TransportError) -> EventLoop {
+        let loop = try EventLoop(name: name, onError: onError)
+        // Named from inside: on Linux, Foundation applies a name set before start() to no thread.
+        let thread = Thread {
+            Thread.current.name = name
+            loop.run()
+        }
         thread.start()
         return loop
     }
 
-    private init(name: String) throws(TransportError) {
+    private init(name: String, onError: (@Sendable (TransportError) -> Void)?) throws(TransportError) {
         self.name = name
+        self.onError = onError
         epollFD = epoll_create1(Int32(EPOLL_CLOEXEC))
         guard epollFD >= 0 else { throw TransportError(.socket, "epoll_create1: \(SystemError.describe(errno))") }
         wakeFD = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
         guard wakeFD >= 0 else {
+            let code = errno
             close(epollFD)
-            throw TransportError(.socket, "eventfd: \(SystemError.describe(errno))")
+            throw TransportError(.socket, "eventfd: \(SystemError.describe(code))")
         }
-        readBuffer = .allocate(byteCount: 64 * 1024, alignment: 16)
         var event = epoll_event()
         event.events = rs_EPOLLIN()
         event.data.u64 = UInt64(UInt32(bitPattern: wakeFD))
-        epoll_ctl(epollFD, EPOLL_CTL_ADD, wakeFD, &event)
+        guard epoll_ctl(epollFD, EPOLL_CTL_ADD, wakeFD, &event) == 0 else {
+            let code = errno
+            close(epollFD)
+            close(wakeFD)
+            throw TransportError(.poller, "epoll_ctl(ADD) of the loop's wake-up eventfd: \(SystemError.describe(code))")
+        }
+        readBuffer = .allocate(byteCount: 64 * 1024, alignment: 16)
     }
 
     deinit {
@@ -71,24 +117,48 @@ public final class EventLoop: @unchecked Sendable {
         readBuffer.deallocate()
     }
 
-    /// Whether the caller runs on this loop's thread.
-    public var inLoop: Bool { loopThread.withLock { $0.map { pthread_equal($0, pthread_self()) != 0 } ?? false } }
+    /// Whether the caller runs on this loop's thread. Lock-free: one atomic load compared with `pthread_self()`.
+    public var inLoop: Bool { threadID.load(ordering: .acquiring) == UInt(pthread_self()) }
+
+    /// Whether the caller runs on the thread of any event loop (where blocking is forbidden).
+    public static var isOnLoopThread: Bool { LoopThreadMarker.isSet }
 
     public func assertInLoop(file: StaticString = #fileID, line: UInt = #line) {
         assert(inLoop, "not on event loop \(name)", file: file, line: line)
     }
 
-    /// Runs `work` on the loop thread, soon. Safe from any thread. Returns false, without taking `work`, once the
-    /// loop was asked to shut down: callers waiting for `work` must resume themselves then.
+    /// Runs `work` on the loop thread, soon. Safe from any thread.
+    ///
+    /// - Returns: true when the work was accepted: it will run, even if the loop is shut down meanwhile (work accepted
+    ///   before ``shutdown()`` runs before the thread ends). False after ``shutdown()``: the work is dropped and will
+    ///   never run, so a caller that waits for it must not wait (see ``submit(_:)``).
     @discardableResult
     public func execute(_ work: @escaping @Sendable () -> Void) -> Bool {
-        guard !stopRequested.load(ordering: .acquiring) else { return false }
-        let wasEmpty = pending.withLock { queue in
-            queue.append(work)
-            return queue.count == 1
+        let (accepted, wasEmpty) = inbox.withLock { inbox -> (Bool, Bool) in
+            guard inbox.accepting else { return (false, false) }
+            inbox.work.append(work)
+            return (true, inbox.work.count == 1)
         }
         if wasEmpty { wake() }
-        return true
+        return accepted
+    }
+
+    /// Runs `work` on the loop thread and returns its result to an async caller.
+    ///
+    /// Never leaves the caller hanging: throws `event_loop_shut_down` at once when the loop no longer accepts work
+    /// (the work did not run); accepted work always runs. Use it instead of `withCheckedContinuation` around
+    /// ``execute(_:)``, whose continuation would never resume after a shutdown.
+    public func submit<T: Sendable>(_ work: @escaping @Sendable () -> T) async throws(TransportError) -> T {
+        let name = self.name
+        let result: Result<T, TransportError> = await withCheckedContinuation { continuation in
+            let accepted = execute { continuation.resume(returning: .success(work())) }
+            if !accepted {
+                continuation.resume(
+                    returning: .failure(
+                        TransportError(.eventLoopShutDown, "event loop \(name) is shut down; the work did not run")))
+            }
+        }
+        return try result.get()
     }
 
     private func wake() {
@@ -96,52 +166,83 @@ public final class EventLoop: @unchecked Sendable {
         _ = write(wakeFD, &one, 8)
     }
 
-    /// Stops the loop after the current iteration. Registered handlers are not called again.
+    /// Stops the loop after the current iteration. From then on ``execute(_:)`` refuses work; work accepted before
+    /// still runs. Handlers still registered are told the loop stopped (connections close with
+    /// `event_loop_shut_down`, and their owners hear of it), then the thread ends. Does not wait: safe on any thread.
     public func shutdown() {
+        inbox.withLock { $0.accepting = false }
         stopRequested.store(true, ordering: .releasing)
         wake()
     }
 
     /// Blocks until the loop thread has finished after ``shutdown()``.
-    public func waitUntilFinished() { finished.wait() }
+    ///
+    /// Throws `blocking_on_event_loop` (and waits for nothing) when called on an event-loop thread: waiting there would
+    /// deadlock (this loop) or stall every connection of the calling loop.
+    public func waitUntilFinished() throws(TransportError) {
+        guard !Self.isOnLoopThread else {
+            throw TransportError(
+                .blockingOnEventLoop,
+                "waitUntilFinished() on event-loop thread \(Thread.current.name ?? "?") for loop \(name): "
+                    + "it would block that loop (or deadlock); wait from a thread that is not a loop")
+        }
+        finished.wait()
+        finished.signal()  // later waiters return at once
+    }
 
     // MARK: registration (loop thread only)
 
-    func register(_ fd: Int32, events: UInt32, handler: Selectable) {
+    /// Watches `fd` for `events`. Throws `poller` with epoll's reason when epoll refuses it (then nothing is registered).
+    func register(_ fd: Int32, events: UInt32, handler: Selectable) throws(TransportError) {
         assertInLoop()
         nextGeneration &+= 1
-        registrations[fd] = (nextGeneration, handler)
         var event = epoll_event()
         event.events = events
         event.data.u64 = UInt64(nextGeneration) << 32 | UInt64(UInt32(bitPattern: fd))
-        epoll_ctl(epollFD, EPOLL_CTL_ADD, fd, &event)
+        guard epoll_ctl(epollFD, EPOLL_CTL_ADD, fd, &event) == 0 else {
+            throw TransportError(.poller, "epoll_ctl(ADD) of fd \(fd): \(SystemError.describe(errno))")
+        }
+        registrations[fd] = (nextGeneration, handler)
     }
 
-    func modify(_ fd: Int32, events: UInt32) {
+    /// Changes the events watched for `fd`. Throws `poller` when epoll refuses.
+    func modify(_ fd: Int32, events: UInt32) throws(TransportError) {
         assertInLoop()
         guard let registration = registrations[fd] else { return }
         var event = epoll_event()
         event.events = events
         event.data.u64 = UInt64(registration.generation) << 32 | UInt64(UInt32(bitPattern: fd))
-        epoll_ctl(epollFD, EPOLL_CTL_MOD, fd, &event)
+        guard epoll_ctl(epollFD, EPOLL_CTL_MOD, fd, &event) == 0 else {
+            throw TransportError(.poller, "epoll_ctl(MOD) of fd \(fd): \(SystemError.describe(errno))")
+        }
     }
 
-    /// Removes `fd` from the loop; call before closing it.
+    /// Removes `fd` from the loop; call before closing it. A failure (e.g. the fd was closed first) has no caller to
+    /// go to and is reported to the loop's `onError`.
     func unregister(_ fd: Int32) {
         assertInLoop()
         guard registrations.removeValue(forKey: fd) != nil else { return }
         var event = epoll_event()
-        epoll_ctl(epollFD, EPOLL_CTL_DEL, fd, &event)
+        if epoll_ctl(epollFD, EPOLL_CTL_DEL, fd, &event) != 0 {
+            onError?(TransportError(.poller, "epoll_ctl(DEL) of fd \(fd) on \(name): \(SystemError.describe(errno))"))
+        }
     }
 
     /// Runs `work` on the loop at `deadline` unless cancelled first.
     @discardableResult
     public func schedule(at deadline: Deadline, _ work: @escaping () -> Void) -> LoopTimer {
         assertInLoop()
-        let timer = LoopTimer(deadline: deadline, work: work)
+        let timer = LoopTimer(deadline: deadline, loop: self, work: work)
+        timer.heapIndex = timers.count
         timers.append(timer)
         siftUp(timers.count - 1)
         return timer
+    }
+
+    /// Timers in the heap (armed and not cancelled). Loop thread only; for tests and diagnostics.
+    var scheduledTimerCount: Int {
+        assertInLoop()
+        return timers.count
     }
 
     // MARK: the loop
@@ -155,19 +256,22 @@ public final class EventLoop: @unchecked Sendable {
         sigemptyset(&blocked)
         sigaddset(&blocked, SIGPIPE)
         pthread_sigmask(SIG_BLOCK, &blocked, nil)
-        loopThread.withLock { $0 = pthread_self() }
-        defer {
-            registrations.removeAll()
-            timers.removeAll()
-            finished.signal()
-        }
+        threadID.store(UInt(pthread_self()), ordering: .releasing)
+        LoopThreadMarker.set()
         let capacity = 512
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: capacity)
         defer { events.deallocate() }
         while !stopRequested.load(ordering: .acquiring) {
             let count = epoll_wait(epollFD, events, Int32(capacity), timeoutMilliseconds())
             if count < 0 {
-                if errno == EINTR { continue }
+                let code = errno
+                if code == EINTR { continue }
+                // Not transient (EBADF, EFAULT, EINVAL): the loop cannot go on. Say so, then stop as for shutdown,
+                // so that every connection is closed and its owner told.
+                onError?(
+                    TransportError(
+                        .poller, "epoll_wait on \(name) failed: \(SystemError.describe(code)); the loop stops"))
+                inbox.withLock { $0.accepting = false }
                 break
             }
             for index in 0..<Int(count) {
@@ -186,13 +290,33 @@ public final class EventLoop: @unchecked Sendable {
             runExpiredTimers()
             runPending()
         }
+        stop()
+    }
+
+    /// After the last iteration: accepted work runs, handlers still registered are told, timers are dropped.
+    private func stop() {
+        runPending()
+        // Each handler unregisters itself; one closing may close others, so look again after every call.
+        while let (fd, registration) = registrations.first {
+            registration.handler.loopDidStop()
+            if let still = registrations[fd], still.generation == registration.generation {
+                registrations.removeValue(forKey: fd)  // a handler that did not unregister
+            }
+        }
+        runPending()  // work those handlers queued on this loop is refused; nothing is left here
+        for timer in timers {
+            timer.heapIndex = -1
+            timer.work = nil
+        }
+        timers.removeAll()
+        finished.signal()
     }
 
     private func runPending() {
         while true {
-            let work = pending.withLock { queue -> [@Sendable () -> Void] in
-                let taken = queue
-                queue.removeAll(keepingCapacity: true)
+            let work = inbox.withLock { inbox -> [@Sendable () -> Void] in
+                let taken = inbox.work
+                inbox.work.removeAll(keepingCapacity: true)
                 return taken
             }
             if work.isEmpty { return }
@@ -201,8 +325,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func timeoutMilliseconds() -> Int32 {
-        if pending.withLock({ !$0.isEmpty }) { return 0 }
-        while let first = timers.first, first.work == nil { popTimer() }
+        if inbox.withLock({ !$0.work.isEmpty }) { return 0 }
         guard let first = timers.first else { return -1 }
         let now = Deadline.now()
         guard first.deadline > now else { return 0 }
@@ -213,7 +336,7 @@ public final class EventLoop: @unchecked Sendable {
     private func runExpiredTimers() {
         let now = Deadline.now()
         while let first = timers.first, first.deadline <= now {
-            popTimer()
+            remove(at: 0)
             if let work = first.work {
                 first.work = nil
                 work()
@@ -223,11 +346,29 @@ public final class EventLoop: @unchecked Sendable {
 
     // MARK: heap
 
-    private func popTimer() {
+    /// Takes `timer` out of the heap (it is cancelled).
+    fileprivate func removeTimer(_ timer: LoopTimer) {
+        assertInLoop()
+        let index = timer.heapIndex
+        guard index >= 0, index < timers.count, timers[index] === timer else { return }
+        remove(at: index)
+    }
+
+    private func remove(at index: Int) {
+        let removed = timers[index]
+        removed.heapIndex = -1
         let last = timers.removeLast()
-        guard !timers.isEmpty else { return }
-        timers[0] = last
-        siftDown(0)
+        guard index < timers.count else { return }
+        timers[index] = last
+        last.heapIndex = index
+        siftDown(index)
+        siftUp(last.heapIndex)
+    }
+
+    private func swapTimers(_ a: Int, _ b: Int) {
+        timers.swapAt(a, b)
+        timers[a].heapIndex = a
+        timers[b].heapIndex = b
     }
 
     private func siftUp(_ start: Int) {
@@ -235,7 +376,7 @@ public final class EventLoop: @unchecked Sendable {
         while child > 0 {
             let parent = (child - 1) / 2
             guard timers[child].deadline < timers[parent].deadline else { return }
-            timers.swapAt(child, parent)
+            swapTimers(child, parent)
             child = parent
         }
     }
@@ -249,10 +390,25 @@ public final class EventLoop: @unchecked Sendable {
             if left < timers.count, timers[left].deadline < timers[smallest].deadline { smallest = left }
             if right < timers.count, timers[right].deadline < timers[smallest].deadline { smallest = right }
             if smallest == parent { return }
-            timers.swapAt(parent, smallest)
+            swapTimers(parent, smallest)
             parent = smallest
         }
     }
+}
+
+/// Marks event-loop threads, so that blocking calls can refuse to run there.
+enum LoopThreadMarker {
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        let status = pthread_key_create(&key, nil)
+        precondition(status == 0, "pthread_key_create failed: \(SystemError.describe(status))")
+        return key
+    }()
+
+    static var isSet: Bool { pthread_getspecific(key) != nil }
+
+    /// Called once by a loop thread before it runs anything.
+    static func set() { pthread_setspecific(key, UnsafeRawPointer(bitPattern: 1)) }
 }
 
 /// A fixed set of loops, one per core by default; connections are spread over them.
@@ -260,9 +416,20 @@ public final class EventLoopGroup: Sendable {
     public let loops: [EventLoop]
     private let counter = Atomic<Int>(0)
 
-    public init(loopCount: Int = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8))) throws(TransportError) {
+    /// - Parameter onError: given to every loop (see ``EventLoop/start(name:onError:)``).
+    public init(
+        loopCount: Int = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8)),
+        onError: (@Sendable (TransportError) -> Void)? = nil
+    ) throws(TransportError) {
         var loops: [EventLoop] = []
-        for index in 0..<max(1, loopCount) { loops.append(try EventLoop.start(name: "rsup-loop-\(index)")) }
+        for index in 0..<max(1, loopCount) {
+            do {
+                loops.append(try EventLoop.start(name: "rsup-loop-\(index)", onError: onError))
+            } catch {
+                for loop in loops { loop.shutdown() }
+                throw error
+            }
+        }
         self.loops = loops
     }
 
@@ -272,8 +439,28 @@ public final class EventLoopGroup: Sendable {
     }
 
     /// Stops every loop and waits for their threads.
-    public func shutdown() {
+    ///
+    /// Throws `blocking_on_event_loop` (and stops nothing) when called on an event-loop thread, where waiting would
+    /// deadlock or stall that loop.
+    public func shutdownAndWait() throws(TransportError) {
+        guard !EventLoop.isOnLoopThread else {
+            throw TransportError(
+                .blockingOnEventLoop,
+                "EventLoopGroup shutdown on event-loop thread \(Thread.current.name ?? "?"): it would wait for its own "
+                    + "loop; shut the group down from a thread that is not a loop")
+        }
         for loop in loops { loop.shutdown() }
-        for loop in loops { loop.waitUntilFinished() }
+        for loop in loops { try loop.waitUntilFinished() }
+    }
+
+    /// Stops every loop and waits for their threads. Call it from a thread that is not an event loop: on a loop thread
+    /// it would deadlock, so it stops the process with a message saying so (a programmer error; use
+    /// ``shutdownAndWait()`` to get an error instead).
+    public func shutdown() {
+        do throws(TransportError) {
+            try shutdownAndWait()
+        } catch {
+            preconditionFailure(error.description)
+        }
     }
 }

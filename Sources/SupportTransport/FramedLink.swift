@@ -7,7 +7,12 @@ public protocol FramedLinkDelegate: AnyObject, Sendable {
     func linkDidOpen(_ link: FramedLink, parameters: LinkParameters)
     /// A session frame (types `0x10`–`0x18`) arrived. Connection frames (PING, GOAWAY, …) are handled by the link.
     func link(_ link: FramedLink, didReceive message: Message)
-    /// The link closed; no other call follows. Not called when the link never opened and a dialer reported the error.
+    /// The link closed; no other call follows.
+    ///
+    /// Called exactly once for every link a ``TLSListener`` accepted and whose `onLink` returned true, whatever ends it:
+    /// a failed or timed-out TLS handshake, no HELLO in time, a GOAWAY, a local close, or the loop shutting down
+    /// (reason `.transport` with kind `event_loop_shut_down`). An owner may count unauthenticated connections with it.
+    /// For a dialed link it is not called when the link never opened: ``TLSDialer`` reports that error instead.
     func linkDidClose(_ link: FramedLink, reason: LinkCloseReason)
 }
 
@@ -15,10 +20,12 @@ public protocol FramedLinkDelegate: AnyObject, Sendable {
 ///
 /// Closing semantics: frames sent before ``close(reason:text:)`` are flushed and arrive before the peer learns of the
 /// close (GOAWAY, then TLS close_notify); after close, ``send(_:)`` throws a `closed` error.
+///
+/// Back-pressure: ``pauseReading()`` stops reading from the peer until ``resumeReading()``; see there.
 public final class FramedLink: @unchecked Sendable {
-    // @unchecked: `machine`, `decoder`, `encoder`, `tickTimer`, `closeReason`, `closeRequested`, `openWaiter` and `parametersValue` are
-    // touched only on `loop`'s thread (every entry point hops there first); `isClosed` and `peerMaxFrameSize` are
-    // atomics and `delegateBox` a Mutex, read from any thread.
+    // @unchecked: `machine`, `decoder`, `encoder`, `tickTimer`, `closeReason`, `closeRequested`, `openWaiter`,
+    // `readingPaused` and `parametersValue` are touched only on `loop`'s thread (every entry point hops there first);
+    // `isClosed` and `peerMaxFrameSize` are atomics and `delegateBox` a Mutex, read from any thread.
     public let loop: EventLoop
     let connection: TLSConnection
     private var machine: LinkStateMachine
@@ -35,6 +42,8 @@ public final class FramedLink: @unchecked Sendable {
     private let peerMaxFrameSize = Atomic<Int>(WireLimits.defaultMaxFrameSize)
     /// Loop-confined: close() ran on the loop (or the link closed); frames queued after that are dropped.
     private var closeRequested = false
+    /// Loop-confined: the owner paused reading; no frame is delivered until it resumes.
+    private var readingPaused = false
     private let transportClosedFlag = Atomic<Bool>(false)
     private let delegateBox = Mutex<WeakDelegate>(WeakDelegate())
 
@@ -92,11 +101,71 @@ public final class FramedLink: @unchecked Sendable {
             }
             // Not `sendOnLoop`: a close() called after this send sets `isClosed` at once, yet this frame was sent
             // before the close and must still go out before the GOAWAY (which is queued behind it).
-            loop.execute { [self] in
+            let accepted = loop.execute { [self] in
                 guard !self.closeRequested else { return }
                 try? self.write(message)
             }
+            guard accepted else {
+                throw TransportError(.eventLoopShutDown, "the link's event loop is shut down; nothing can be sent")
+            }
         }
+    }
+
+    // MARK: back-pressure
+
+    /// Stops reading from the peer until ``resumeReading()``: for an owner that cannot keep up (a full queue of its
+    /// own). From any thread.
+    ///
+    /// Exactly what happens:
+    /// - On the link's loop (for example inside ``FramedLinkDelegate/link(_:didReceive:)``) it takes effect at once: no
+    ///   further frame is delivered after the current call returns, even frames already decoded from the bytes of the
+    ///   same read; they wait in the link's decoder (at most one read of 64 KiB plus one frame).
+    /// - From another thread it takes effect when the loop runs the request: frames the loop delivers before that
+    ///   moment are still delivered.
+    /// - Then the socket is no longer polled for input (EPOLLIN is off), so the peer's bytes stay in the kernel and,
+    ///   once its buffers fill, the peer's writes stall: a peer built on this stack disconnects a reader that stays
+    ///   paused long enough for over `maxBufferedBytes` to pile up (`write_buffer_full`).
+    /// - Keepalive: while paused the link does not count the peer's silence (it cannot hear the peer) and sends a PING
+    ///   every keepalive interval, so that the peer keeps hearing from it. After resuming, the peer has two intervals
+    ///   to be heard again.
+    /// - Pausing before the link opens holds back HELLO as well; the HELLO timeout still runs.
+    /// - Sending is not affected. A connection reset while paused closes the link (`connection_reset`); a clean close
+    ///   by the peer is noticed after resuming.
+    public func pauseReading() {
+        if loop.inLoop {
+            pauseOnLoop()
+        } else {
+            loop.execute { [self] in self.pauseOnLoop() }
+        }
+    }
+
+    /// Reads again after ``pauseReading()``: frames held in the decoder are delivered first, in order, then what the
+    /// socket holds. From any thread; on another thread it takes effect when the loop runs the request.
+    public func resumeReading() {
+        if loop.inLoop {
+            resumeOnLoop()
+        } else {
+            loop.execute { [self] in self.resumeOnLoop() }
+        }
+    }
+
+    private func pauseOnLoop() {
+        guard !readingPaused, closeReason == nil else { return }
+        readingPaused = true
+        connection.pauseReading()
+        machine.readingPaused(now: .now())
+        rearmTick()
+    }
+
+    private func resumeOnLoop() {
+        guard readingPaused else { return }
+        readingPaused = false
+        machine.readingResumed(now: .now())
+        rearmTick()
+        guard closeReason == nil else { return }
+        deliverDecoded(now: .now())
+        // The owner may have paused again while frames were delivered.
+        if !readingPaused { connection.resumeReading() }
     }
 
     private func sendOnLoop(_ message: Message) throws(TransportError) {
@@ -193,9 +262,13 @@ extension FramedLink: TLSConnectionHandler {
     func connection(_ connection: TLSConnection, didRead bytes: UnsafeRawBufferPointer) {
         guard closeReason == nil else { return }
         decoder.append(bytes)
-        let now = Deadline.now()
+        deliverDecoded(now: .now())
+    }
+
+    /// Hands every complete frame in the decoder to the machine, until the link closes or the owner pauses reading.
+    private func deliverDecoded(now: Deadline) {
         do {
-            while closeReason == nil, let message = try decoder.nextMessage() {
+            while closeReason == nil, !readingPaused, let message = try decoder.nextMessage() {
                 perform(machine.received(message, now: now))
             }
         } catch {

@@ -9,6 +9,11 @@ public struct LinkSettings: Sendable, Hashable {
     public var extensions: FeatureSet = []
     /// The keepalive interval this node proposes (initiator) or requires at least (responder).
     public var keepaliveInterval: Duration = .seconds(15)
+    /// Responder: the largest keepalive interval accepted from a peer's HELLO. A HELLO proposing more is refused with
+    /// GOAWAY `protocol_error` (its text names this limit) and the connection closes, so that no peer can make its own
+    /// death go unnoticed for longer. The effective interval stays the larger of both (SPEC §5.2), so a proposal up to
+    /// this node's own ``keepaliveInterval`` is accepted even when that is above this cap.
+    public var maxPeerKeepaliveInterval: Duration = .seconds(120)
     /// The largest payload this node accepts.
     public var maxFrameSize: Int = WireLimits.defaultMaxFrameSize
     /// How long to wait for HELLO / HELLO_ACK after TLS is up.

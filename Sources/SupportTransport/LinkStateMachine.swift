@@ -30,6 +30,8 @@ public struct LinkStateMachine: Sendable {
     private var helloDeadline: Deadline
     private var pingOutstanding = false
     private var nextNonce: UInt64 = 1
+    /// The owner stopped reading: the peer's silence is not counted, and a PING goes out every interval.
+    public private(set) var isReadingPaused = false
 
     public init(settings: LinkSettings, isInitiator: Bool, now: Deadline) {
         self.settings = settings
@@ -54,8 +56,26 @@ public struct LinkStateMachine: Sendable {
         case .awaitingTLS, .closed: return nil
         case .awaitingHello, .awaitingHelloAck: return helloDeadline
         case .open(let parameters):
+            if isReadingPaused { return lastReceived + parameters.keepaliveInterval }
             return lastReceived + (pingOutstanding ? parameters.keepaliveInterval * 2 : parameters.keepaliveInterval)
         }
+    }
+
+    /// The owner stopped reading (back-pressure). Until ``readingResumed(now:)`` nothing from the peer can arrive, so
+    /// its silence does not count: no keepalive timeout; instead a PING every interval keeps the peer hearing from us.
+    public mutating func readingPaused(now: Deadline) {
+        guard !isReadingPaused else { return }
+        isReadingPaused = true
+        lastReceived = now
+        pingOutstanding = false
+    }
+
+    /// Reading resumed: the peer's silence counts again from `now`.
+    public mutating func readingResumed(now: Deadline) {
+        guard isReadingPaused else { return }
+        isReadingPaused = false
+        lastReceived = now
+        pingOutstanding = false
     }
 
     /// TLS is up: the initiator sends HELLO; both start the HELLO timer.
@@ -127,6 +147,16 @@ public struct LinkStateMachine: Sendable {
                 .unsupportedVersion, "no common protocol version: peer \(hello.minVersion)...\(hello.maxVersion), ours 1...1")
         }
         guard hello.role != settings.role else { return fail(.roleMismatch, "the peer is a \(hello.role) like us") }
+        // A peer proposing a huge interval would make its death go unnoticed for that long (SPEC §5.2 takes the
+        // larger interval): refuse it rather than accept it. Up to our own interval is always fine: the effective
+        // interval is at least that anyway.
+        let cap = max(settings.maxPeerKeepaliveInterval.millisecondsClamped, keepaliveMilliseconds)
+        guard hello.keepaliveMilliseconds <= cap else {
+            return fail(
+                .protocolError,
+                "HELLO proposes a keepalive interval of \(hello.keepaliveMilliseconds) ms; this node accepts at most "
+                    + "\(cap) ms (maxPeerKeepaliveInterval)")
+        }
         let effective = max(hello.keepaliveMilliseconds, keepaliveMilliseconds)
         let parameters = LinkParameters(
             version: WireLimits.protocolVersion, peerRole: hello.role, peerName: hello.nodeName,
@@ -159,6 +189,13 @@ public struct LinkStateMachine: Sendable {
             ]
         case .open(let parameters):
             let silent = now.since(lastReceived)
+            if isReadingPaused {
+                // `lastReceived` is when the last PING went out: one per interval, and never a timeout.
+                guard silent >= parameters.keepaliveInterval else { return [] }
+                lastReceived = now
+                nextNonce &+= 1
+                return [.send(.ping(Ping(nonce: nextNonce)))]
+            }
             if silent >= parameters.keepaliveInterval * 2 {
                 state = .closed
                 return [

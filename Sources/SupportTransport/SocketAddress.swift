@@ -47,9 +47,18 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { family == AF_INET6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
-    /// Resolves `host` (name or literal) and `port`; blocks for names, so never call it on an event loop.
+    /// Resolves `host` (name or literal) and `port` on the calling thread.
+    ///
+    /// Blocks in `getaddrinfo` for a name: on an event-loop thread that is refused with `blocking_on_event_loop`. From
+    /// async code use ``NameResolver/resolve(host:port:)``, which runs the lookup on threads of its own. IP literals
+    /// (and, with `passive`, the empty host: any address) never block.
     public static func resolve(host: String, port: UInt16, passive: Bool = false) throws(TransportError) -> [SocketAddress] {
         if let literal = literal(host: host, port: port) { return [literal] }
+        guard !EventLoop.isOnLoopThread || (passive && host.isEmpty) else {
+            throw TransportError(
+                .blockingOnEventLoop,
+                "cannot look up '\(host)' on an event-loop thread: getaddrinfo blocks; use NameResolver or an IP address")
+        }
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)

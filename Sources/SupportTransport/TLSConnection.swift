@@ -39,6 +39,10 @@ final class TLSConnection: Selectable {
     private let serverName: String?
     private(set) var peerAddress: SocketAddress?
     private var connectTarget: SocketAddress?
+    /// Accepted connections: told once when the TLS handshake fails or times out (not when we close it ourselves).
+    var onHandshakeFailure: (@Sendable (SocketAddress?, String) -> Void)?
+    /// The owner asked to stop reading application data (back-pressure); only honoured while `open`.
+    private(set) var isReadingPaused = false
 
     /// A connection over an accepted or connecting socket; call ``start()`` on the loop next.
     init(
@@ -83,14 +87,28 @@ final class TLSConnection: Selectable {
                 }
             }
             interest = rs_EPOLLOUT()
-            loop.register(fd, events: interest, handler: self)
+            guard registerWithLoop() else { return }
             return
         }
         guard makeSSL() else { return }
         interest = rs_EPOLLIN()
-        loop.register(fd, events: interest, handler: self)
+        guard registerWithLoop() else { return }
         if !context.configuration.isServer { handshake() }
     }
+
+    /// Registers the fd; on epoll's refusal closes the connection with that error.
+    private func registerWithLoop() -> Bool {
+        do {
+            try loop.register(fd, events: interest, handler: self)
+            isRegistered = true
+            return true
+        } catch {
+            finish(error)
+            return false
+        }
+    }
+
+    private var isRegistered = false
 
     private var peerDescription: String { peerAddress?.description ?? "the peer" }
 
@@ -119,10 +137,35 @@ final class TLSConnection: Selectable {
         return true
     }
 
+    /// Watches for `events`, minus EPOLLIN while reading is paused on an open connection.
     private func setInterest(_ events: UInt32) {
+        let events = isReadingPaused && state == .open ? events & ~rs_EPOLLIN() : events
         guard events != interest, state != .closed else { return }
         interest = events
-        loop.modify(fd, events: events)
+        do { try loop.modify(fd, events: events) } catch { finish(error) }
+    }
+
+    // MARK: back-pressure
+
+    /// Stops reading application data until ``resumeReading()``: EPOLLIN is no longer watched and the read in
+    /// progress (if any) stops after the record being handled. Only an open connection pauses; a handshake or a
+    /// close in progress keeps reading. Loop thread.
+    func pauseReading() {
+        loop.assertInLoop()
+        guard !isReadingPaused else { return }
+        isReadingPaused = true
+        setInterest(interest)
+    }
+
+    /// Reads again: what OpenSSL or the socket hold is read now, then EPOLLIN is watched again. Loop thread.
+    func resumeReading() {
+        loop.assertInLoop()
+        guard isReadingPaused else { return }
+        isReadingPaused = false
+        guard state == .open else { return }
+        lastRead = Deadline.now()  // the paused time was ours, not the peer's silence
+        setInterest(interest | rs_EPOLLIN())
+        if state == .open { readAvailable() }
     }
 
     // MARK: events
@@ -131,6 +174,12 @@ final class TLSConnection: Selectable {
         switch state {
         case .connecting: finishConnect()
         case .handshaking: handshake()
+        case .open where isReadingPaused && events & (rs_EPOLLHUP() | rs_EPOLLERR()) != 0:
+            // epoll reports hang-up and error even when EPOLLIN is not watched, and keeps reporting them (level
+            // triggered): the connection is dead; what the peer sent and we did not read is lost with it.
+            finish(
+                TransportError(
+                    .connectionReset, "\(peerDescription) reset the connection while reading was paused"))
         case .open, .closing:
             if events & (rs_EPOLLIN() | rs_EPOLLHUP() | rs_EPOLLERR()) != 0 { readAvailable() }
             if state != .closed, events & rs_EPOLLOUT() != 0 { flush() }
@@ -170,6 +219,7 @@ final class TLSConnection: Selectable {
                 return
             }
             state = .open
+            if isReadingPaused { setInterest(interest) }
             armIdleTimer()
             handler?.connectionDidBecomeActive(self)
             guard state == .open else { return }
@@ -214,7 +264,7 @@ final class TLSConnection: Selectable {
 
     private func readAvailable() {
         guard let ssl else { return }
-        while state == .open || state == .closing {
+        while state == .open && !isReadingPaused || state == .closing {
             OpenSSLErrorQueue.clear()
             var count = 0
             let buffer = loop.readBuffer
@@ -412,6 +462,8 @@ final class TLSConnection: Selectable {
         guard let idleTimeout else { return }
         idleTimer = loop.schedule(at: lastRead + idleTimeout) { [weak self] in
             guard let self, self.state == .open else { return }
+            // Paused reading: the owner holds the peer back; its silence is not idleness.
+            if self.isReadingPaused { self.lastRead = Deadline.now() }
             if Deadline.now().since(self.lastRead) >= idleTimeout {
                 self.finish(
                     TransportError(.idleTimeout, "\(self.peerDescription) sent nothing for \(idleTimeout)"))
@@ -421,8 +473,14 @@ final class TLSConnection: Selectable {
         }
     }
 
+    /// The loop stops: close at once and tell the owner.
+    func loopDidStop() {
+        finish(TransportError(.eventLoopShutDown, "the event loop \(loop.name) shut down"))
+    }
+
     private func finish(_ error: TransportError?) {
         guard state != .closed else { return }
+        let wasHandshaking = state == .handshaking
         state = .closed
         handshakeTimer?.cancel()
         closeTimer?.cancel()
@@ -430,16 +488,32 @@ final class TLSConnection: Selectable {
         handshakeTimer = nil
         closeTimer = nil
         idleTimer = nil
-        loop.unregister(fd)
+        if isRegistered { loop.unregister(fd) }
+        isRegistered = false
         if let ssl { SSL_free(ssl) }
         ssl = nil
         Glibc.close(fd)
         fd = -1
         outbound = []
         outboundStart = 0
+        if wasHandshaking, let error, let report = onHandshakeFailure,
+            error.kind != .closed, error.kind != .eventLoopShutDown
+        {
+            report(peerAddress, Self.handshakeFailureReason(error))
+        }
+        onHandshakeFailure = nil
         let handler = self.handler
         self.handler = nil  // breaks the owner ↔ connection cycle
         handler?.connectionDidClose(self, error: error)
+    }
+
+    /// Why a handshake failed, in a few words for a log line: OpenSSL's reason when it gave one.
+    static func handshakeFailureReason(_ error: TransportError) -> String {
+        if error.kind == .handshakeTimeout { return "timeout: \(error.message)" }
+        guard let reason = error.openSSLReason else { return error.message }
+        // OpenSSL's words for an HTTP request on a TLS port are "http request": say it plainly.
+        if reason.contains("http request") { return "plaintext HTTP instead of TLS (OpenSSL: \(reason))" }
+        return reason
     }
 }
 

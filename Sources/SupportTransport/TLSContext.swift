@@ -3,7 +3,8 @@ import COpenSSL
 /// A built ``TLSConfiguration``: an OpenSSL `SSL_CTX` ready to make connections.
 ///
 /// Building it loads and checks every file, PEM, key and pin, so a bad configuration fails here, naming the file and
-/// OpenSSL's reason, and never later at the first connection.
+/// OpenSSL's reason, and never later at the first connection. A server's own leaf certificate is also checked: valid
+/// now, usable for TLS server authentication, and matching the private key (see ``init(_:)``).
 public final class TLSContext: @unchecked Sendable {
     // @unchecked: `context` is configured completely in `init` and then only read; OpenSSL documents an SSL_CTX as
     // safe to share between threads for SSL_new once configured. `verifier` is immutable.
@@ -12,6 +13,12 @@ public final class TLSContext: @unchecked Sendable {
     private let verifier: PeerVerifier
     private let alpnWire: UnsafeMutableBufferPointer<UInt8>
 
+    /// Builds the context.
+    ///
+    /// For a server configuration the leaf certificate (the first in the chain) is refused with `invalid_configuration`
+    /// naming the file when it is expired or not yet valid (the error gives the date), when it carries an
+    /// extendedKeyUsage without serverAuth, or a keyUsage with neither digitalSignature nor keyEncipherment; and with
+    /// `key_mismatch` when the private key is not the certificate's (OpenSSL's `SSL_CTX_check_private_key`).
     public init(_ configuration: TLSConfiguration) throws(TransportError) {
         self.configuration = configuration
         OpenSSLErrorQueue.clear()
@@ -106,6 +113,7 @@ public final class TLSContext: @unchecked Sendable {
                     openSSLReason: OpenSSLErrorQueue.drain())
             }
         }
+        if configuration.isServer { try ServerCertificateCheck.check(leaf, label: chainSource.label) }
         let key = try PEM.privateKey(from: keySource)
         defer { EVP_PKEY_free(key) }
         OpenSSLErrorQueue.clear()
@@ -217,5 +225,67 @@ final class PeerVerifier: Sendable {
         }
         X509_STORE_CTX_set_error(storeContext, rs_X509_V_OK())
         return 1
+    }
+}
+
+/// Checks a server's own leaf certificate at start, so that a node does not run for hours with a certificate every
+/// client refuses.
+enum ServerCertificateCheck {
+    static func check(_ leaf: OpaquePointer, label: String) throws(TransportError) {
+        if let notBefore = X509_get0_notBefore(leaf) {
+            let comparison = X509_cmp_current_time(notBefore)
+            if comparison == 0 {
+                throw TransportError(.invalidConfiguration, "\(label): the certificate's notBefore date cannot be read")
+            }
+            if comparison > 0 {
+                throw TransportError(
+                    .invalidConfiguration,
+                    "\(label): the certificate is not valid yet: valid from \(format(notBefore)); check the system "
+                        + "clock or use a certificate that is valid now")
+            }
+        }
+        if let notAfter = X509_get0_notAfter(leaf) {
+            let comparison = X509_cmp_current_time(notAfter)
+            if comparison == 0 {
+                throw TransportError(.invalidConfiguration, "\(label): the certificate's notAfter date cannot be read")
+            }
+            if comparison < 0 {
+                throw TransportError(
+                    .invalidConfiguration,
+                    "\(label): the certificate expired on \(format(notAfter)); renew it")
+            }
+        }
+        // Computes and caches the extensions; EXFLAG_INVALID marks extensions OpenSSL could not parse.
+        let flags = X509_get_extension_flags(leaf)
+        if flags & rs_EXFLAG_INVALID() != 0 {
+            throw TransportError(
+                .invalidConfiguration, "\(label): the certificate has malformed extensions",
+                openSSLReason: OpenSSLErrorQueue.drain())
+        }
+        if flags & rs_EXFLAG_XKUSAGE() != 0,
+            X509_get_extended_key_usage(leaf) & (rs_XKU_SSL_SERVER() | rs_XKU_ANYEKU()) == 0
+        {
+            throw TransportError(
+                .invalidConfiguration,
+                "\(label): the certificate's extendedKeyUsage does not include serverAuth, so clients refuse it for a "
+                    + "TLS server; use a certificate issued for TLS servers")
+        }
+        if flags & rs_EXFLAG_KUSAGE() != 0,
+            X509_get_key_usage(leaf) & (rs_KU_DIGITAL_SIGNATURE() | rs_KU_KEY_ENCIPHERMENT()) == 0
+        {
+            throw TransportError(
+                .invalidConfiguration,
+                "\(label): the certificate's keyUsage has neither digitalSignature nor keyEncipherment, so it cannot "
+                    + "authenticate a TLS server; use a certificate issued for TLS servers")
+        }
+    }
+
+    /// An ASN.1 time as `2020-01-02 00:00:00 UTC`.
+    static func format(_ time: UnsafePointer<ASN1_TIME>) -> String {
+        var parts = tm()
+        guard ASN1_TIME_to_tm(time, &parts) == 1 else { return "an unreadable date" }
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday)) "
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) UTC"
     }
 }

@@ -6,14 +6,27 @@ public enum TLSDialer {
     ///
     /// `host` is also what the server certificate is verified against (unless `configuration.serverName` says
     /// otherwise, or pins are used). Errors say what failed: refused, unreachable, timeout, which TLS check, …
+    ///
+    /// A host name is looked up on ``NameResolver/shared``'s threads (never on the loop or the cooperative pool); an
+    /// IP literal is used as it is. A full resolver queue fails at once with `resolver_busy`.
     public static func connect(
         host: String, port: UInt16, context: TLSContext, settings: LinkSettings, loop: EventLoop,
         connectTimeout: Duration = .seconds(10), delegate: FramedLinkDelegate?
     ) async throws(TransportError) -> FramedLink {
+        try await connect(
+            host: host, port: port, context: context, settings: settings, loop: loop, connectTimeout: connectTimeout,
+            delegate: delegate, resolver: .shared)
+    }
+
+    /// ``connect(host:port:context:settings:loop:connectTimeout:delegate:)`` with a resolver of the caller's.
+    static func connect(
+        host: String, port: UInt16, context: TLSContext, settings: LinkSettings, loop: EventLoop,
+        connectTimeout: Duration, delegate: FramedLinkDelegate?, resolver: NameResolver
+    ) async throws(TransportError) -> FramedLink {
         guard !context.configuration.isServer else {
             throw TransportError(.invalidConfiguration, "a dialer needs a client TLS configuration")
         }
-        let addresses = try SocketAddress.resolve(host: host, port: port)
+        let addresses = try await resolver.resolve(host: host, port: port)
         var lastError = TransportError(.nameResolution, "no address for '\(host)'")
         for address in addresses {
             do {
@@ -35,7 +48,7 @@ public enum TLSDialer {
     ) async throws(TransportError) -> FramedLink {
         let (fd, _) = try Socket.startConnect(to: address)
         let result: Result<FramedLink, TransportError> = await withCheckedContinuation { continuation in
-            loop.execute {
+            let accepted = loop.execute {
                 let connection = TLSConnection(
                     loop: loop, context: context, fd: fd, connecting: address, serverName: serverName,
                     maxBufferedBytes: settings.maxBufferedBytes, idleTimeout: nil)
@@ -54,6 +67,12 @@ public enum TLSDialer {
                     }
                 }
                 link.start(connectDeadline: .now() + connectTimeout)
+            }
+            if !accepted {
+                close(fd)
+                continuation.resume(
+                    returning: .failure(
+                        TransportError(.eventLoopShutDown, "event loop \(loop.name) is shut down; cannot connect")))
             }
         }
         return try result.get()

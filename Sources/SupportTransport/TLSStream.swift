@@ -6,7 +6,9 @@ public protocol TLSStreamDelegate: AnyObject, Sendable {
     func streamDidBecomeActive(_ stream: TLSStream)
     /// Decrypted bytes arrived; the buffer is valid only during the call.
     func stream(_ stream: TLSStream, didRead bytes: UnsafeRawBufferPointer)
-    /// The stream closed: nil after a clean close_notify exchange, else why. No call follows.
+    /// The stream closed: nil after a clean close_notify exchange, else why. No call follows. Called exactly once for
+    /// every stream a ``TLSListener`` accepted and whose `onStream` returned true, also when the TLS handshake fails or
+    /// times out, and when the loop shuts down (kind `event_loop_shut_down`).
     func streamDidClose(_ stream: TLSStream, error: TransportError?)
 }
 
@@ -49,7 +51,10 @@ public final class TLSStream: TLSConnectionHandler, @unchecked Sendable {
         if loop.inLoop {
             try connection.write(bytes)
         } else {
-            loop.execute { [self] in try? self.connection.write(bytes) }
+            let accepted = loop.execute { [self] in try? self.connection.write(bytes) }
+            guard accepted else {
+                throw TransportError(.eventLoopShutDown, "the stream's event loop is shut down; nothing can be sent")
+            }
         }
     }
 

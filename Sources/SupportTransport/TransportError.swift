@@ -20,6 +20,8 @@ public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible
         public static let connectionRefused = Kind("connection_refused")
         public static let hostUnreachable = Kind("host_unreachable")
         public static let nameResolution = Kind("name_resolution")
+        /// The name resolver's queue is full: too many lookups wait already. Retry later.
+        public static let resolverBusy = Kind("resolver_busy")
         public static let socket = Kind("socket")
         // TLS.
         public static let handshakeFailed = Kind("handshake_failed")
@@ -37,6 +39,14 @@ public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible
         public static let writeBufferFull = Kind("write_buffer_full")
         public static let closed = Kind("closed")
         public static let protocolViolation = Kind("protocol_violation")
+        // Event loops.
+        /// The event loop was shut down: the work was not accepted and will never run.
+        public static let eventLoopShutDown = Kind("event_loop_shut_down")
+        /// A blocking wait (or a blocking name lookup) was attempted on an event-loop thread, where it would stall
+        /// every connection of that loop or deadlock. Nothing was done.
+        public static let blockingOnEventLoop = Kind("blocking_on_event_loop")
+        /// epoll refused to add, change or remove a descriptor, or to wait.
+        public static let poller = Kind("poller")
     }
 
     public let kind: Kind

@@ -143,10 +143,18 @@ final class TestServer: Sendable {
     let port: UInt16
     private let accepted = Locked<[(link: FramedLink, recorder: LinkRecorder)]>([])
 
+    /// Handshake failures and accept errors the listener reported.
+    let handshakeFailures = Locked<[(address: SocketAddress?, reason: String)]>([])
+    let acceptErrors = Locked<[TransportError]>([])
+
     init(context: TLSContext, settings: LinkSettings, group: EventLoopGroup, idleTimeout: Duration? = nil) throws {
         let accepted = self.accepted
+        let handshakeFailures = self.handshakeFailures
+        let acceptErrors = self.acceptErrors
         listener = try TLSListener(
-            host: "127.0.0.1", port: 0, context: context, settings: settings, group: group, idleTimeout: idleTimeout
+            host: "127.0.0.1", port: 0, context: context, settings: settings, group: group, idleTimeout: idleTimeout,
+            onHandshakeFailure: { address, reason in handshakeFailures.withLock { $0.append((address, reason)) } },
+            onAcceptError: { error in acceptErrors.withLock { $0.append(error) } }
         ) { link in
             let recorder = LinkRecorder()
             link.delegate = recorder
@@ -437,6 +445,40 @@ final class OpenSSLClient: Sendable {
     func kill() async {
         process.signal(SIGKILL)
         _ = try? await waitForExit(timeout: .seconds(10))
+        process.closeStdin()
+    }
+}
+
+// MARK: - openssl s_server
+
+/// `openssl s_server` as a TLS server outside our stack, for certificates our own listener refuses to serve (an
+/// expired one); killed at the end by its own pid.
+final class OpenSSLServer: Sendable {
+    private let process: ChildProcess
+    let port: UInt16
+
+    init(certificate: CertificateFile, arguments: [String] = ["-alpn", "rsup/1"]) async throws {
+        // A port that was free a moment ago (bound to port 0, then released).
+        let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(probe, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        port = SocketAddress.of(probe, peer: false)?.port ?? 0
+        close(probe)
+        process = try ChildProcess(
+            TestCertificates.opensslPath,
+            ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificate.certificatePath, "-key",
+             certificate.keyPath, "-quiet"] + arguments, stdin: .pipe)
+        let port = self.port
+        _ = try await eventually("openssl s_server to listen on \(port)") { try? RawSocket(port: port) }
+    }
+
+    func kill() async {
+        process.signal(SIGKILL)
+        _ = await process.waitForExit(timeout: .seconds(10))
         process.closeStdin()
     }
 }

@@ -329,4 +329,78 @@ import SupportWire
         #expect(hello.keepaliveMilliseconds == 100)
         #expect(hello.maxFrameSize == 16_384)
     }
+
+    // MARK: keepalive cap (LinkSettings.maxPeerKeepaliveInterval)
+
+    @Test func helloProposingAKeepaliveOverTheCapIsRefusedWithATextNamingTheLimit() {
+        var machine = Self.responder()
+        let actions = machine.received(Self.deviceHello(keepaliveMilliseconds: 120_001), now: Self.t0)
+        #expect(Self.goAwayReason(actions) == .protocolError)
+        guard case .protocolError(.protocolError, let text) = Self.closeReason(actions) else {
+            Issue.record("expected a protocol error close, got \(actions)")
+            return
+        }
+        #expect(text.contains("120001 ms"))
+        #expect(text.contains("at most 120000 ms"))
+        #expect(machine.state == .closed)
+        #expect(!actions.contains { if case .open = $0 { true } else { false } })
+    }
+
+    @Test(arguments: [(120_000, 120_000), (100, 1000)] as [(UInt32, Int)])
+    func helloAtOrUnderTheCapOpensWithTheLargerInterval(proposed: UInt32, effectiveMilliseconds: Int) {
+        var machine = Self.responder()
+        let actions = machine.received(Self.deviceHello(keepaliveMilliseconds: proposed), now: Self.t0)
+        guard case .open(let parameters) = actions.last else {
+            Issue.record("expected open, got \(actions)")
+            return
+        }
+        #expect(parameters.keepaliveInterval == .milliseconds(effectiveMilliseconds))
+    }
+
+    @Test func aProposalUpToTheRespondersOwnIntervalIsAcceptedEvenAboveTheCap() {
+        var machine = Self.responder(keepalive: .seconds(600))
+        let actions = machine.received(Self.deviceHello(keepaliveMilliseconds: 600_000), now: Self.t0)
+        guard case .open(let parameters) = actions.last else {
+            Issue.record("expected open, got \(actions)")
+            return
+        }
+        #expect(parameters.keepaliveInterval == .seconds(600))
+    }
+
+    @Test func aLowerConfiguredCapRefusesWhatTheDefaultAccepts() {
+        var settings = Self.settings(.supporter)
+        settings.maxPeerKeepaliveInterval = .seconds(5)
+        var machine = LinkStateMachine(settings: settings, isInitiator: false, now: Self.t0)
+        _ = machine.tlsEstablished(now: Self.t0)
+        let actions = machine.received(Self.deviceHello(keepaliveMilliseconds: 5001), now: Self.t0)
+        #expect(Self.goAwayReason(actions) == .protocolError)
+    }
+
+    // MARK: paused reading
+
+    @Test func pausedReadingPingsEveryIntervalAndNeverDeclaresThePeerDead() {
+        var machine = Self.openResponder()
+        machine.readingPaused(now: Self.at(.milliseconds(500)))
+        #expect(machine.nextDeadline == Self.at(.milliseconds(1500)))
+        for second in 1...10 {
+            let now = Self.at(.milliseconds(500) + .seconds(second))
+            let actions = machine.tick(now: now)
+            guard case .send(.ping) = actions.first, actions.count == 1 else {
+                Issue.record("expected one PING at \(second) s of pause, got \(actions)")
+                return
+            }
+            #expect(machine.nextDeadline == now + .seconds(1))
+        }
+        #expect(machine.state != .closed)
+    }
+
+    @Test func afterResumingThePeerHasTwoIntervalsAgain() {
+        var machine = Self.openResponder()
+        machine.readingPaused(now: Self.at(.seconds(0)))
+        _ = machine.tick(now: Self.at(.seconds(5)))
+        machine.readingResumed(now: Self.at(.seconds(30)))
+        #expect(machine.nextDeadline == Self.at(.seconds(31)))
+        #expect(Self.closeReason(machine.tick(now: Self.at(.milliseconds(31_999)))) == nil)
+        #expect(Self.closeReason(machine.tick(now: Self.at(.seconds(32)))) == .keepaliveTimeout(.seconds(2)))
+    }
 }

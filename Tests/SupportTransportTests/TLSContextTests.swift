@@ -95,6 +95,82 @@ import TestSupport
         }
     }
 
+    // MARK: the server's own certificate, checked at start
+
+    /// Server certificates a node must refuse to start with, and words its error must contain.
+    enum UnusableServerCertificate: String, CaseIterable, Sendable {
+        case expired, notYetValid, clientAuthOnly, keyAgreementOnly
+    }
+
+    private func make(_ kind: UnusableServerCertificate, in certificates: TestCertificates) throws -> (
+        CertificateFile, [String]
+    ) {
+        switch kind {
+        case .expired:
+            return (certificates.serverExpired, ["expired on 2020-01-02 00:00:00 UTC"])
+        case .notYetValid:
+            let file = try certificates.issueCertificate(
+                name: "not-yet-valid", notBefore: "20990101000000Z", notAfter: "21000101000000Z")
+            return (file, ["not valid yet", "2099-01-01 00:00:00 UTC"])
+        case .clientAuthOnly:
+            return (certificates.client, ["extendedKeyUsage", "serverAuth"])
+        case .keyAgreementOnly:
+            let file = try certificates.issueCertificate(name: "key-agreement-only", keyUsage: "critical,keyAgreement")
+            return (file, ["keyUsage", "digitalSignature", "keyEncipherment"])
+        }
+    }
+
+    @Test(arguments: UnusableServerCertificate.allCases)
+    func serverCertificateUnusableForTLSServersIsRefusedNamingTheFile(kind: UnusableServerCertificate) throws {
+        try withCertificates { certificates in
+            let (file, words) = try make(kind, in: certificates)
+            let error = buildError(
+                .makeServerConfiguration(
+                    certificateChain: .file(file.certificatePath), privateKey: .file(file.keyPath)))
+            #expect(error?.kind == .invalidConfiguration, "\(String(describing: error))")
+            #expect(error?.message.contains(file.certificatePath) == true, "\(String(describing: error))")
+            for word in words {
+                #expect(error?.message.contains(word) == true, "'\(word)' in \(String(describing: error))")
+            }
+        }
+    }
+
+    @Test(arguments: [
+        ("critical,digitalSignature", "serverAuth"), ("critical,keyEncipherment", "serverAuth,clientAuth"),
+        ("critical,digitalSignature", "anyExtendedKeyUsage"), (nil, nil),
+    ] as [(String?, String?)])
+    func serverCertificateUsableForTLSServersIsAccepted(keyUsage: String?, extendedKeyUsage: String?) throws {
+        try withCertificates { certificates in
+            let file = try certificates.issueCertificate(
+                name: "usable", keyUsage: keyUsage, extendedKeyUsage: extendedKeyUsage)
+            #expect(
+                buildError(
+                    .makeServerConfiguration(
+                        certificateChain: .file(file.certificatePath), privateKey: .file(file.keyPath))) == nil)
+        }
+    }
+
+    @Test func clientCertificatesAreNotCheckedForServerUse() throws {
+        try withCertificates { certificates in
+            // A client (mutual TLS) presenting a clientAuth-only certificate is exactly right.
+            var configuration = TLSConfiguration.makeClientConfiguration(trustRoots: .file(certificates.caPath))
+            configuration.certificateChain = .file(certificates.client.certificatePath)
+            configuration.privateKey = .file(certificates.client.keyPath)
+            #expect(buildError(configuration) == nil)
+        }
+    }
+
+    @Test func serverKeyNotMatchingAnOtherwiseValidCertificateIsStillKeyMismatch() throws {
+        try withCertificates { certificates in
+            let file = try certificates.issueCertificate(name: "valid")
+            let error = buildError(
+                .makeServerConfiguration(
+                    certificateChain: .file(file.certificatePath), privateKey: .file(certificates.mismatchedKeyPath)))
+            #expect(error?.kind == .keyMismatch)
+            #expect(error?.message.contains(file.certificatePath) == true)
+        }
+    }
+
     @Test func serverWithoutKeyIsRejected() throws {
         try withCertificates { certificates in
             var configuration = TLSConfiguration.makeServerConfiguration(

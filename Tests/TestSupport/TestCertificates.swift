@@ -100,6 +100,39 @@ public final class TestCertificates: Sendable {
         }
     }
 
+    /// A new certificate signed by the test CA with the same SANs as `server`, for tests of certificate checks.
+    ///
+    /// - Parameters:
+    ///   - name: the files' base name in ``directory`` (must be new).
+    ///   - keyUsage: the keyUsage extension's value (e.g. `"critical,keyAgreement"`), or nil for none.
+    ///   - extendedKeyUsage: the extendedKeyUsage value (e.g. `"clientAuth"`), or nil for none.
+    ///   - notBefore / notAfter: `YYYYMMDDHHMMSSZ`; by default from now for 3650 days.
+    public func issueCertificate(
+        name: String, keyUsage: String? = "critical,digitalSignature", extendedKeyUsage: String? = "serverAuth",
+        notBefore: String? = nil, notAfter: String? = nil
+    ) throws -> CertificateFile {
+        func path(_ file: String) -> String { directory + "/" + file }
+        var lines = ["[ext]", "basicConstraints = critical,CA:FALSE", "subjectAltName = DNS:localhost,IP:127.0.0.1,IP:::1"]
+        if let keyUsage { lines.append("keyUsage = \(keyUsage)") }
+        if let extendedKeyUsage { lines.append("extendedKeyUsage = \(extendedKeyUsage)") }
+        try Self.write(lines.joined(separator: "\n") + "\n", to: path(name + ".ext"))
+        let config = path("openssl.cnf")
+        try Self.openssl(["req", "-new", "-config", config] + Self.ecKey + [
+            "-keyout", path(name + ".key"), "-out", path(name + ".csr"), "-subj", "/O=RemoteSupport Tests/CN=localhost",
+        ], in: directory)
+        var validity = ["-days", "3650"]
+        if notBefore != nil || notAfter != nil {
+            validity = []
+            if let notBefore { validity += ["-startdate", notBefore] }
+            validity += notAfter.map { ["-enddate", $0] } ?? ["-days", "3650"]
+        }
+        try Self.openssl(["ca", "-config", config, "-batch", "-notext", "-extfile", path(name + ".ext"),
+                          "-extensions", "ext"] + validity + [
+            "-in", path(name + ".csr"), "-out", path(name + ".pem"),
+        ], in: directory)
+        return try Self.certificateFile(path(name + ".pem"), key: path(name + ".key"))
+    }
+
     // MARK: - Making the files
 
     private static let ecKey = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-noenc"]
