@@ -41,9 +41,12 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         case close(ReasonCode, String)
     }
 
-    /// Most commits one connection may wait for at once; beyond it the device is sending faster than the store
-    /// writes, and it is disconnected (GOAWAY `rate_limited`).
+    /// Commits one connection may wait for before the node stops reading from it (back-pressure; reading resumes
+    /// below half of it). Supporter commands can still add a few: at ``maximumBarriers`` the connection is closed
+    /// (GOAWAY `rate_limited`).
+    static let pauseReadingAt = 16
     static let maximumBarriers = 64
+    private var readingPaused = false
 
     init(id: ConnectionID, link: FramedLink, node: SupporterNode, sourceAddress: String) {
         self.id = id
@@ -263,6 +266,10 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         }
         barriers += 1
         outbox.append(.barrier)
+        if barriers >= Self.pauseReadingAt, !readingPaused {
+            readingPaused = true
+            link.pauseReading()
+        }
     }
 
     /// A commit came back (in order). On the loop.
@@ -270,6 +277,10 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         guard barriers > 0, case .barrier = outbox.first else { return }
         outbox.removeFirst()
         barriers -= 1
+        if readingPaused, barriers < Self.pauseReadingAt / 2 {
+            readingPaused = false
+            link.resumeReading()
+        }
         guard error == nil else {
             node?.logger.log(
                 .error,

@@ -80,8 +80,15 @@ public final class SupporterNode: Sendable {
         var settings = LinkSettings(role: .supporter, nodeName: configuration.nodeName)
         settings.keepaliveInterval = configuration.keepaliveInterval
         do {
+            let log = handshakeLog
+            let logger = self.logger
             let created = try TLSListener(
-                host: configuration.host, port: configuration.port, context: context, settings: settings, group: group
+                host: configuration.host, port: configuration.port, context: context, settings: settings, group: group,
+                onHandshakeFailure: { address, reason in
+                    let source = address?.host ?? "unknown"
+                    log.log(.info, key: "tls:" + source, "TLS handshake with \(source) failed: \(reason)")
+                },
+                onAcceptError: { error in logger.log(.warning, "accepting device connections: \(error)") }
             ) { [weak self] link in
                 guard let self else { return false }
                 return self.admit(link)

@@ -134,6 +134,20 @@ struct DeviceCLITests {
 
     @Test("a TLS failure names which one, exit 1", arguments: TLSCase.allCases)
     func tlsFailure(_ failure: TLSCase) async throws {
+        if failure == .expired {
+            // The supporter node refuses to serve an expired certificate (see serveRefusesAnExpiredCertificate), so
+            // the device meets one on a plain openssl s_server.
+            try await withCertificates { certificates in
+                let server = try await ExpiredCertificateServer(certificate: certificates.serverExpired)
+                defer { server.stop() }
+                let result = try await runCommand(
+                    Binaries.device,
+                    ["connect", server.address, "--code", Self.someCode, "--token", "t", "--json", "--ca",
+                     certificates.caPath])
+                expectError(result, exitCode: 1, mentions: ["TLS", "expired", server.address])
+            }
+            return
+        }
         let serverCertificate: (TestCertificates) -> CertificateFile =
             switch failure {
             case .otherCAServer: { $0.serverOtherCA }
@@ -172,6 +186,20 @@ struct DeviceCLITests {
             for line in result.stdout {
                 #expect((try? JSONSerialization.jsonObject(with: Data(line.utf8))) is [String: Any], "\(line)")
             }
+        }
+    }
+
+    @Test("serve refuses an expired certificate, saying when it expired")
+    func serveRefusesAnExpiredCertificate() async throws {
+        try await withCertificates { certificates in
+            let folder = NSTemporaryDirectory() + "rsup-expired-\(UUID().uuidString)"
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let result = try await runCommand(
+                Binaries.supporter,
+                ["serve", "--listen", "127.0.0.1:0", "--cert", certificates.serverExpired.certificatePath, "--key",
+                 certificates.serverExpired.keyPath, "--data", folder, "--non-interactive"])
+            #expect(result.exitCode == 1, "\(result)")
+            #expect(result.stderr.joined().contains("expired"), "\(result)")
         }
     }
 
@@ -228,5 +256,49 @@ struct DeviceCLITests {
             let codes = list["codes"] as? [[String: Any]] ?? []
             #expect(codes.contains { $0["code"] as? String == code }, "\(list)")
         }
+    }
+}
+
+/// `openssl s_server` with ALPN `rsup/1` on a free loopback port: a TLS peer outside our stack.
+final class ExpiredCertificateServer: Sendable {
+    let process: ChildProcess
+    let address: String
+
+    init(certificate: CertificateFile) async throws {
+        let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var bound = sockaddr_in()
+        bound.sin_family = sa_family_t(AF_INET)
+        bound.sin_addr.s_addr = inet_addr("127.0.0.1")
+        _ = withUnsafePointer(to: &bound) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(probe, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &bound) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(probe, $0, &length) }
+        }
+        close(probe)
+        let port = UInt16(bigEndian: bound.sin_port)
+        address = "127.0.0.1:\(port)"
+        process = try ChildProcess(
+            TestCertificates.opensslPath,
+            ["s_server", "-accept", address, "-cert", certificate.certificatePath, "-key", certificate.keyPath, "-quiet",
+             "-alpn", "rsup/1"], stdin: .pipe)
+        for _ in 0..<100 {
+            let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var target = bound
+            let connected = withUnsafePointer(to: &target) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            close(client)
+            if connected == 0 { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    func stop() {
+        process.signal(SIGKILL)
+        process.closeStdin()
     }
 }
