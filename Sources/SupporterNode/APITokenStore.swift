@@ -25,15 +25,19 @@ public struct APITokenStore: Sendable {
         for (digest, record) in try store.activeTokens() { records[digest] = record }
     }
 
-    /// Tokens shorter than this many characters are refused (``validate(_:)``). Made tokens have 47.
+    /// Tokens shorter than this many characters are refused (``validate(_:)``). Made tokens have 47 (32 random bytes).
     public static let minimumTokenLength = 24
 
     /// Checks that `token` can be an API token: at least ``minimumTokenLength`` characters, all printable ASCII
     /// without spaces. Throws an ``APITokenError`` that says what to do, and never holds the token.
     public static func validate(_ token: String) throws(APITokenError) {
-        if let bad = token.unicodeScalars.first(where: { !($0.value > 0x20 && $0.value < 0x7F) }) {
-            let what = bad.value == 0x20 ? "a space" : bad.value < 0x20 || bad.value == 0x7F
-                ? "a control character (U+\(String(bad.value, radix: 16, uppercase: true)))" : "a non-ASCII character"
+        for scalar in token.unicodeScalars where !(0x21...0x7E).contains(scalar.value) {
+            let what: String
+            switch scalar.value {
+            case 0x20: what = "a space"
+            case 0..<0x20, 0x7F: what = "a control character (U+\(String(scalar.value, radix: 16, uppercase: true)))"
+            default: what = "a non-ASCII character"
+            }
             throw APITokenError(
                 kind: .invalidCharacter,
                 message:

@@ -52,11 +52,11 @@ enum AuditChain {
         bytes.reserveCapacity(
             8 + domain.count + 8 + previous.count + 16 + 9 + (code?.count ?? 0) + 8 + kind.count + 8 + details.count)
         func append(_ value: UInt64) {
-            for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: value >> shift)) }
+            withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
         }
         func append(field: [UInt8]) {
             append(UInt64(field.count))
-            bytes += field
+            bytes.append(contentsOf: field)
         }
         append(field: domain)
         append(field: previous)

@@ -1,13 +1,19 @@
 import Foundation
 
-/// The supporter node's durable store, one SQLite file: session codes, the append-only audit log, API token
-/// digests, and registration back-off, so all of them survive a restart.
+/// The supporter node's durable store, one SQLite file: session codes, the append-only, hash-chained audit trail, API
+/// token digests with their public ids, and registration back-off, so all of them survive a restart.
 ///
 /// Thread-safe: every method may be called from any thread; calls are serialized on one connection (see
 /// ``SQLiteDatabase``). Every method that writes has committed when it returns: with the default durability the
 /// change survives the process being killed; with ``SQLiteDatabase/Durability/powerLoss`` it survives a power loss.
 /// Calls block on disk I/O for microseconds to milliseconds: call them off latency-critical paths (not on an event
 /// loop) when the durability is `.powerLoss`.
+///
+/// Many changes at once: ``write(_:)`` applies them in one transaction (one commit), ``write(each:_:)`` does so with
+/// each item isolated. Each one-call write method is one such transaction.
+///
+/// The audit trail: ``verifyAudit()`` checks its hash chain, ``archiveAudit(before:to:)`` moves old events to a file
+/// and keeps the chain verifiable across the cut (see `SessionStore+Audit.swift`).
 public final class SessionStore: Sendable {
     /// The database file, or `:memory:`.
     public var path: String { database.path }
