@@ -92,7 +92,8 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         let now = Date()
         let digest = APITokenStore.digest(of: register.apiToken)
         let outcome = node.state.withLock { state -> RegistrationOutcome in
-            let tokenID = state.tokens.scope(ofDigest: digest) == .device ? APITokenStore.id(ofDigest: digest) : nil
+            let record = state.tokens.record(digest: digest)
+            let tokenID = record?.scope == .device ? record?.id : nil
             return state.registry.register(
                 RegistrationAttempt(
                     connection: id, code: register.sessionCode, deviceTokenID: tokenID, deviceName: deviceName),

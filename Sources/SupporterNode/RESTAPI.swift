@@ -81,10 +81,10 @@ struct RESTAPI: Sendable {
         let header = request.headers["Authorization"] ?? ""
         let parts = header.split(separator: " ", maxSplits: 1)
         let token = parts.count == 2 && parts[0].lowercased() == "bearer" ? String(parts[1]) : ""
-        let scope = token.isEmpty ? nil : node.scope(ofToken: token)
-        if scope == .admin {
-            let id = APITokenStore.id(ofDigest: APITokenStore.digest(of: token))
-            return .success(AuditActor(kind: "rest", tokenID: id, address: address))
+        let record = token.isEmpty ? nil : node.tokenRecord(of: token)
+        let scope = record?.scope
+        if let record, record.scope == .admin {
+            return .success(AuditActor(kind: "rest", tokenID: record.id, address: address))
         }
         if let wait = limiter.retryAfter(address, now: clock) {
             var response = HTTPResponse.error(

@@ -37,6 +37,9 @@ public final class SQLiteDatabase: Sendable {
     public let journalMode: String
     public let durability: Durability
     private let connection: Mutex<Connection>
+    /// The thread inside ``withConnection(_:)`` (0 when none): a second use from that same thread would wait for
+    /// itself forever, so it stops the program with a message instead.
+    private let holder = Atomic<UInt>(0)
 
     /// Opens (creating if needed) the database at `path`; `":memory:"` makes a private in-memory database.
     ///
@@ -68,11 +71,22 @@ public final class SQLiteDatabase: Sendable {
     }
 
     /// Runs `body` with the connection, holding the lock. Keep it short: other threads wait.
+    ///
+    /// `body` must not use this database again (directly, or through a ``SessionStore`` on it): the lock is not
+    /// recursive, and such a call stops the program with a message rather than waiting for itself forever.
     public func withConnection<Result>(
         _ body: (borrowing Connection) throws(StoreError) -> sending Result
     ) throws(StoreError) -> sending Result {
-        try connection.withLock { (connection: inout sending Connection) throws(StoreError) -> sending Result in
-            try body(connection)
+        let thread = UInt(pthread_self())
+        // Relaxed is enough: only this thread ever stores its own id, and it sees its own stores in order.
+        precondition(
+            holder.load(ordering: .relaxed) != thread,
+            "SQLiteDatabase(\(path)) used again from inside its own withConnection, transaction or SessionStore.write:"
+                + " do everything through the connection or transaction you were given")
+        return try connection.withLock { (connection: inout sending Connection) throws(StoreError) -> sending Result in
+            holder.store(thread, ordering: .relaxed)
+            defer { holder.store(0, ordering: .relaxed) }
+            return try body(connection)
         }
     }
 
@@ -99,16 +113,31 @@ extension SQLiteDatabase {
         /// The database file, or `:memory:`.
         public let path: String
         let cache: StatementCache
+        /// False for a view made by ``view()``: it closes nothing.
+        private let owner: Bool
 
         init(handle: OpaquePointer, path: String) {
+            self.init(handle: handle, path: path, cache: StatementCache(), owner: true)
+        }
+
+        private init(handle: OpaquePointer, path: String, cache: StatementCache, owner: Bool) {
             self.handle = handle
             self.path = path
-            self.cache = StatementCache()
+            self.cache = cache
+            self.owner = owner
         }
 
         deinit {
+            guard owner else { return }
             cache.finalizeAll()
             sqlite3_close_v2(handle)
+        }
+
+        /// A second, non-owning handle on this connection for a value that must hold one (a ``StoreTransaction``):
+        /// it shares the statement cache and closes nothing. Make it only inside ``SQLiteDatabase/withConnection(_:)``
+        /// and keep it in a non-copyable value that cannot leave that closure either.
+        func view() -> Connection {
+            Connection(handle: handle, path: path, cache: cache, owner: false)
         }
 
         /// Runs one or more SQL statements that return no rows.

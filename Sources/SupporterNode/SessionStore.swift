@@ -1,13 +1,19 @@
 import Foundation
 
-/// The supporter node's durable store, one SQLite file: session codes, the append-only audit log, API token
-/// digests, and registration back-off, so all of them survive a restart.
+/// The supporter node's durable store, one SQLite file: session codes, the append-only, hash-chained audit trail, API
+/// token digests with their public ids, and registration back-off, so all of them survive a restart.
 ///
 /// Thread-safe: every method may be called from any thread; calls are serialized on one connection (see
 /// ``SQLiteDatabase``). Every method that writes has committed when it returns: with the default durability the
 /// change survives the process being killed; with ``SQLiteDatabase/Durability/powerLoss`` it survives a power loss.
 /// Calls block on disk I/O for microseconds to milliseconds: call them off latency-critical paths (not on an event
 /// loop) when the durability is `.powerLoss`.
+///
+/// Many changes at once: ``write(_:)`` applies them in one transaction (one commit), ``write(each:_:)`` does so with
+/// each item isolated. Each one-call write method is one such transaction.
+///
+/// The audit trail: ``verifyAudit()`` checks its hash chain, ``archiveAudit(before:to:)`` moves old events to a file
+/// and keeps the chain verifiable across the cut (see `SessionStore+Audit.swift`).
 public final class SessionStore: Sendable {
     /// The database file, or `:memory:`.
     public var path: String { database.path }
@@ -22,53 +28,94 @@ public final class SessionStore: Sendable {
         try StoreSchema.migrate(database)
     }
 
+    // MARK: writing
+
+    /// Runs `body` in one write transaction (`BEGIN IMMEDIATE` … `COMMIT`) and returns what it returns: every change
+    /// it makes through the ``StoreTransaction`` is committed together when it returns, and all are rolled back when it
+    /// throws (the error is rethrown). Committed, with the store's durability, when this returns.
+    ///
+    /// Holds the store's lock for the whole call: keep `body` to database work, and inside it use only the
+    /// transaction, never this store (the program stops with a message rather than wait for itself).
+    public func write<Result>(
+        _ body: (inout StoreTransaction) throws(StoreError) -> sending Result
+    ) throws(StoreError) -> sending Result {
+        do {
+            return try database.transaction(.immediate) {
+                (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) -> sending Result in
+                var transaction = StoreTransaction(connection.view(), path: path)
+                return try body(&transaction)
+            }
+        } catch {
+            var named = error
+            named.path = path
+            throw named
+        }
+    }
+
+    /// Applies `items` in one transaction, each in its own savepoint (``StoreTransaction/attempt(_:)``): an item whose
+    /// `body` throws is undone alone and its error returned in its place, the others are committed together. Returns
+    /// one result per item, in order. This is the batch a single writer wants: one commit for the whole queue, and a
+    /// bad item (a duplicate code, a row that no longer exists) costs only itself.
+    ///
+    /// Throws, with nothing committed, only when the transaction as a whole fails (the lock cannot be taken, the disk
+    /// is full, the commit fails): then every item failed the same way, and the caller may retry them, together or one
+    /// by one (`write(each: [item], body)`), or report them lost.
+    public func write<Item, Success: Sendable>(
+        each items: [Item], _ body: (inout StoreTransaction, Item) throws(StoreError) -> Success
+    ) throws(StoreError) -> [Swift.Result<Success, StoreError>] {
+        try write { (transaction: inout StoreTransaction) throws(StoreError) -> [Swift.Result<Success, StoreError>] in
+            var results: [Swift.Result<Success, StoreError>] = []
+            results.reserveCapacity(items.count)
+            for item in items {
+                results.append(
+                    transaction.attempt { (transaction: inout StoreTransaction) throws(StoreError) -> Success in
+                        try body(&transaction, item)
+                    })
+            }
+            return results
+        }
+    }
+
+    /// One change in its own transaction, for the one-call methods; errors name `operation`.
+    func write<Result>(
+        _ operation: String, _ body: (inout StoreTransaction) throws(StoreError) -> sending Result
+    ) throws(StoreError) -> sending Result {
+        do {
+            return try write(body)
+        } catch {
+            guard !error.operation.hasPrefix(operation) else { throw error }
+            var named = error
+            named.operation = "\(operation) (\(error.operation))"
+            throw named
+        }
+    }
+
     // MARK: session codes
 
-    private static let codeColumns = """
+    static let codeColumns = """
         code, type, description, customer_name, customer_email, waiting_message, is_closed, created_at, valid_until, \
         closed_at, assigned_supporter
         """
 
     /// Stores a new code. Throws ``StoreError/Kind/duplicate`` when the code exists already.
     public func insert(_ record: SessionCodeRecord) throws(StoreError) {
-        try perform("insert session code") { (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) in
-            let statement = try connection.prepare(
-                "INSERT INTO session_codes (\(Self.codeColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-            try Self.bind(record, to: statement)
-            try statement.run()
+        try write("insert session code") { (transaction: inout StoreTransaction) throws(StoreError) in
+            try transaction.insert(record)
         }
     }
 
     /// Replaces every field of the stored code `record.code`. Throws ``StoreError/Kind/notFound`` when there is none.
     public func update(_ record: SessionCodeRecord) throws(StoreError) {
-        let changed = try perform("update session code") {
-            (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) -> Int in
-            let statement = try connection.prepare(
-                """
-                UPDATE session_codes SET type = ?2, description = ?3, customer_name = ?4, customer_email = ?5,
-                    waiting_message = ?6, is_closed = ?7, created_at = ?8, valid_until = ?9, closed_at = ?10,
-                    assigned_supporter = ?11
-                WHERE code = ?1
-                """)
-            try Self.bind(record, to: statement)
-            try statement.run()
-            return connection.changes
-        }
-        guard changed > 0 else {
-            throw StoreError(
-                kind: .notFound, operation: "update session code", message: "no such session code", path: path)
+        try write("update session code") { (transaction: inout StoreTransaction) throws(StoreError) in
+            try transaction.update(record)
         }
     }
 
     /// Deletes a code; true when it existed. Its audit events stay.
     @discardableResult
     public func delete(code: String) throws(StoreError) -> Bool {
-        try perform("delete session code") {
-            (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) -> Bool in
-            let statement = try connection.prepare("DELETE FROM session_codes WHERE code = ?")
-            try statement.bind(code, at: 1)
-            try statement.run()
-            return connection.changes > 0
+        try write("delete session code") { (transaction: inout StoreTransaction) throws(StoreError) -> Bool in
+            try transaction.delete(code: code)
         }
     }
 
@@ -112,7 +159,7 @@ public final class SessionStore: Sendable {
         }
     }
 
-    private static func bind(_ record: SessionCodeRecord, to statement: borrowing SQLiteDatabase.Statement)
+    static func bind(_ record: SessionCodeRecord, to statement: borrowing SQLiteDatabase.Statement)
         throws(StoreError)
     {
         try statement.bind(record.code, at: 1)
@@ -128,7 +175,7 @@ public final class SessionStore: Sendable {
         try statement.bind(record.assignedSupporter, at: 11)
     }
 
-    private static func record(from row: borrowing SQLiteDatabase.Statement) throws(StoreError) -> SessionCodeRecord {
+    static func record(from row: borrowing SQLiteDatabase.Statement) throws(StoreError) -> SessionCodeRecord {
         guard let code = row.text(at: 0), let rawType = row.int64(at: 1), let closed = row.int64(at: 6),
             let createdAt = row.int64(at: 7), let validUntil = row.int64(at: 8)
         else { throw invalidData("a session code row lacks a required value") }
@@ -144,31 +191,20 @@ public final class SessionStore: Sendable {
 
     // MARK: audit log
 
-    /// Appends one event (its `id` is ignored) and returns the id it was given. Committed when it returns.
-    /// The audit log has no update or delete: a trigger refuses both even through raw SQL.
+    /// Appends one event (its `id` is ignored), linked into the hash chain, and returns the id it was given.
+    /// Committed when it returns. The audit log has no update or delete: triggers refuse both even through raw SQL.
     @discardableResult
     public func append(_ event: AuditEvent) throws(StoreError) -> Int64 {
-        let details = try json(event.details)
-        return try perform("append audit event") {
-            (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) -> Int64 in
-            try Self.insert(event, details: details, into: connection)
+        try write("append audit event") { (transaction: inout StoreTransaction) throws(StoreError) -> Int64 in
+            try transaction.append(event)
         }
     }
 
     /// Appends events in one transaction, all or none; returns their ids in order.
     @discardableResult
     public func append(contentsOf events: [AuditEvent]) throws(StoreError) -> [Int64] {
-        var encoded: [String] = []
-        encoded.reserveCapacity(events.count)
-        for event in events { encoded.append(try json(event.details)) }
-        return try perform("append audit events", transaction: .immediate) {
-            (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) -> [Int64] in
-            var ids: [Int64] = []
-            ids.reserveCapacity(events.count)
-            for (event, details) in zip(events, encoded) {
-                ids.append(try Self.insert(event, details: details, into: connection))
-            }
-            return ids
+        try write("append audit events") { (transaction: inout StoreTransaction) throws(StoreError) -> [Int64] in
+            try transaction.append(contentsOf: events)
         }
     }
 
@@ -209,29 +245,15 @@ public final class SessionStore: Sendable {
         }
     }
 
-    private static func insert(
-        _ event: AuditEvent, details: String, into connection: borrowing SQLiteDatabase.Connection
-    ) throws(StoreError) -> Int64 {
-        let statement = try connection.prepare(
-            "INSERT INTO audit_events (time, code, kind, details) VALUES (?, ?, ?, ?)")
-        try statement.bind(event.time.unixMilliseconds, at: 1)
-        try statement.bind(event.code, at: 2)
-        try statement.bind(event.kind.rawValue, at: 3)
-        try statement.bind(details, at: 4)
-        try statement.run()
-        return connection.lastInsertRowID
-    }
-
-    private func json(_ details: [String: String]) throws(StoreError) -> String {
+    /// The details as the store keeps them: JSON text with sorted keys, `{}` when empty.
+    static func json(_ details: [String: String]) throws(StoreError) -> String {
         if details.isEmpty { return "{}" }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         do {
             return String(decoding: try encoder.encode(details), as: UTF8.self)
         } catch {
-            var failure = Self.invalidData("audit details cannot be encoded as JSON: \(error)")
-            failure.path = path
-            throw failure
+            throw Self.invalidData("audit details cannot be encoded as JSON: \(error)")
         }
     }
 
@@ -246,80 +268,125 @@ public final class SessionStore: Sendable {
 
     // MARK: API tokens
 
+    static let tokenColumns = "id, scope, label, created_at, revoked_at"
+
+    /// Stores the digest of an API token (never the token) with a new public id, and returns its record. Adding a
+    /// digest that is stored already changes nothing and returns the stored record; adding one that was revoked throws
+    /// ``StoreError/Kind/revoked``.
+    @discardableResult
+    public func addToken(
+        digest: [UInt8], scope: APITokenScope = .device, label: String? = nil, createdAt: Date
+    ) throws(StoreError) -> APITokenRecord {
+        try write("add API token") { (transaction: inout StoreTransaction) throws(StoreError) -> APITokenRecord in
+            try transaction.addToken(digest: digest, scope: scope, label: label, createdAt: createdAt)
+        }
+    }
+
     /// Remembers the digest of an API token (never the token). True when it was new; adding a known digest again
-    /// changes nothing.
+    /// changes nothing; adding a revoked one throws ``StoreError/Kind/revoked``. ``addToken(digest:scope:label:createdAt:)``
+    /// also returns the token's id.
     @discardableResult
     public func addTokenDigest(
         _ digest: [UInt8], scope: APITokenScope = .device, label: String? = nil, createdAt: Date
     ) throws(StoreError) -> Bool {
-        try perform("add API token digest") {
-            (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) -> Bool in
-            let statement = try connection.prepare(
-                "INSERT INTO api_tokens (digest, label, created_at, scope) VALUES (?, ?, ?, ?) ON CONFLICT (digest) DO NOTHING")
-            try statement.bind(blob: digest, at: 1)
-            try statement.bind(label, at: 2)
-            try statement.bind(createdAt.unixMilliseconds, at: 3)
-            try statement.bind(scope.rawValue, at: 4)
-            try statement.run()
-            return connection.changes > 0
+        try write("add API token") { (transaction: inout StoreTransaction) throws(StoreError) -> Bool in
+            try transaction.addTokenReportingNew(digest: digest, scope: scope, label: label, createdAt: createdAt).isNew
         }
     }
 
-    /// Forgets a token digest (revokes the token); true when it was stored.
+    /// Revokes the token with public id `id` at `date`: it is never accepted again, and its row stays for the audit
+    /// trail. True when it was valid until now; false when there is no such token or it was revoked already.
+    /// A running node must also drop it from its ``APITokenStore`` (``APITokenStore/remove(id:)``).
     @discardableResult
-    public func removeTokenDigest(_ digest: [UInt8]) throws(StoreError) -> Bool {
-        try perform("remove API token digest") {
-            (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) -> Bool in
-            let statement = try connection.prepare("DELETE FROM api_tokens WHERE digest = ?")
-            try statement.bind(blob: digest, at: 1)
-            try statement.run()
-            return connection.changes > 0
+    public func revokeToken(id: String, at date: Date = Date()) throws(StoreError) -> Bool {
+        try write("revoke API token") { (transaction: inout StoreTransaction) throws(StoreError) -> Bool in
+            try transaction.revokeToken(id: id, at: date)
         }
     }
 
-    /// Every stored token digest of `scope`, oldest first.
-    public func tokenDigests(scope: APITokenScope = .device) throws(StoreError) -> [[UInt8]] {
-        try perform("read API token digests") {
-            (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) -> [[UInt8]] in
-            let statement = try connection.prepare(
-                "SELECT digest FROM api_tokens WHERE scope = ? ORDER BY created_at, rowid")
-            try statement.bind(scope.rawValue, at: 1)
-            var digests: [[UInt8]] = []
-            while try statement.step() {
-                guard let digest = statement.blob(at: 0) else { throw Self.invalidData("an API token digest is NULL") }
-                digests.append(digest)
-            }
-            return digests
+    /// Revokes the token whose digest is `digest` (see ``revokeToken(id:at:)``); true when it was valid until now.
+    @discardableResult
+    public func removeTokenDigest(_ digest: [UInt8], at date: Date = Date()) throws(StoreError) -> Bool {
+        try write("revoke API token") { (transaction: inout StoreTransaction) throws(StoreError) -> Bool in
+            try transaction.revokeToken(digest: digest, at: date)
         }
+    }
+
+    /// Every stored token, revoked ones included, oldest first.
+    public func tokens() throws(StoreError) -> [APITokenRecord] {
+        try perform("list API tokens") {
+            (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) -> [APITokenRecord] in
+            let statement = try connection.prepare(
+                "SELECT \(Self.tokenColumns) FROM api_tokens ORDER BY created_at, rowid")
+            var records: [APITokenRecord] = []
+            while try statement.step() { records.append(try Self.tokenRecord(from: statement)) }
+            return records
+        }
+    }
+
+    /// The record of the valid (not revoked) token whose digest is `digest`: its id, to name the acting token in the
+    /// audit trail, and its scope. Nil when there is none, or it was revoked.
+    public func token(digest: [UInt8]) throws(StoreError) -> APITokenRecord? {
+        try perform("look up API token") {
+            (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) -> APITokenRecord? in
+            let statement = try connection.prepare(
+                "SELECT \(Self.tokenColumns) FROM api_tokens WHERE digest = ? AND revoked_at IS NULL")
+            try statement.bind(blob: digest, at: 1)
+            guard try statement.step() else { return nil }
+            return try Self.tokenRecord(from: statement)
+        }
+    }
+
+    /// Every valid token's digest and record, oldest first (for ``APITokenStore/init(loadingFrom:)``).
+    func activeTokens() throws(StoreError) -> [(digest: [UInt8], record: APITokenRecord)] {
+        try perform("read API tokens") {
+            (connection: borrowing SQLiteDatabase.Connection) throws(StoreError)
+                -> [(digest: [UInt8], record: APITokenRecord)] in
+            let statement = try connection.prepare(
+                """
+                SELECT \(Self.tokenColumns), digest FROM api_tokens WHERE revoked_at IS NULL
+                ORDER BY created_at, rowid
+                """)
+            var tokens: [(digest: [UInt8], record: APITokenRecord)] = []
+            while try statement.step() {
+                guard let digest = statement.blob(at: 5) else { throw Self.invalidData("an API token digest is NULL") }
+                tokens.append((digest, try Self.tokenRecord(from: statement)))
+            }
+            return tokens
+        }
+    }
+
+    /// The digest of every valid (not revoked) token of `scope`, oldest first.
+    public func tokenDigests(scope: APITokenScope = .device) throws(StoreError) -> [[UInt8]] {
+        try activeTokens().filter { $0.record.scope == scope }.map(\.digest)
+    }
+
+    static func tokenRecord(from row: borrowing SQLiteDatabase.Statement) throws(StoreError) -> APITokenRecord {
+        guard let id = row.text(at: 0), let scopeText = row.text(at: 1), let createdAt = row.int64(at: 3) else {
+            throw invalidData("an API token row lacks a required value")
+        }
+        guard let scope = APITokenScope(rawValue: scopeText) else {
+            throw invalidData("an API token has the unknown scope '\(scopeText)'")
+        }
+        return APITokenRecord(
+            id: id, scope: scope, label: row.text(at: 2), createdAt: Date(unixMilliseconds: createdAt),
+            revokedAt: row.int64(at: 4).map(Date.init(unixMilliseconds:)))
     }
 
     // MARK: registration back-off
 
     /// Stores (inserting or replacing) the back-off state of `key`.
     public func saveBackoff(key: String, failures: Int, blockedUntil: Date?, lastFailure: Date) throws(StoreError) {
-        try perform("save registration back-off") {
-            (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) in
-            let statement = try connection.prepare(
-                """
-                INSERT INTO registration_backoff (key, failures, blocked_until, last_failure) VALUES (?, ?, ?, ?)
-                ON CONFLICT (key) DO UPDATE SET failures = excluded.failures, blocked_until = excluded.blocked_until,
-                    last_failure = excluded.last_failure
-                """)
-            try statement.bind(key, at: 1)
-            try statement.bind(Int64(failures), at: 2)
-            try statement.bind(blockedUntil?.unixMilliseconds, at: 3)
-            try statement.bind(lastFailure.unixMilliseconds, at: 4)
-            try statement.run()
+        try write("save registration back-off") { (transaction: inout StoreTransaction) throws(StoreError) in
+            try transaction.saveBackoff(
+                key: key, failures: failures, blockedUntil: blockedUntil, lastFailure: lastFailure)
         }
     }
 
     /// Forgets the back-off state of `key` (after a success).
     public func deleteBackoff(key: String) throws(StoreError) {
-        try perform("delete registration back-off") {
-            (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) in
-            let statement = try connection.prepare("DELETE FROM registration_backoff WHERE key = ?")
-            try statement.bind(key, at: 1)
-            try statement.run()
+        try write("delete registration back-off") { (transaction: inout StoreTransaction) throws(StoreError) in
+            try transaction.deleteBackoff(key: key)
         }
     }
 
@@ -347,23 +414,15 @@ public final class SessionStore: Sendable {
     /// Forgets keys whose last failure was before `date`, except keys still blocked at `date`. Returns how many.
     @discardableResult
     public func deleteBackoff(olderThan date: Date) throws(StoreError) -> Int {
-        try perform("forget old registration back-off") {
-            (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) -> Int in
-            let statement = try connection.prepare(
-                """
-                DELETE FROM registration_backoff
-                WHERE last_failure < ?1 AND (blocked_until IS NULL OR blocked_until <= ?1)
-                """)
-            try statement.bind(date.unixMilliseconds, at: 1)
-            try statement.run()
-            return connection.changes
+        try write("forget old registration back-off") { (transaction: inout StoreTransaction) throws(StoreError) -> Int in
+            try transaction.deleteBackoff(olderThan: date)
         }
     }
 
     // MARK: helpers
 
     /// Runs `body` on the connection (in a transaction when `transaction` is given); errors name `operation`.
-    private func perform<Result>(
+    func perform<Result>(
         _ operation: String, transaction: SQLiteDatabase.TransactionKind? = nil,
         _ body: (borrowing SQLiteDatabase.Connection) throws(StoreError) -> sending Result
     ) throws(StoreError) -> sending Result {
@@ -380,7 +439,7 @@ public final class SessionStore: Sendable {
         }
     }
 
-    private static func invalidData(_ message: String) -> StoreError {
+    static func invalidData(_ message: String) -> StoreError {
         StoreError(kind: .invalidData, operation: "decode", message: message, path: "")
     }
 }

@@ -7,7 +7,8 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What went wrong, coarsely, for callers that react differently (a duplicate code, a missing code, …).
     public struct Kind: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
-            case sqlite, cantOpen, corrupt, duplicate, notFound, schemaTooNew, invalidData, constraint, busy
+            case sqlite, cantOpen, corrupt, duplicate, notFound, schemaTooNew, invalidData, constraint, busy, integrity,
+                revoked, io
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -18,7 +19,8 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let cantOpen = Kind(.cantOpen)
         /// The file is not an SQLite database, or it is damaged.
         public static let corrupt = Kind(.corrupt)
-        /// A row with the same key already exists (for example a session code).
+        /// A row with the same key already exists (for example a session code), or a file that is never overwritten
+        /// (an audit archive).
         public static let duplicate = Kind(.duplicate)
         /// The row to change does not exist.
         public static let notFound = Kind(.notFound)
@@ -30,6 +32,13 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let constraint = Kind(.constraint)
         /// Another process held the database locked for longer than the busy timeout.
         public static let busy = Kind(.busy)
+        /// The audit trail fails its verification (see ``SessionStore/verifyAudit()``), so the store will not archive
+        /// it; or a folder is open to other users and cannot be closed (see ``DataFolder``).
+        public static let integrity = Kind(.integrity)
+        /// The API token was revoked: it is never accepted, or added, again.
+        public static let revoked = Kind(.revoked)
+        /// Reading or writing a file other than the database failed (an audit archive, the data folder).
+        public static let io = Kind(.io)
 
         public var description: String { base.rawValue }
     }

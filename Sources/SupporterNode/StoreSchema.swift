@@ -7,16 +7,23 @@
 ///
 /// To change the schema, append a migration with the next version; never edit one that has shipped.
 public enum StoreSchema {
-    /// One step of the schema: the SQL that brings a database from `version - 1` to `version`.
+    /// One step of the schema: the SQL that brings a database from `version - 1` to `version`, and optionally work in
+    /// Swift that SQL cannot do (computing digests), run after the SQL in the same transaction.
     public struct Migration: Sendable {
         public let version: Int32
         public let summary: String
         public let sql: String
+        /// Runs after ``sql``, inside the migration's transaction; its error rolls the whole migration back.
+        public let step: (@Sendable (borrowing SQLiteDatabase.Connection) throws(StoreError) -> Void)?
 
-        public init(version: Int32, summary: String, sql: String) {
+        public init(
+            version: Int32, summary: String, sql: String,
+            then step: (@Sendable (borrowing SQLiteDatabase.Connection) throws(StoreError) -> Void)? = nil
+        ) {
             self.version = version
             self.summary = summary
             self.sql = sql
+            self.step = step
         }
     }
 
@@ -78,7 +85,125 @@ public enum StoreSchema {
                 ALTER TABLE api_tokens ADD COLUMN scope TEXT NOT NULL DEFAULT 'device'
                     CHECK (scope IN ('device', 'admin'));
                 """),
+        Migration(
+            version: 3,
+            summary: "hash-chained audit trail: digests on every event, archive anchors, a gate for archiving",
+            sql: """
+                ALTER TABLE audit_events ADD COLUMN prev_digest BLOB;
+                ALTER TABLE audit_events ADD COLUMN digest BLOB;
+                -- Dropped while the step below chains the existing events; it creates them again (see auditTriggers).
+                DROP TRIGGER audit_events_no_update;
+                DROP TRIGGER audit_events_no_delete;
+
+                CREATE TABLE audit_anchors (
+                    last_id INTEGER PRIMARY KEY NOT NULL,
+                    last_digest BLOB NOT NULL CHECK (length(last_digest) = 32),
+                    archived_at INTEGER NOT NULL,
+                    event_count INTEGER NOT NULL
+                ) STRICT;
+                -- Holds one row only inside SessionStore.archiveAudit's transaction: the ids it may delete.
+                CREATE TABLE audit_prune_gate (up_to_id INTEGER NOT NULL) STRICT;
+                """,
+            then: chainExistingEvents),
+        Migration(
+            version: 4, summary: "API token identity: a public id, and revocation that keeps the row",
+            sql: """
+                ALTER TABLE api_tokens ADD COLUMN id TEXT;
+                ALTER TABLE api_tokens ADD COLUMN revoked_at INTEGER;
+                UPDATE api_tokens SET id = lower(hex(randomblob(6)));
+                CREATE UNIQUE INDEX api_tokens_by_id ON api_tokens (id);
+                """),
     ]
+
+    /// The triggers that keep the audit trail append-only, by name, exactly as the store creates them;
+    /// ``SessionStore/verifyAudit()`` checks each is present and unchanged. `audit_events_no_replace` is migration 1's;
+    /// the others are migration 3's. A later migration that changes one of them must change this list too (and leave
+    /// migration 3 alone: it creates ``auditTriggersOfMigration3``).
+    public static let auditTriggers: [(name: String, sql: String)] =
+        [
+            (
+                "audit_events_no_replace",
+                """
+                CREATE TRIGGER audit_events_no_replace BEFORE INSERT ON audit_events
+                WHEN NEW.id IS NOT NULL AND EXISTS (SELECT 1 FROM audit_events WHERE id = NEW.id)
+                BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END
+                """
+            )
+        ] + auditTriggersOfMigration3
+
+    /// The triggers migration 3 creates. Shipped: never edit.
+    static let auditTriggersOfMigration3: [(name: String, sql: String)] = [
+        (
+            "audit_events_no_update",
+            """
+            CREATE TRIGGER audit_events_no_update BEFORE UPDATE ON audit_events
+            BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END
+            """
+        ),
+        (
+            "audit_events_no_delete",
+            """
+            CREATE TRIGGER audit_events_no_delete BEFORE DELETE ON audit_events
+            WHEN NOT EXISTS (SELECT 1 FROM audit_prune_gate WHERE OLD.id <= up_to_id)
+            BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END
+            """
+        ),
+        (
+            "audit_anchors_no_update",
+            """
+            CREATE TRIGGER audit_anchors_no_update BEFORE UPDATE ON audit_anchors
+            BEGIN SELECT RAISE(ABORT, 'audit anchors are append-only'); END
+            """
+        ),
+        (
+            "audit_anchors_no_delete",
+            """
+            CREATE TRIGGER audit_anchors_no_delete BEFORE DELETE ON audit_anchors
+            BEGIN SELECT RAISE(ABORT, 'audit anchors are append-only'); END
+            """
+        ),
+        (
+            "audit_anchors_through_the_gate",
+            """
+            CREATE TRIGGER audit_anchors_through_the_gate BEFORE INSERT ON audit_anchors
+            WHEN NOT EXISTS (SELECT 1 FROM audit_prune_gate WHERE up_to_id = NEW.last_id)
+            BEGIN SELECT RAISE(ABORT, 'audit anchors are written only by an archive'); END
+            """
+        ),
+    ]
+
+    /// Migration 3's step: gives every existing event its place in the chain, in id order from the genesis digest,
+    /// a thousand at a time, then creates the append-only triggers again.
+    static func chainExistingEvents(_ connection: borrowing SQLiteDatabase.Connection) throws(StoreError) {
+        var previous = AuditChain.genesis
+        var after: Int64 = .min
+        while true {
+            var batch: [(id: Int64, previous: [UInt8], digest: [UInt8])] = []
+            do {
+                let select = try connection.prepare(
+                    "SELECT \(AuditChain.rowColumns) FROM audit_events WHERE id > ? ORDER BY id LIMIT 1000")
+                try select.bind(after, at: 1)
+                while try select.step() {
+                    let row = AuditChain.row(select)
+                    let digest = row.computedDigest(after: previous)
+                    batch.append((row.id, previous, digest))
+                    previous = digest
+                }
+            }
+            guard let last = batch.last else { break }
+            for entry in batch {
+                let update = try connection.prepare("UPDATE audit_events SET prev_digest = ?, digest = ? WHERE id = ?")
+                try update.bind(blob: entry.previous, at: 1)
+                try update.bind(blob: entry.digest, at: 2)
+                try update.bind(entry.id, at: 3)
+                try update.run()
+            }
+            after = last.id
+        }
+        for trigger in auditTriggersOfMigration3 {
+            try connection.execute(trigger.sql, operation: "create trigger \(trigger.name)")
+        }
+    }
 
     /// The schema version this code writes and understands.
     public static var currentVersion: Int32 { migrations.last?.version ?? 0 }
@@ -116,8 +241,16 @@ public enum StoreSchema {
                     path: database.path)
             }
             for migration in migrations where migration.version > found {
-                try connection.execute(
-                    migration.sql, operation: "migrate to schema version \(migration.version) (\(migration.summary))")
+                let operation = "migrate to schema version \(migration.version) (\(migration.summary))"
+                try connection.execute(migration.sql, operation: operation)
+                guard let step = migration.step else { continue }
+                do throws(StoreError) {
+                    try step(connection)
+                } catch {
+                    var named = error
+                    named.operation = "\(operation) (\(error.operation))"
+                    throw named
+                }
             }
             if found != target {
                 try connection.execute("PRAGMA user_version = \(target)", operation: "set schema version")

@@ -4,11 +4,11 @@ import SupportRegistry
 import SupportSession
 
 /// The one thread that writes the supporter node's store: a bounded FIFO of jobs (lists of ``StoreIntent``), applied
-/// in order, several jobs per transaction. Event loops never wait for SQLite: they submit a job and continue; the
-/// job's completion runs on the writer thread after the commit (hop back to a loop from there).
+/// in order, several jobs per transaction (each in its own savepoint). Event loops never wait for SQLite: they submit a
+/// job and continue; the job's completion runs on the writer thread after the commit (hop back to a loop from there).
 ///
-/// Order: jobs are applied and completed in the order they were submitted. A batch that fails is retried job by job,
-/// so one bad job fails alone. Full queue: ``submit(_:completion:)`` returns false at once and the job is not taken
+/// Order: jobs are applied and completed in the order they were submitted. A job that fails is undone alone; a
+/// transaction that fails as a whole (locked past the busy timeout, disk full) fails every job in it. Full queue: ``submit(_:completion:)`` returns false at once and the job is not taken
 /// (the caller refuses the action or stops reading from the connection that caused it); nothing grows without bound.
 final class StoreWriter: Sendable {
     struct Job: Sendable {
@@ -129,24 +129,18 @@ final class StoreWriter: Sendable {
     }
 
     private func apply(_ batch: [Job]) {
-        var failures: [StoreError?] = Array(repeating: nil, count: batch.count)
+        // One transaction for the batch, each job in its own savepoint: a bad job fails alone.
+        var failures: [StoreError?]
         do throws(StoreError) {
-            try store.write { transaction throws(StoreError) in
-                for job in batch { try transaction.apply(job.intents) }
+            let results = try store.write(each: batch) { (transaction: inout StoreTransaction, job: Job) throws(StoreError) in
+                try transaction.apply(job.intents)
+            }
+            failures = results.map { result in
+                if case .failure(let error) = result { return error }
+                return nil
             }
         } catch {
-            // Find the culprit: each job alone, in order.
-            if batch.count == 1 {
-                failures[0] = error
-            } else {
-                for (index, job) in batch.enumerated() {
-                    do throws(StoreError) {
-                        try store.write { transaction throws(StoreError) in try transaction.apply(job.intents) }
-                    } catch {
-                        failures[index] = error
-                    }
-                }
-            }
+            failures = Array(repeating: error, count: batch.count)
         }
         var failed = 0
         for (job, failure) in zip(batch, failures) {
@@ -177,6 +171,24 @@ extension StoreIntent {
         case .deleteCode: "code deletion"
         case .audit(let event): "audit \(event.kind)"
         case .saveBackoff, .deleteBackoff: "back-off"
+        }
+    }
+}
+
+extension StoreTransaction {
+    /// Applies `intents` in order.
+    mutating func apply(_ intents: [StoreIntent]) throws(StoreError) {
+        for intent in intents {
+            switch intent {
+            case .insertCode(let record): try insert(record)
+            case .updateCode(let record): try update(record)
+            case .deleteCode(let code): _ = try delete(code: code)
+            case .audit(let event): _ = try append(event)
+            case .saveBackoff(let row):
+                try saveBackoff(
+                    key: row.key, failures: row.failures, blockedUntil: row.blockedUntil, lastFailure: row.lastFailure)
+            case .deleteBackoff(let key): try deleteBackoff(key: key)
+            }
         }
     }
 }

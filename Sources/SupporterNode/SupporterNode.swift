@@ -61,10 +61,7 @@ public final class SupporterNode: Sendable {
             let now = Date()
             for record in try store.allRecords() { registry.load(record, now: now) }
             for row in try store.loadBackoff() { registry.load(row) }
-            var tokens = APITokenStore()
-            for scope in APITokenScope.allCases {
-                for digest in try store.tokenDigests(scope: scope) { tokens.add(digest: digest, scope: scope) }
-            }
+            let tokens = try APITokenStore(loadingFrom: store)
             self.state = Mutex(NodeState(registry: registry, tokens: tokens))
         } catch {
             group.shutdown()
@@ -182,32 +179,79 @@ public final class SupporterNode: Sendable {
 
     // MARK: API tokens
 
-    /// Issues a new API token of `scope`. Only its SHA-256 digest is kept (durably); show the token to its owner once.
-    public func issueAPIToken(scope: APITokenScope = .device, label: String? = nil) throws(SupporterNodeError) -> String {
+    /// Issues a new API token of `scope`. Only its SHA-256 digest is kept (durably, with a public id); the issuance is
+    /// audited. Show the token to its owner once. Writes to the store directly: not on a node's loop.
+    public func issueAPIToken(scope: APITokenScope = .device, label: String? = nil, by actor: AuditActor = .local)
+        throws(SupporterNodeError) -> String
+    {
         let token = APITokenStore.makeToken(scope: scope)
-        try addAPIToken(token, scope: scope, label: label)
+        try addAPIToken(token, scope: scope, label: label, by: actor)
         return token
     }
 
-    /// Accepts an API token made elsewhere (configuration). Writes to the store directly: not on a node's loop.
-    public func addAPIToken(_ token: String, scope: APITokenScope = .device, label: String? = nil)
-        throws(SupporterNodeError)
-    {
+    /// Accepts an API token made elsewhere (configuration). Refused when shorter than
+    /// ``APITokenStore/minimumTokenLength`` or revoked. Audited. Not on a node's loop.
+    @discardableResult
+    public func addAPIToken(
+        _ token: String, scope: APITokenScope = .device, label: String? = nil, by actor: AuditActor = .local
+    ) throws(SupporterNodeError) -> APITokenRecord {
+        do throws(APITokenError) { try APITokenStore.validate(token) } catch {
+            throw SupporterNodeError(error.description, kind: .invalid)
+        }
         let digest = APITokenStore.digest(of: token)
+        let now = Date()
+        let record: APITokenRecord
         do throws(StoreError) {
-            try store.addTokenDigest(digest, scope: scope, label: label, createdAt: Date())
-            try store.append(
-                AuditEvent(
-                    time: Date(), kind: .tokenIssued,
-                    details: ["token": APITokenStore.id(ofDigest: digest), "scope": scope.rawValue]))
+            record = try store.write { (transaction: inout StoreTransaction) throws(StoreError) -> APITokenRecord in
+                let (record, isNew) = try transaction.addTokenReportingNew(
+                    digest: digest, scope: scope, label: label, createdAt: now)
+                if isNew {
+                    var details = actor.details
+                    details["token"] = record.id
+                    details["scope"] = scope.rawValue
+                    if let label { details["label"] = label }
+                    _ = try transaction.append(AuditEvent(time: now, kind: .tokenIssued, details: details))
+                }
+                return record
+            }
         } catch {
             throw SupporterNodeError(store: error)
         }
-        state.withLock { $0.tokens.add(digest: digest, scope: scope) }
+        state.withLock { $0.tokens.add(digest: digest, record: record) }
+        return record
     }
 
-    /// The scope of `token`, if the node knows it (constant-time comparison).
+    /// Every token the node knows (revoked ones too), oldest first; never the tokens themselves.
+    public func apiTokens() throws(SupporterNodeError) -> [APITokenRecord] {
+        do throws(StoreError) { return try store.tokens() } catch { throw SupporterNodeError(store: error) }
+    }
+
+    /// Revokes the token with public id `id` at once: it never authenticates again (devices already registered with
+    /// it stay until they leave). Audited. Not on a node's loop.
+    public func revokeAPIToken(id: String, by actor: AuditActor = .local) throws(SupporterNodeError) {
+        let now = Date()
+        let revoked: Bool
+        do throws(StoreError) {
+            revoked = try store.write { (transaction: inout StoreTransaction) throws(StoreError) -> Bool in
+                guard try transaction.revokeToken(id: id, at: now) else { return false }
+                var details = actor.details
+                details["token"] = id
+                _ = try transaction.append(AuditEvent(time: now, kind: .tokenRevoked, details: details))
+                return true
+            }
+        } catch {
+            throw SupporterNodeError(store: error)
+        }
+        guard revoked else { throw SupporterNodeError("no active token has the id \(id)", kind: .notFound) }
+        state.withLock { _ = $0.tokens.remove(id: id) }
+        logger.log(.info, "API token \(id) revoked")
+    }
+
+    /// The scope of `token`, if the node accepts it.
     public func scope(ofToken token: String) -> APITokenScope? { state.withLock { $0.tokens.scope(of: token) } }
+
+    /// The record (public id, scope) of `token`, if the node accepts it.
+    public func tokenRecord(of token: String) -> APITokenRecord? { state.withLock { $0.tokens.record(of: token) } }
 
     // MARK: events and audit
 
@@ -253,9 +297,3 @@ extension AuditEvent.Kind {
     public static let tokenRevoked = AuditEvent.Kind(rawValue: "token_revoked")
 }
 
-extension APITokenStore {
-    /// The public id of a token: the first 12 hex digits of its digest (names it in audit and lists, reveals nothing).
-    static func id(ofDigest digest: [UInt8]) -> String {
-        digest.prefix(6).map { String($0, radix: 16, uppercase: false).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
-    }
-}

@@ -19,10 +19,10 @@ import Testing
     }
 
     static let everything = [
-        "api_tokens", "audit_events", "audit_events_by_code_time", "audit_events_by_time", "audit_events_no_delete",
-        "audit_events_no_replace", "audit_events_no_update", "registration_backoff",
-        "registration_backoff_by_last_failure", "session_codes",
-        "session_codes_by_created",
+        "api_tokens", "api_tokens_by_id", "audit_anchors", "audit_anchors_no_delete", "audit_anchors_no_update",
+        "audit_anchors_through_the_gate", "audit_events", "audit_events_by_code_time", "audit_events_by_time",
+        "audit_events_no_delete", "audit_events_no_replace", "audit_events_no_update", "audit_prune_gate",
+        "registration_backoff", "registration_backoff_by_last_failure", "session_codes", "session_codes_by_created",
     ]
 
     @Test func migrationsCountUpFromOne() {
@@ -102,6 +102,59 @@ import Testing
         let database = try SQLiteDatabase(path: path)
         #expect(try StoreSchema.version(of: database) == 99)
         #expect(try Self.tables(database) == ["from_the_future"])
+    }
+
+    /// A file as version 2 left it: audit events without digests, token digests without ids.
+    @Test func aVersion2DatabaseGetsItsEventsChainedAndItsTokensIDs() throws {
+        let folder = try TemporaryFolder()
+        let path = folder.file("version2.sqlite")
+        do {
+            let database = try SQLiteDatabase(path: path)
+            try StoreSchema.migrate(database, migrations: Array(StoreSchema.migrations.prefix(2)))
+            // More than one batch of the migration's step (1000 events).
+            var sql = "BEGIN;"
+            for index in 1...2500 {
+                let code = index % 3 == 0 ? "NULL" : "'code\(index % 7)'"
+                sql += "INSERT INTO audit_events (time, code, kind, details) VALUES (\(index), \(code), "
+                    + "'device_online', '{\"n\":\"\(index)\"}');"
+            }
+            sql += "INSERT INTO api_tokens (digest, label, created_at, scope) VALUES (x'01', 'old', 5, 'admin');"
+            sql += "INSERT INTO api_tokens (digest, created_at) VALUES (x'02', 6); COMMIT;"
+            try database.execute(sql)
+        }
+        let store = try SessionStore(path: path)
+        #expect(try StoreSchema.version(of: store.database) == StoreSchema.currentVersion)
+        #expect(try Self.tables(store.database) == Self.everything)
+        let verification = try store.verifyAudit()
+        #expect(verification.isVerified, "\(verification.problems.prefix(3))")
+        #expect(verification.eventCount == 2500)
+        #expect(try store.append(AuditEvent(time: Date(), kind: .error)) == 2501)
+        #expect(try store.verifyAudit().isVerified)
+        // The first event links to the genesis digest; the step computes what appends compute.
+        let first = try store.auditRow(1)
+        #expect(first.previous == AuditChain.genesis)
+        #expect(first.digest == first.computedDigest(after: AuditChain.genesis))
+
+        let tokens = try store.tokens()
+        #expect(tokens.map(\.label) == ["old", nil])
+        #expect(tokens.map(\.scope) == [.admin, .device])
+        #expect(Set(tokens.map(\.id)).count == 2 && tokens.allSatisfy { $0.id.count == 12 && !$0.isRevoked })
+        #expect(try store.token(digest: [0x01])?.id == tokens[0].id)
+        // The triggers are back after the step: the chained events cannot be changed.
+        #expect(throws: StoreError.self) { try store.database.execute("UPDATE audit_events SET kind = 'x'") }
+    }
+
+    @Test func aFailingMigrationStepChangesNothing() throws {
+        let database = try SQLiteDatabase(path: ":memory:")
+        let failing = StoreSchema.Migration(
+            version: 1, summary: "half", sql: "CREATE TABLE half_done (x INTEGER)",
+            then: { (_: borrowing SQLiteDatabase.Connection) throws(StoreError) in
+                throw StoreError(kind: .invalidData, operation: "compute", message: "refused by the test", path: "")
+            })
+        let error = #expect(throws: StoreError.self) { try StoreSchema.migrate(database, migrations: [failing]) }
+        #expect(error?.operation == "migrate to schema version 1 (half) (compute)")
+        #expect(try StoreSchema.version(of: database) == 0)
+        #expect(try Self.tables(database).isEmpty)
     }
 
     @Test func migrationVersionsWithGapsAreRefused() throws {

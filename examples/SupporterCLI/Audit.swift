@@ -2,15 +2,23 @@ import CLIKit
 import Foundation
 import SupporterNode
 
-/// `rsup-supporter audit`: reads the audit trail straight from the data folder's store, node running or not.
+/// `rsup-supporter audit`: reads, verifies and archives the audit trail straight from the data folder's store, node
+/// running or not.
 enum Audit {
     static let usage = """
         usage: rsup-supporter audit [--data DIR] [--code CODE] [--from TIME] [--to TIME] [--limit N] [--json]
+               rsup-supporter audit --verify [--archive FILE] [--data DIR] [--json]
+               rsup-supporter audit prune --before TIME --archive FILE [--data DIR] [--json]
 
-          --code CODE     only this session code's events
-          --from TIME     events at or after TIME (RFC 3339, e.g. 2026-11-30T10:00:00Z)
-          --to TIME       events before TIME
-          --limit N       at most N events (default 1000)
+          --code CODE       only this session code's events
+          --from TIME       events at or after TIME (RFC 3339, e.g. 2026-11-30T10:00:00Z)
+          --to TIME         events before TIME
+          --limit N         at most N events (default 1000)
+          --verify          check the hash chain and the append-only triggers; prints the head digest to keep
+                            elsewhere, or the first problem (exit 1). With --archive FILE: check an archive file
+                            against the database's anchors instead
+          prune             move the events before --before TIME into a new archive file (JSON lines, mode 0600;
+                            never overwritten) and delete them from the store, keeping the chain verifiable
         """
 
     static func time(_ text: String?, _ name: String) throws(CLIError) -> Date? {
@@ -25,23 +33,29 @@ enum Audit {
 
     static func run(_ arguments: [String]) throws(CLIError) {
         let parsed = try ParsedArguments(
-            arguments, valueOptions: ["data", "code", "from", "to", "limit"], flagOptions: ["json"])
+            arguments, valueOptions: ["data", "code", "from", "to", "limit", "archive", "before"],
+            flagOptions: ["json", "verify"])
         if parsed.has("help") {
             print(usage)
             return
         }
+        if parsed.positionals.first == "prune" {
+            return try prune(parsed)
+        }
         guard parsed.positionals.isEmpty else { throw .usage("unexpected argument '\(parsed.positionals[0])'") }
+        if parsed.has("verify") {
+            return try verify(parsed)
+        }
+        for option in ["archive", "before"] where parsed.options[option] != nil {
+            throw .usage("--\(option) goes with --verify or prune")
+        }
         let limit = try parsed.options["limit"].map { text throws(CLIError) -> Int in
             guard let value = Int(text), value > 0 else { throw .usage("--limit takes a whole number above 0") }
             return value
         } ?? 1000
-        let path = (parsed.options["data"] ?? "supporter-data") + "/supporter.sqlite"
-        guard FileManager.default.fileExists(atPath: path) else {
-            throw .failure("no audit trail at \(path): give the data folder of a supporter node with --data")
-        }
+        let store = try openStore(parsed)
         let events: [AuditEvent]
         do {
-            let store = try SessionStore(path: path)
             events = try store.auditEvents(
                 code: parsed.options["code"], from: try time(parsed.options["from"], "from"),
                 to: try time(parsed.options["to"], "to"), limit: limit, afterID: nil)
@@ -67,5 +81,108 @@ enum Audit {
             }
         }
         if events.isEmpty, !console.json { console.line("no audit events match") }
+    }
+}
+
+extension Audit {
+    /// The store of the data folder `--data` names; it must exist.
+    static func openStore(_ parsed: ParsedArguments) throws(CLIError) -> SessionStore {
+        let path = (parsed.options["data"] ?? "supporter-data") + "/supporter.sqlite"
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw .failure("no audit trail at \(path): give the data folder of a supporter node with --data")
+        }
+        do {
+            return try SessionStore(path: path)
+        } catch {
+            throw .failure("cannot open the audit trail: \(error)")
+        }
+    }
+
+    static func refuse(_ options: [String], in parsed: ParsedArguments, with what: String) throws(CLIError) {
+        for option in options where parsed.options[option] != nil {
+            throw .usage("--\(option) does not go with \(what)")
+        }
+    }
+
+    /// The first 12 hexadecimal digits of a digest: enough to compare by eye with a head kept elsewhere.
+    static func short(_ hex: String) -> String { String(hex.prefix(12)) }
+
+    /// `audit --verify [--archive FILE]`.
+    static func verify(_ parsed: ParsedArguments) throws(CLIError) {
+        try refuse(["code", "from", "to", "limit", "before"], in: parsed, with: "--verify")
+        let store = try openStore(parsed)
+        let console = Console(json: parsed.has("json"))
+        let archive = parsed.options["archive"]
+        let verification: AuditVerification
+        do {
+            verification = try archive.map { path throws(StoreError) in try store.verifyArchive(at: path) }
+                ?? store.verifyAudit()
+        } catch {
+            throw .failure("cannot verify the audit trail: \(error)")
+        }
+        if console.json {
+            var object: [String: Any] = [
+                "verified": verification.isVerified, "events": verification.eventCount, "head": verification.headHex,
+                "problems": verification.problems.map { problem -> [String: Any] in
+                    var entry: [String: Any] = ["kind": problem.kind.description, "message": problem.message]
+                    if let id = problem.id { entry["id"] = Int(id) }
+                    if let trigger = problem.trigger { entry["trigger"] = trigger }
+                    return entry
+                },
+            ]
+            if let first = verification.firstID, let last = verification.lastID {
+                object["first_id"] = Int(first)
+                object["last_id"] = Int(last)
+            }
+            if let anchor = verification.anchor {
+                object["anchor"] = ["last_id": Int(anchor.lastID), "digest": anchor.digestHex]
+            }
+            console.line(Console.encode(object))
+        }
+        if let problem = verification.problem {
+            let more = verification.problems.count > 1 ? " (and \(verification.problems.count - 1) more)" : ""
+            throw .failure("\(archive == nil ? "audit trail" : "archive") check failed: \(problem.message)\(more)")
+        }
+        guard !console.json else { return }
+        if archive != nil {
+            let range = verification.firstID.map { "\($0)–\(verification.lastID ?? $0)" } ?? "none"
+            console.line(
+                "archive verified: \(verification.eventCount) events (ids \(range)), anchor \(short(verification.headHex))")
+        } else {
+            console.line("audit trail verified: \(verification.eventCount) events, head \(short(verification.headHex))")
+        }
+    }
+
+    /// `audit prune --before TIME --archive FILE`.
+    static func prune(_ parsed: ParsedArguments) throws(CLIError) {
+        guard parsed.positionals.count == 1 else { throw .usage("unexpected argument '\(parsed.positionals[1])'") }
+        try refuse(["code", "from", "to", "limit"], in: parsed, with: "prune")
+        if parsed.has("verify") { throw .usage("--verify does not go with prune") }
+        let beforeText = try parsed.require("before")
+        guard let before = try time(beforeText, "before") else { throw .usage("--before is required") }
+        let archive = try parsed.require("archive")
+        let store = try openStore(parsed)
+        let summary: ArchiveSummary
+        do {
+            summary = try store.archiveAudit(before: before, to: archive)
+        } catch {
+            throw .failure("cannot archive the audit trail: \(error)")
+        }
+        let console = Console(json: parsed.has("json"))
+        if console.json {
+            var object: [String: Any] = ["archived": summary.eventCount, "archive": archive, "bytes": summary.byteCount]
+            if let first = summary.firstID, let last = summary.lastID, let anchor = summary.anchor {
+                object["first_id"] = Int(first)
+                object["last_id"] = Int(last)
+                object["anchor"] = anchor.digestHex
+            }
+            console.line(Console.encode(object))
+        } else if let first = summary.firstID, let last = summary.lastID, let anchor = summary.anchor {
+            console.line(
+                "archived \(summary.eventCount) events (ids \(first)–\(last)) to \(archive); anchor "
+                    + short(anchor.digestHex))
+        } else {
+            console.line("no audit events before \(beforeText): nothing archived, no file written")
+        }
     }
 }

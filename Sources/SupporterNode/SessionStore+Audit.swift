@@ -1,0 +1,410 @@
+import Foundation
+import Glibc
+
+// The audit trail's integrity: verifying the hash chain, archiving old events, verifying archives.
+extension SessionStore {
+    // MARK: verifying
+
+    /// Checks the whole audit trail: every event's digest against its contents, every link to the event before, ids
+    /// without gaps from the newest archive anchor (or from 1) up to the highest id SQLite ever gave out, every
+    /// append-only trigger present and unchanged, and the archive gate closed.
+    ///
+    /// Reads every event once, in one read transaction, holding the store's lock (seconds for millions of events):
+    /// run it from a tool or a background task, not on an event loop. Returns what it found; throws only when the
+    /// database cannot be read.
+    public func verifyAudit() throws(StoreError) -> AuditVerification {
+        try perform("verify audit trail", transaction: .deferred) {
+            (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) -> AuditVerification in
+            try Self.verifyAudit(connection)
+        }
+    }
+
+    static func verifyAudit(_ connection: borrowing SQLiteDatabase.Connection) throws(StoreError) -> AuditVerification {
+        let anchor = try anchors(connection).last
+        var walker = AuditChainWalker(after: anchor?.lastID ?? 0, digest: anchor?.digest ?? AuditChain.genesis)
+        do {
+            let rows = try connection.prepare("SELECT \(AuditChain.rowColumns) FROM audit_events ORDER BY id")
+            while try rows.step() { walker.visit(AuditChain.row(rows)) }
+        }
+        var extra: [AuditProblem] = []
+        // Events cut from the end leave SQLite's AUTOINCREMENT counter above the newest id.
+        let sequence = try connection.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'audit_events'")
+        let highest = try sequence.step() ? sequence.int64(at: 0) ?? 0 : 0
+        let newest = walker.lastID ?? walker.startID
+        if highest > newest {
+            let missing = highest == newest + 1 ? "event \(highest) is" : "events \(newest + 1)–\(highest) are"
+            extra.append(
+                AuditProblem(.deletedRow, id: newest + 1, "\(missing) missing: the newest events were deleted"))
+        }
+        extra += try schemaProblems(connection)
+        return walker.verification(anchor: anchor, extra: extra)
+    }
+
+    /// Missing or changed append-only triggers, and an open archive gate.
+    private static func schemaProblems(_ connection: borrowing SQLiteDatabase.Connection) throws(StoreError)
+        -> [AuditProblem]
+    {
+        var problems: [AuditProblem] = []
+        for trigger in StoreSchema.auditTriggers {
+            let statement = try connection.prepare(
+                "SELECT sql FROM sqlite_schema WHERE type = 'trigger' AND name = ?")
+            try statement.bind(trigger.name, at: 1)
+            guard try statement.step() else {
+                problems.append(
+                    AuditProblem(
+                        .missingTrigger, trigger: trigger.name,
+                        "the append-only trigger \(trigger.name) is missing: someone dropped it, so the audit trail no "
+                            + "longer refuses changes"))
+                continue
+            }
+            if normalized(statement.text(at: 0) ?? "") != normalized(trigger.sql) {
+                problems.append(
+                    AuditProblem(
+                        .alteredTrigger, trigger: trigger.name,
+                        "the append-only trigger \(trigger.name) is not the one the store created: it was replaced"))
+            }
+        }
+        let gate = try connection.prepare("SELECT count(*) FROM audit_prune_gate")
+        if try gate.step(), let open = gate.int64(at: 0), open > 0 {
+            problems.append(
+                AuditProblem(
+                    .openGate,
+                    "the archive gate (audit_prune_gate) holds \(open) row(s) outside an archive: deletes of audit "
+                        + "events are not refused"))
+        }
+        return problems
+    }
+
+    /// SQL with every run of white space made one space, for comparing trigger definitions.
+    private static func normalized(_ sql: String) -> String {
+        sql.split(whereSeparator: { $0.isWhitespace }).joined(separator: " ")
+    }
+
+    /// Every archive anchor, oldest first.
+    public func auditAnchors() throws(StoreError) -> [AuditAnchor] {
+        try perform("read audit anchors") {
+            (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) -> [AuditAnchor] in
+            try Self.anchors(connection)
+        }
+    }
+
+    static func anchors(_ connection: borrowing SQLiteDatabase.Connection) throws(StoreError) -> [AuditAnchor] {
+        let statement = try connection.prepare(
+            "SELECT last_id, last_digest, archived_at, event_count FROM audit_anchors ORDER BY last_id")
+        var anchors: [AuditAnchor] = []
+        while try statement.step() {
+            guard let id = statement.int64(at: 0), let digest = statement.blob(at: 1),
+                let archivedAt = statement.int64(at: 2), let count = statement.int64(at: 3)
+            else { throw invalidData("an audit anchor row lacks a required value") }
+            anchors.append(
+                AuditAnchor(
+                    lastID: id, digest: digest, archivedAt: Date(unixMilliseconds: archivedAt),
+                    eventCount: Int(clamping: count)))
+        }
+        return anchors
+    }
+
+    // MARK: archiving
+
+    /// Moves the oldest events out of the database into a new archive file, keeping the chain verifiable across the
+    /// cut: the events from the oldest up to (not including) the first one whose time is `cut` or later are written to
+    /// `archivePath` as JSON lines (one object per event: `id`, `time` in Unix milliseconds, `code`, `kind`, `details`
+    /// as the stored JSON text, `prev_digest` and `digest` in hexadecimal), the file is flushed to the disk
+    /// (`fsync`, then its folder's), and then, in the same transaction that read them, the events are deleted through
+    /// the archive gate and an anchor (the last archived id and its digest) is stored. ``verifyAudit()`` starts from
+    /// the newest anchor; ``verifyArchive(at:)`` checks a file against the anchors.
+    ///
+    /// Ids are the chain's order; times are stamped by callers and need not increase with them. So an event older
+    /// than the cut that follows a newer one stays until that newer one is older than a later cut.
+    ///
+    /// Refuses, with nothing changed: an existing `archivePath` (``StoreError/Kind/duplicate``: archives are never
+    /// overwritten), and a trail that fails ``verifyAudit()`` (``StoreError/Kind/integrity``: archiving would bury
+    /// the evidence). The file is made readable by its owner only (`0600`). When there is nothing to archive, no file
+    /// is made and the summary counts 0. When the database part fails after the file was written, the file is
+    /// removed again.
+    ///
+    /// Holds the store's write lock while it writes the file: an operator's command, not one for a busy hour.
+    public func archiveAudit(before cut: Date, to archivePath: String) throws(StoreError) -> ArchiveSummary {
+        let operation = "archive audit events"
+        guard access(archivePath, F_OK) != 0 else {
+            throw StoreError(
+                kind: .duplicate, operation: operation,
+                message: "the archive file exists already; archives are never overwritten: give a new file name",
+                path: archivePath)
+        }
+        var written: String?
+        do {
+            return try write(operation) { (transaction: inout StoreTransaction) throws(StoreError) -> ArchiveSummary in
+                try transaction.archiveAudit(before: cut, to: archivePath, wroteFile: &written)
+            }
+        } catch {
+            if let written { unlink(written) }
+            throw error
+        }
+    }
+
+    // MARK: verifying an archive
+
+    /// Checks an archive file made by ``archiveAudit(before:to:)`` against this database: every line an event, ids
+    /// without gaps, every digest and link, the first event linked to the anchor before it (or to the genesis digest),
+    /// and the last event equal to one of the database's anchors (``AuditVerification/anchor``). Throws when the file
+    /// cannot be read; every other finding is a problem in the result.
+    public func verifyArchive(at archivePath: String) throws(StoreError) -> AuditVerification {
+        let text: String
+        do {
+            text = try String(contentsOfFile: archivePath, encoding: .utf8)
+        } catch {
+            throw StoreError(
+                kind: .io, operation: "read audit archive",
+                message: "cannot read it as UTF-8 text: \(error.localizedDescription)", path: archivePath)
+        }
+        let anchors = try auditAnchors()
+        var walker: AuditChainWalker?
+        var problems: [AuditProblem] = []
+        let decoder = JSONDecoder()
+        for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            if line.isEmpty { continue }
+            guard let archived = try? decoder.decode(ArchivedAuditEvent.self, from: Data(line.utf8)),
+                let row = archived.row
+            else {
+                problems.append(
+                    AuditProblem(
+                        .malformedArchive, "line \(index + 1) of the archive is not an archived audit event"))
+                continue
+            }
+            if walker == nil {
+                let before = row.id - 1
+                let start = before == 0 ? AuditChain.genesis : anchors.first { $0.lastID == before }?.digest
+                if start == nil || start != row.previous {
+                    problems.append(
+                        AuditProblem(
+                            .anchorMismatch, id: row.id,
+                            before == 0
+                                ? "the archive's first event does not start the chain"
+                                : "the archive starts at event \(row.id), but the database has no anchor at "
+                                    + "event \(before) that it links to: it is not an archive of this database, "
+                                    + "or events before it are missing"))
+                }
+                walker = AuditChainWalker(after: before, digest: row.previous ?? start ?? AuditChain.genesis)
+            }
+            walker?.visit(row)
+        }
+        guard let walker else {
+            return AuditVerification(
+                eventCount: 0, firstID: nil, lastID: nil, head: AuditChain.genesis, anchor: nil,
+                problems: problems + [AuditProblem(.malformedArchive, "the archive holds no events")])
+        }
+        let end = anchors.first { $0.lastID == walker.lastID }
+        if let end, end.digest == walker.previous {
+            if let first = walker.firstID, end.eventCount != Int(end.lastID - first + 1) {
+                problems.append(
+                    AuditProblem(
+                        .anchorMismatch, id: end.lastID,
+                        "the archive holds events \(first)–\(end.lastID), but its anchor says that archive took "
+                            + "\(end.eventCount)"))
+            }
+        } else {
+            problems.append(
+                AuditProblem(
+                    .anchorMismatch, id: walker.lastID,
+                    end == nil
+                        ? "the archive ends at event \(walker.lastID ?? 0), where the database has no anchor: it is "
+                            + "not an archive of this database, or its last events are missing"
+                        : "the archive's last event \(walker.lastID ?? 0) has a digest other than the database's "
+                            + "anchor"))
+        }
+        var verification = walker.verification(anchor: end)
+        // The walk's own findings first, in id order, then those about the file and the anchors.
+        verification.problems = Array((verification.problems + problems).prefix(AuditChainWalker.problemLimit))
+        return verification
+    }
+}
+
+/// One line of an audit archive file.
+struct ArchivedAuditEvent: Codable {
+    var id: Int64
+    var time: Int64
+    var code: String?
+    var kind: String
+    /// The stored JSON text, exactly.
+    var details: String
+    var prev_digest: String
+    var digest: String
+
+    init(_ row: AuditChain.Row) {
+        id = row.id
+        time = row.time
+        code = row.code.map { String(decoding: $0, as: UTF8.self) }
+        kind = String(decoding: row.kind, as: UTF8.self)
+        details = String(decoding: row.details, as: UTF8.self)
+        prev_digest = AuditChain.hex(row.previous ?? [])
+        digest = AuditChain.hex(row.digest ?? [])
+    }
+
+    /// The event as the chain sees it; nil when a digest is not hexadecimal.
+    var row: AuditChain.Row? {
+        guard let previous = AuditChain.bytes(hex: prev_digest), let stored = AuditChain.bytes(hex: digest) else {
+            return nil
+        }
+        return AuditChain.Row(
+            id: id, time: time, code: code.map { Array($0.utf8) }, kind: Array(kind.utf8),
+            details: Array(details.utf8), previous: previous, digest: stored)
+    }
+
+    // Encoded explicitly so `code` is written as null rather than left out.
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(time, forKey: .time)
+        try container.encode(code, forKey: .code)
+        try container.encode(kind, forKey: .kind)
+        try container.encode(details, forKey: .details)
+        try container.encode(prev_digest, forKey: .prev_digest)
+        try container.encode(digest, forKey: .digest)
+    }
+}
+
+extension StoreTransaction {
+    /// The database side of ``SessionStore/archiveAudit(before:to:)``; sets `wroteFile` once the file exists.
+    mutating func archiveAudit(before cut: Date, to archivePath: String, wroteFile: inout String?) throws(StoreError)
+        -> ArchiveSummary
+    {
+        let verification = try run("verify audit trail") {
+            (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) -> AuditVerification in
+            try SessionStore.verifyAudit(connection)
+        }
+        if let problem = verification.problem {
+            throw StoreError(
+                kind: .integrity, operation: "archive audit events",
+                message:
+                    "the audit trail fails verification, so nothing is archived: \(problem.message)"
+                    + (verification.problems.count > 1 ? " (and \(verification.problems.count - 1) more)" : "")
+                    + "; investigate with 'rsup-supporter audit --verify'",
+                path: path)
+        }
+        // The last id to archive: the one before the first event at or after the cut, or the newest event.
+        let lastID = try run("find audit events to archive") {
+            (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) -> Int64? in
+            let statement = try connection.prepare(
+                """
+                SELECT coalesce((SELECT min(id) FROM audit_events WHERE time >= ?) - 1,
+                    (SELECT max(id) FROM audit_events))
+                """)
+            try statement.bind(cut.unixMilliseconds, at: 1)
+            return try statement.step() ? statement.int64(at: 0) : nil
+        }
+        let startID = (verification.anchor?.lastID ?? 0) + 1
+        guard let lastID, lastID >= startID else {
+            return ArchiveSummary(
+                path: archivePath, eventCount: 0, firstID: nil, lastID: nil, anchor: nil, byteCount: 0)
+        }
+        let file = try ArchiveFile(creating: archivePath)
+        wroteFile = archivePath
+        var lastDigest: [UInt8] = []
+        try run("write audit archive") { (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) in
+            let rows = try connection.prepare(
+                "SELECT \(AuditChain.rowColumns) FROM audit_events WHERE id <= ? ORDER BY id")
+            try rows.bind(lastID, at: 1)
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.withoutEscapingSlashes]
+            while try rows.step() {
+                let row = AuditChain.row(rows)
+                lastDigest = row.digest ?? []
+                let line: Data
+                do { line = try encoder.encode(ArchivedAuditEvent(row)) } catch {
+                    throw StoreError(
+                        kind: .invalidData, operation: "encode", message: "event \(row.id): \(error)",
+                        path: archivePath)
+                }
+                try file.write(Array(line) + [UInt8(ascii: "\n")])
+            }
+        }
+        let byteCount = try file.finish()
+        let count = Int(lastID - startID + 1)
+        let anchor = AuditAnchor(lastID: lastID, digest: lastDigest, archivedAt: Date(), eventCount: count)
+        try run("delete archived audit events") { (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) in
+            let open = try connection.prepare("INSERT INTO audit_prune_gate (up_to_id) VALUES (?)")
+            try open.bind(lastID, at: 1)
+            try open.run()
+            let delete = try connection.prepare("DELETE FROM audit_events WHERE id <= ?")
+            try delete.bind(lastID, at: 1)
+            try delete.run()
+            guard connection.changes == count else {
+                throw StoreError(
+                    kind: .integrity, operation: "delete", message: "expected to delete \(count) events, deleted "
+                        + "\(connection.changes)", path: path)
+            }
+            let store = try connection.prepare(
+                "INSERT INTO audit_anchors (last_id, last_digest, archived_at, event_count) VALUES (?, ?, ?, ?)")
+            try store.bind(anchor.lastID, at: 1)
+            try store.bind(blob: anchor.digest, at: 2)
+            try store.bind(anchor.archivedAt.unixMilliseconds, at: 3)
+            try store.bind(Int64(count), at: 4)
+            try store.run()
+            try connection.execute("DELETE FROM audit_prune_gate", operation: "close the archive gate")
+        }
+        return ArchiveSummary(
+            path: archivePath, eventCount: count, firstID: startID, lastID: lastID,
+            anchor: AuditAnchor(
+                lastID: anchor.lastID, digest: anchor.digest,
+                archivedAt: Date(unixMilliseconds: anchor.archivedAt.unixMilliseconds), eventCount: count),
+            byteCount: byteCount)
+    }
+}
+
+/// A new archive file: created exclusively with mode `0600`, written fully, flushed with its folder, closed.
+private final class ArchiveFile {
+    private var fd: Int32
+    let path: String
+    private var byteCount = 0
+
+    init(creating path: String) throws(StoreError) {
+        self.path = path
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            let code = errno
+            throw StoreError(
+                kind: code == EEXIST ? .duplicate : .io, operation: "create audit archive",
+                message: code == EEXIST
+                    ? "the archive file exists already; archives are never overwritten: give a new file name"
+                    : String(cString: strerror(code)),
+                path: path)
+        }
+        fchmod(fd, 0o600)  // exactly, whatever the umask
+    }
+
+    deinit { if fd >= 0 { close(fd) } }
+
+    func write(_ bytes: [UInt8]) throws(StoreError) {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw failure("write")
+            }
+            offset += written
+        }
+        byteCount += bytes.count
+    }
+
+    /// Flushes the file and its folder entry to the disk and closes it; returns its size.
+    func finish() throws(StoreError) -> Int {
+        guard fsync(fd) == 0 else { throw failure("fsync") }
+        let closed = close(fd)
+        fd = -1
+        guard closed == 0 else { throw failure("close") }
+        let folder = (path as NSString).deletingLastPathComponent
+        let folderFD = open(folder.isEmpty ? "." : folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if folderFD >= 0 {
+            defer { close(folderFD) }
+            guard fsync(folderFD) == 0 else { throw failure("fsync the folder of") }
+        }
+        return byteCount
+    }
+
+    private func failure(_ what: String) -> StoreError {
+        StoreError(
+            kind: .io, operation: "\(what) audit archive", message: String(cString: strerror(errno)), path: path)
+    }
+}
