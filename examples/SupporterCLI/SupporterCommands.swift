@@ -90,7 +90,24 @@ struct SupporterCommands: Sendable {
             case "token":
                 let scope = APITokenScope(rawValue: request["scope"] as? String ?? "device")
                 guard let scope else { return ["ok": false, "error": "scope must be device or admin"] }
-                return ["ok": true, "token": try node.issueAPIToken(scope: scope), "scope": scope.rawValue]
+                let label = request["label"] as? String
+                return ["ok": true, "token": try node.issueAPIToken(scope: scope, label: label), "scope": scope.rawValue]
+            case "token-list":
+                let formatter = ISO8601DateFormatter()
+                let tokens: [[String: Any]] = try node.apiTokens().map { record in
+                    var entry: [String: Any] = [
+                        "id": record.id, "scope": record.scope.rawValue,
+                        "created_at": formatter.string(from: record.createdAt),
+                    ]
+                    if let label = record.label { entry["label"] = label }
+                    if let revoked = record.revokedAt { entry["revoked_at"] = formatter.string(from: revoked) }
+                    return entry
+                }
+                return ["ok": true, "tokens": tokens]
+            case "token-revoke":
+                guard let id = request["id"] as? String else { return ["ok": false, "error": "--id is required"] }
+                try node.revokeAPIToken(id: id)
+                return ["ok": true]
             default:
                 return ["ok": false, "error": "unknown command '\(command)'"]
             }

@@ -18,7 +18,9 @@ let usage = """
       cancel    cancel the pending request        --code CODE
       end       end the session on a code         --code CODE
       close     close a code for good             --code CODE
-      token     issue a new API token             [--scope device|admin] (admin: for the REST API)
+      token     issue a new API token             [--scope device|admin] [--label TEXT] (admin: for the REST API)
+      token list    list tokens (ids, scopes, labels, revoked; never the tokens)
+      token revoke  revoke a token at once        --id ID
       audit     show the audit trail              [--code CODE] [--from TIME] [--to TIME] [--limit N]
 
     common options:
@@ -47,13 +49,17 @@ let serveUsage = """
       --json                   events as JSON lines
     """
 
+/// The data folder, created owner-only (0700); an existing folder that others may read is tightened to 0700 (said
+/// on stderr), or refused when that is not possible.
 func dataFolder(_ arguments: ParsedArguments) throws(CLIError) -> String {
     let folder = arguments.options["data"] ?? "supporter-data"
-    do {
-        try FileManager.default.createDirectory(
-            atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+    do throws(StoreError) {
+        let preparation = try DataFolder.prepare(path: folder)
+        if let note = preparation.note {
+            FileHandle.standardError.write(Data("note: \(TerminalText.escaped(note))\n".utf8))
+        }
     } catch {
-        throw .failure("cannot create the data folder \(folder): \(error.localizedDescription)")
+        throw .failure("the data folder \(folder): \(error.message)")
     }
     return folder
 }
@@ -95,6 +101,17 @@ func remote(_ command: String, _ arguments: [String], required: [String], option
         }
     case "token":
         console.line(reply["token"] as? String ?? "")
+    case "token-list":
+        let tokens = reply["tokens"] as? [[String: Any]] ?? []
+        if tokens.isEmpty { console.line("no tokens; issue one with 'rsup-supporter token'") }
+        for token in tokens {
+            let state = (token["revoked_at"] as? String).map { "revoked \($0)" } ?? "active"
+            console.line(
+                escaping: "\(token["id"] ?? "?")  \(token["scope"] ?? "")  \(state)  created \(token["created_at"] ?? "")"
+                    + ((token["label"] as? String).map { "  \($0)" } ?? ""))
+        }
+    case "token-revoke":
+        console.line("revoked")
     case "connect":
         console.line("request \(reply["request_id"] ?? "?") sent")
     default:
@@ -124,7 +141,12 @@ func main() -> Int32 {
         case "cancel": try remote("cancel", arguments, required: ["code"], optional: [])
         case "end": try remote("end", arguments, required: ["code"], optional: [])
         case "close": try remote("close", arguments, required: ["code"], optional: [])
-        case "token": try remote("token", arguments, required: [], optional: ["scope"])
+        case "token":
+            switch arguments.first {
+            case "list": try remote("token-list", Array(arguments.dropFirst()), required: [], optional: [])
+            case "revoke": try remote("token-revoke", Array(arguments.dropFirst()), required: ["id"], optional: [])
+            default: try remote("token", arguments, required: [], optional: ["scope", "label"])
+            }
         case "audit": try Audit.run(arguments)
         default:
             throw CLIError.usage("unknown command '\(command)'; see 'rsup-supporter --help'")
