@@ -86,13 +86,7 @@ struct RESTAPI: Sendable {
         if let record, record.scope == .admin {
             return .success(AuditActor(kind: "rest", tokenID: record.id, address: address))
         }
-        if let wait = limiter.retryAfter(address, now: clock) {
-            var response = HTTPResponse.error(
-                .tooManyRequests, message: "too many failed authentications from \(address); retry later")
-            response.headers.replaceOrAdd(name: "Retry-After", value: "\(max(1, (wait.components.seconds) + 1))")
-            return .failure(APIRefusal(response))
-        }
-        limiter.recordFailure(address, now: clock)
+        // Only unknown tokens count: a missing token or a device token guesses nothing.
         guard !token.isEmpty else {
             return .failure(APIRefusal(unauthorized("missing bearer token: send 'Authorization: Bearer <admin token>'")))
         }
@@ -100,6 +94,13 @@ struct RESTAPI: Sendable {
             return .failure(
                 APIRefusal(.error(.forbidden, message: "this is a device token; the REST API needs an admin token")))
         }
+        if let wait = limiter.retryAfter(address, now: clock) {
+            var response = HTTPResponse.error(
+                .tooManyRequests, message: "too many failed authentications from \(address); retry later")
+            response.headers.replaceOrAdd(name: "Retry-After", value: "\(max(1, (wait.components.seconds) + 1))")
+            return .failure(APIRefusal(response))
+        }
+        limiter.recordFailure(address, now: clock)
         node.logger.log(.warning, "REST API: unknown bearer token from \(address)")
         return .failure(APIRefusal(unauthorized("unknown bearer token")))
     }
