@@ -81,6 +81,7 @@ struct DurabilityTests {
 
             // Two loops keep the node busy until it dies: a device joins, is connected, is ended, leaves; and a
             // pending request is cancelled and sent again.
+            let churnDevices = Mutex<[CLIProcess]>([])
             let churnRounds = Counter()
             let requestRounds = Counter()
             let churnCode = code(.churn)
@@ -90,6 +91,7 @@ struct DurabilityTests {
                     guard
                         let device = try? node.startDevice(
                             code: churnCode, token: token, trust: trust, extra: ["--auto-accept"]),
+                        { churnDevices.withLock { $0.append(device) }; return true }(),
                         await device.waitForEvent("online") != nil,
                         (try? await node.control(["connect", "--code", churnCode, "--as", "Alice"])) != nil,
                         await device.waitForEvent("connected") != nil,
@@ -133,6 +135,11 @@ struct DurabilityTests {
             let trail = try await auditTrail(restarted.data)
             expectIncreasingIDs(trail)
             expectAudited(auditKeys(promisedBy: printed), in: trail)
+            // What the devices were told is in the trail too: each "online", "request", "connected" a device printed
+            // has its record (the node sends the frame only after the commit).
+            var told: [(CLIProcess, String)] = devices.map { ($0.value, code($0.key)) }
+            for device in churnDevices.withLock({ $0 }) { told.append((device, churnCode)) }
+            expectDevicesToldOnlyAudited(told, trail: trail)
 
             let relisted = try await restarted.control(["list"])["codes"] as? [[String: Any]] ?? []
             let after = Dictionary(uniqueKeysWithValues: relisted.compactMap { entry in
@@ -429,6 +436,27 @@ func printedEvents(_ process: CLIProcess) -> [[String: Any]] {
         let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
         if object == nil, index != lines.count - 1 { Issue.record("not a JSON event: \(line)") }
         return object
+    }
+}
+
+/// Every event a device printed that the node could only tell it after a commit has its audit record: `online` a
+/// `device_online`, `request` a `request_sent`, `connected` a `session_started` (counted per code).
+func expectDevicesToldOnlyAudited(
+    _ devices: [(CLIProcess, String)], trail: [AuditRecord], sourceLocation: SourceLocation = #_sourceLocation
+) {
+    let kinds = ["online": "device_online", "request": "request_sent", "connected": "session_started"]
+    var told: [String: Int] = [:]
+    for (device, code) in devices {
+        for event in printedEvents(device) {
+            guard let name = event["event"] as? String, let kind = kinds[name] else { continue }
+            told[code + " " + kind, default: 0] += 1
+        }
+    }
+    var recorded: [String: Int] = [:]
+    for record in trail { recorded[(record.code ?? "-") + " " + record.kind, default: 0] += 1 }
+    #expect(!told.isEmpty, sourceLocation: sourceLocation)
+    for (key, count) in told {
+        #expect(recorded[key, default: 0] >= count, "devices were told \(count)× \(key), the trail has \(recorded[key, default: 0])", sourceLocation: sourceLocation)
     }
 }
 
