@@ -161,6 +161,7 @@ public struct CodeRegistry: Sendable {
     /// A TLS connection was accepted from `address`. Refused (closed at once) beyond the caps on connections not
     /// registered on a code.
     public mutating func connectionOpened(_ connection: ConnectionID, address: String) -> Admission {
+        guard connections[connection] == nil else { return .refuse("connection \(connection) is open already") }
         if unauthenticatedCount >= policy.unauthenticatedTotal {
             return .refuse("too many unregistered connections (\(policy.unauthenticatedTotal) in all)")
         }

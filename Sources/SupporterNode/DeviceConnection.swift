@@ -195,6 +195,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     // MARK: actions and the outbox
 
     private func perform(_ actions: [SupporterSessionMachine.Action], commandIntents: [StoreIntent] = []) {
+        link.loop.assertInLoop()
         guard let node else { return }
         var intents = commandIntents + pendingIntents
         pendingIntents = []
@@ -275,6 +276,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
 
     /// A commit came back (in order). On the loop.
     private func committed(_ error: StoreError?) {
+        link.loop.assertInLoop()
         guard barriers > 0, case .barrier = outbox.first else { return }
         outbox.removeFirst()
         barriers -= 1
@@ -302,6 +304,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     }
 
     private func enqueue(_ step: Step) {
+        link.loop.assertInLoop()
         outbox.append(step)
         drain()
     }

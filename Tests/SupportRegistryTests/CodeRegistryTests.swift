@@ -312,3 +312,14 @@ import Testing
         #expect(intents.first == .deleteCode("123-456-789"))
     }
 }
+
+extension CodeRegistryTests {
+    /// Found by FuzzCodeRegistry: opening a connection id twice counted it twice.
+    @Test func aConnectionIDOpenedTwiceIsRefusedAndCountedOnce() {
+        var registry = registry()
+        open(&registry, 1)
+        #expect(registry.connectionOpened(ConnectionID(1), address: "198.51.100.7") != .admit)
+        #expect(registry.unauthenticatedConnections == 1)
+        #expect(registry.invariantViolation() == nil)
+    }
+}
