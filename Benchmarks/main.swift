@@ -11,6 +11,7 @@ let groups: [BenchmarkGroup] = [
     WireBenchmark.group,
     TLSBenchmark.group,
     NodesBenchmark.group,
+    AbuseBenchmark.group,
 ]
 
 // Hidden subcommand: the client-side child process of the `tls` group's idle-connection measurement.
@@ -20,6 +21,10 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1] == IdleConnectionsB
 // Hidden subcommand: the device-side child process of the `nodes` group.
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == NodesBenchmark.subcommand {
     NodesBenchmark.childMain(Array(CommandLine.arguments.dropFirst(2)))
+}
+// Hidden subcommand: the attackers and the legitimate device of the `abuse` group.
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == AbuseBenchmark.subcommand {
+    AbuseBenchmark.childMain(Array(CommandLine.arguments.dropFirst(2)))
 }
 
 func usage() -> String {

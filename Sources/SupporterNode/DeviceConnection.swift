@@ -224,7 +224,12 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             enqueue(
                 .then(
                     success: { node.state.withLock { _ = $0.registry.registrationCommitted(id, code: registered) } },
-                    failed: {}))
+                    failed: { [self] in
+                        // Never recorded, so it never happened: free the code now, and the closing link ends no
+                        // session (no `device_offline` row, no `ended` event for a registration nobody heard of).
+                        node.state.withLock { $0.registry.registrationFailed(id, code: registered) }
+                        self.joinedCode = nil
+                    }))
         }
         if !events.isEmpty {
             enqueue(.then(success: { for event in events { node.yield(event) } }, failed: {}))
@@ -253,7 +258,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         guard let node else { return }
         guard barriers < Self.maximumBarriers else {
             node.logger.log(.warning, "device at \(sourceAddress) outruns the store writer; disconnecting it")
-            fail(reason: .rateLimited, text: "too many events in flight")
+            failAfterThisEvent(reason: .rateLimited, text: "too many events in flight")
             return
         }
         let loop = link.loop
@@ -263,7 +268,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         }
         guard queued else {
             node.logger.log(.error, "store writer full: refusing an event of the device at \(sourceAddress)")
-            fail(reason: .internalError, text: "the node is overloaded and cannot record this event")
+            failAfterThisEvent(reason: .internalError, text: "the node is overloaded and cannot record this event")
             return
         }
         barriers += 1
@@ -272,6 +277,16 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             readingPaused = true
             link.pauseReading()
         }
+    }
+
+    /// Intents that cannot be queued fail the connection — but only once the caller has put the rest of the event's
+    /// steps in the outbox, behind a barrier that never commits, so that they fail with it. Failing at once would
+    /// leave them behind no barrier, and they would run (the code online, supporters told) as if written.
+    private func failAfterThisEvent(reason: ReasonCode, text: String) {
+        barriers += 1
+        outbox.append(.barrier)
+        let scheduled = link.loop.execute { [self] in self.fail(reason: reason, text: text) }
+        if !scheduled { fail(reason: reason, text: text) }
     }
 
     /// A commit came back (in order). On the loop.

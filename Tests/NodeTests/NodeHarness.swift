@@ -53,7 +53,8 @@ final class NodeHarness: Sendable {
 
     init(
         keepalive: Duration = .seconds(15), requestTimeout: Duration = .seconds(90),
-        policy: CodeRegistry.Policy = CodeRegistry.Policy()
+        policy: CodeRegistry.Policy = CodeRegistry.Policy(), registrationDeadline: Duration = .seconds(10),
+        storePath: String = ":memory:", storeQueueCapacity: Int = 65_536
     ) throws {
         certificates = try TestCertificates.make()
         var configuration = SupporterNodeConfiguration(
@@ -64,6 +65,9 @@ final class NodeHarness: Sendable {
         configuration.keepaliveInterval = keepalive
         configuration.requestTimeout = requestTimeout
         configuration.registryPolicy = policy
+        configuration.registrationDeadline = registrationDeadline
+        configuration.storePath = storePath
+        configuration.storeQueueCapacity = storeQueueCapacity
         configuration.logger = NodeHarness.logger(prefix: "supporter")
         supporter = try SupporterNode(configuration: configuration)
         try supporter.start()
