@@ -202,24 +202,7 @@ extension CodeRegistry {
     private mutating func refusalAudit(
         _ attempt: RegistrationAttempt, _ address: String, _ reason: ReasonCode, _ text: String, now: Date
     ) -> StoreIntent? {
-        let clock = Self.clock(now)
-        if clock - globalWindow.start >= policy.refusalAuditWindow {
-            globalWindow.start = clock
-            globalWindowRows = 0
-        }
-        if var window = refusalWindows[address], clock - window.start < policy.refusalAuditWindow {
-            window.suppressed += 1
-            refusalWindows[address] = window
-            return nil
-        }
-        guard globalWindowRows < policy.refusalAuditGlobalLimit,
-            refusalWindows[address] != nil || refusalWindows.count < policy.refusalAuditSources
-        else {
-            globalWindow.suppressed += 1
-            return nil
-        }
-        globalWindowRows += 1
-        refusalWindows[address] = RefusalWindow(start: clock, suppressed: 0)
+        guard refusalThrottle.admit(address, now: Self.clock(now)) else { return nil }
         return .audit(
             AuditEvent(
                 time: now, code: attempt.code, kind: .error,
@@ -230,34 +213,14 @@ extension CodeRegistry {
 
     /// Closes refusal windows that have run out: one aggregate row for each that suppressed refusals.
     mutating func flushRefusalWindows(now: Date) -> [StoreIntent] {
-        let clock = Self.clock(now)
-        var intents: [StoreIntent] = []
-        for (address, window) in refusalWindows where clock - window.start >= policy.refusalAuditWindow {
-            refusalWindows[address] = nil
-            if window.suppressed > 0 {
-                intents.append(
-                    .audit(
-                        AuditEvent(
-                            time: now, code: nil, kind: .error,
-                            details: [
-                                "what": "registration_refusals_suppressed", "source_address": address,
-                                "count": "\(window.suppressed)", "since": "\(Self.date(window.start).unixMilliseconds)",
-                            ])))
-            }
+        refusalThrottle.flush(now: Self.clock(now)).map { suppressed in
+            .audit(
+                AuditEvent(
+                    time: now, code: nil, kind: .error,
+                    details: [
+                        "what": "registration_refusals_suppressed", "source_address": suppressed.key ?? "*",
+                        "count": "\(suppressed.count)", "since": "\(Self.date(suppressed.since).unixMilliseconds)",
+                    ]))
         }
-        if clock - globalWindow.start >= policy.refusalAuditWindow, globalWindow.suppressed > 0 {
-            intents.append(
-                .audit(
-                    AuditEvent(
-                        time: now, code: nil, kind: .error,
-                        details: [
-                            "what": "registration_refusals_suppressed", "source_address": "*",
-                            "count": "\(globalWindow.suppressed)",
-                            "since": "\(Self.date(globalWindow.start).unixMilliseconds)",
-                        ])))
-            globalWindow = RefusalWindow(start: clock, suppressed: 0)
-            globalWindowRows = 0
-        }
-        return intents
     }
 }
