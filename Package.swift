@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "SupportSession", targets: ["SupportSession"]),
         .library(name: "SupportRegistry", targets: ["SupportRegistry"]),
         .library(name: "SupporterNode", targets: ["SupporterNode"]),
+        .library(name: "SupporterREST", targets: ["SupporterREST"]),
         .library(name: "DeviceNode", targets: ["DeviceNode"]),
     ],
     targets: [
@@ -28,7 +29,9 @@ let package = Package(
         // SQLite 3 from Debian (libsqlite3-dev): the supporter node's durable store.
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         // The supporter node: registry of codes and tokens, device connections, supporter commands.
-        .target(name: "SupporterNode", dependencies: ["SupportSession", "SupportRegistry", "SupportTransport", "SupportHTTP", "CSQLite"]),
+        .target(name: "SupporterNode", dependencies: ["SupportSession", "SupportRegistry", "SupportTransport", "CSQLite"]),
+        // The supporter node's REST API (protocol/openapi.yaml), served beside the node on its public API only.
+        .target(name: "SupporterREST", dependencies: ["SupporterNode", "SupportHTTP"]),
         // The device SDK an app embeds.
         .target(name: "DeviceNode", dependencies: ["SupportSession", "SupportTransport"]),
         // A small, strict HTTP/1.1 server over TLSStream for the supporter node's REST API.
@@ -36,15 +39,17 @@ let package = Package(
         // The runnable nodes: a small shared CLI helper and the two command-line programs.
         .target(name: "CLIKit", dependencies: ["SupportSession", "SupportTransport"], path: "examples/CLIKit"),
         .executableTarget(
-            name: "rsup-supporter", dependencies: ["CLIKit", "SupporterNode"], path: "examples/SupporterCLI"),
+            name: "rsup-supporter", dependencies: ["CLIKit", "SupporterNode", "SupporterREST"], path: "examples/SupporterCLI"),
         .executableTarget(name: "rsup-device", dependencies: ["CLIKit", "DeviceNode"], path: "examples/DeviceCLI"),
         .executableTarget(
-            name: "Benchmarks", dependencies: ["SupportWire", "SupportTransport", "DeviceNode", "SupporterNode"],
+            name: "Benchmarks",
+            dependencies: ["SupportWire", "SupportTransport", "DeviceNode", "SupporterNode", "SupporterREST"],
             path: "Benchmarks"),
         .testTarget(name: "SupportWireTests", dependencies: ["SupportWire", "TestSupport"]),
         .testTarget(name: "SupportSessionTests", dependencies: ["SupportSession"]),
         .testTarget(name: "SupporterNodeTests", dependencies: ["SupporterNode"]),
         .testTarget(name: "SupportRegistryTests", dependencies: ["SupportRegistry"]),
+        .testTarget(name: "SupporterRESTTests", dependencies: ["SupporterREST"]),
         // Certificates made at test time, shared by the test targets that speak TLS.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "SupportTransportTests", dependencies: ["SupportTransport", "SupportWire", "TestSupport"]),

@@ -4,6 +4,7 @@ import Glibc
 import Dispatch
 import Synchronization
 import SupporterNode
+import SupporterREST
 import SupportTransport
 import SupportWire
 
@@ -86,7 +87,6 @@ enum AbuseBenchmark {
         configuration.port = 0
         configuration.loopCount = 2
         configuration.storePath = directory + "/node.sqlite"
-        configuration.restAPI = RESTAPIConfiguration(host: "127.0.0.1", port: 0)
         let node: SupporterNode
         do throws(SupporterNodeError) {
             node = try SupporterNode(configuration: configuration)
@@ -96,10 +96,20 @@ enum AbuseBenchmark {
             return
         }
         defer { node.shutdown() }
+        // The REST API beside the node, as `rsup-supporter serve --api-listen` runs it.
+        let rest: RESTServer
+        do throws(TransportError) {
+            rest = try RESTServer(node: node, configuration: RESTServerConfiguration(host: "127.0.0.1", port: 0))
+        } catch {
+            print("   abuse: cannot start the REST server: \(error)\n")
+            return
+        }
+        defer { blockingAwait { await rest.shutdown() } }
+        let restPort = rest.port
         let events = node.events
         let drain = Task.detached { for await _ in events {} }  // an owner that reads its events
         defer { drain.cancel() }
-        guard let port = node.port, let restPort = node.restPort, let token = try? node.issueAPIToken() else {
+        guard let port = node.port, let token = try? node.issueAPIToken() else {
             print("   abuse: the node has no port or cannot issue a token\n")
             return
         }

@@ -12,7 +12,8 @@ usage: check_openapi.py --base-url https://127.0.0.1:PORT/api/v1 --ca CA.pem --a
                         [--online-code CODE] [--no-rate-limit] [--free-failures 5] [--spec protocol/openapi.yaml]
 
 --online-code names a code with a device on it (for 409 on DELETE); without it that status is excused. The 429 phase
-runs last and leaves the checker's address blocked for a few seconds; --no-rate-limit skips it.
+runs last and leaves the checker's address blocked for a few seconds (for requests without a valid admin token; the
+admin token is still served, which the phase checks too); --no-rate-limit skips it.
 Python 3 standard library plus PyYAML and jsonschema. Exit 0 when everything matches, 1 with a report otherwise.
 """
 
@@ -624,7 +625,7 @@ def run(args):
     assert len(exact) == 64 * 1024
     checker.call("createSession", 422, raw=exact, label="64 KiB body, too long description")
 
-    # Last: 429 after repeated unknown tokens, on every operation; the admin token is still served.
+    # Last: 429 after repeated unknown tokens, on every operation.
     if args.no_rate_limit:
         excused.update((operation_id, 429) for operation_id in spec.operations)
     else:
@@ -679,8 +680,8 @@ def invalid_bodies(spec, schema, base):
 
 
 def provoke_rate_limit(checker, codes, bodies, free_failures):
-    """Unknown tokens until 429, then every operation with an unknown token while the address is blocked (429), and
-    the admin token, which a blocked address never stops (200)."""
+    """Unknown tokens until 429, then every operation without a valid token while the address is blocked (429), and
+    with the admin token (never refused for its address's failures)."""
     bad = "rsk_unknown-token-from-check-openapi"
     statuses = []
     retry = 0
@@ -710,9 +711,9 @@ def provoke_rate_limit(checker, codes, bodies, free_failures):
         checker.fail("rate limit", "the first 429 came after %d unknown tokens in this phase; expected at least %d "
                      "(%d free failures per address)" % (first_429, expected_free, free_failures))
     for operation_id, path_args in codes.items():
-        checker.call(operation_id, 429, path_args, body=bodies.get(operation_id), token=bad,
-                     label="unknown token, blocked address")
-    checker.call("listSessions", 200, label="admin token from the blocked address")
+        checker.call(operation_id, 429, path_args, body=bodies.get(operation_id), token=bad, label="blocked address")
+    checker.call("listSessions", 429, token=None, label="blocked address, no token")
+    checker.call("listSessions", 200, label="admin token from a blocked address")
 
 
 def main():

@@ -50,9 +50,17 @@ public struct HTTPResponse: Sendable, Hashable {
     /// The server's error shape: `{"error": {"code": "bad_request", "message": "…", "status": 400}}`; `code` is a
     /// word for programs (``HTTPStatus/errorCode`` unless given).
     public static func error(_ status: HTTPStatus, message: String, code: String? = nil) -> HTTPResponse {
-        json(
-            status,
-            ["error": ["status": status.code, "code": code ?? status.errorCode, "message": message] as [String: Any]])
+        json(status, encoding: ErrorBody(error: .init(status: status.code, code: code ?? status.errorCode, message: message)))
+    }
+
+    /// The error shape's body.
+    private struct ErrorBody: Encodable {
+        struct Detail: Encodable {
+            let status: Int
+            let code: String
+            let message: String
+        }
+        let error: Detail
     }
 
     /// A `text/plain; charset=utf-8` response.

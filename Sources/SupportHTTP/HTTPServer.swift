@@ -8,6 +8,10 @@ import SupportTransport
 /// to the handler in a `Task`, and the answer hops back to the loop to be written. Pipelined requests wait their
 /// turn, in order. Malformed requests get their status (400, 408, 413, 414, 417, 431, 501, 505) with a JSON error body
 /// and `Connection: close`. See ``HTTPServerConfiguration`` for the limits and timeouts.
+///
+/// Connections beyond ``HTTPServerConfiguration/maxConnections`` in all, or beyond
+/// ``HTTPServerConfiguration/maxConnectionsPerAddress`` from one peer address, are closed as soon as they are accepted,
+/// before any TLS work (``refusedConnections`` counts them).
 public final class HTTPServer: Sendable {
     /// Answers one request. Runs off the event loops, so it may await; it cannot throw, and a slow one is answered
     /// for with 503 after ``HTTPServerConfiguration/handlerTimeout``.
@@ -47,16 +51,17 @@ public final class HTTPServer: Sendable {
                 "an HTTP server needs a server TLS configuration with applicationProtocol \"http/1.1\" and "
                     + "requiresApplicationProtocol false (HTTPServer.makeTLSConfiguration does this)")
         }
-        let registry = HTTPConnectionRegistry(maxConnections: configuration.maxConnections)
+        let registry = HTTPConnectionRegistry(configuration)
         self.registry = registry
         self.configuration = configuration
         listener = try TLSListener(
             host: host, port: port, context: context, group: group, backlog: configuration.backlog,
             maxBufferedBytes: configuration.maxBufferedBytes, idleTimeout: nil
         ) { stream in
+            let address = stream.peerAddress.map { IPAddressText.canonical($0.host) ?? $0.host } ?? "unknown"
             let connection = HTTPConnection(
                 stream: stream, configuration: configuration, handler: handler, registry: registry)
-            guard registry.admit(connection) else { return false }
+            guard registry.admit(connection, address: address) else { return false }
             stream.delegate = connection
             connection.start()
             return true
@@ -66,6 +71,9 @@ public final class HTTPServer: Sendable {
 
     /// Open connections now.
     public var connectionCount: Int { registry.count }
+
+    /// Connections closed at once since the server started because a connection cap was reached.
+    public var refusedConnections: Int { registry.refused }
 
     /// Stops accepting and closes every connection (cleanly, after what was written is sent); running handlers are
     /// cancelled and their answers dropped. Safe to call twice.
@@ -77,38 +85,60 @@ public final class HTTPServer: Sendable {
     deinit { close() }
 }
 
-/// The open connections: their count for the cap, and a strong reference to each (a stream holds its delegate
-/// weakly) until it closes.
+/// The open connections: their count for the caps (in all and per peer address), and a strong reference to each (a
+/// stream holds its delegate weakly) until it closes.
 final class HTTPConnectionRegistry: Sendable {
     private struct State {
-        var connections: [ObjectIdentifier: HTTPConnection] = [:]
+        var connections: [ObjectIdentifier: (connection: HTTPConnection, address: String)] = [:]
+        var perAddress: [String: Int] = [:]
+        var refused = 0
         var closed = false
     }
     private let state = Mutex(State())
     let maxConnections: Int
+    let maxConnectionsPerAddress: Int
+    /// Canonical addresses exempt from the per-address cap.
+    let unlimited: Set<String>
 
-    init(maxConnections: Int) { self.maxConnections = maxConnections }
+    init(_ configuration: HTTPServerConfiguration) {
+        maxConnections = configuration.maxConnections
+        maxConnectionsPerAddress = configuration.maxConnectionsPerAddress
+        unlimited = Set(configuration.addressesWithoutPerAddressLimit.map { IPAddressText.canonical($0) ?? $0 })
+    }
 
     var count: Int { state.withLock { $0.connections.count } }
+    var refused: Int { state.withLock { $0.refused } }
 
-    /// Registers `connection` unless the server is closed or full.
-    func admit(_ connection: HTTPConnection) -> Bool {
+    /// Registers `connection` from `address` (canonical) unless the server is closed or a cap is reached.
+    func admit(_ connection: HTTPConnection, address: String) -> Bool {
         state.withLock { state in
-            guard !state.closed, state.connections.count < maxConnections else { return false }
-            state.connections[ObjectIdentifier(connection)] = connection
+            guard !state.closed else { return false }
+            let fromAddress = state.perAddress[address, default: 0]
+            guard state.connections.count < maxConnections,
+                fromAddress < maxConnectionsPerAddress || unlimited.contains(address)
+            else {
+                state.refused += 1
+                return false
+            }
+            state.connections[ObjectIdentifier(connection)] = (connection, address)
+            state.perAddress[address] = fromAddress + 1
             return true
         }
     }
 
     func remove(_ connection: HTTPConnection) {
-        _ = state.withLock { $0.connections.removeValue(forKey: ObjectIdentifier(connection)) }
+        state.withLock { state in
+            guard let (_, address) = state.connections.removeValue(forKey: ObjectIdentifier(connection)) else { return }
+            let left = state.perAddress[address, default: 1] - 1
+            state.perAddress[address] = left > 0 ? left : nil
+        }
     }
 
     /// Refuses new connections from now on and returns the open ones.
     func closeAll() -> [HTTPConnection] {
         state.withLock { state in
             state.closed = true
-            return Array(state.connections.values)
+            return state.connections.values.map(\.connection)
         }
     }
 }

@@ -14,6 +14,12 @@ public struct HTTPServerConfiguration: Sendable, Hashable {
     public var handlerTimeout: Duration = .seconds(30)
     /// Open connections beyond which new ones are closed at once (before TLS).
     public var maxConnections = 1024
+    /// Open connections from one peer address beyond which new ones from it are closed at once (before TLS), so one
+    /// address cannot take the whole of ``maxConnections`` with idle connections.
+    public var maxConnectionsPerAddress = 32
+    /// Peer addresses only ``maxConnections`` applies to, not ``maxConnectionsPerAddress``: reverse proxies that
+    /// carry many clients' connections (any textual form; compared canonically, see ``IPAddressText``).
+    public var addressesWithoutPerAddressLimit: Set<String> = []
     /// Response bytes waiting for a slow reader beyond which its connection is closed.
     public var maxBufferedBytes = 1 << 20
     /// The listen backlog.

@@ -1,7 +1,6 @@
 import Foundation
 import Glibc
 import Synchronization
-import SupportHTTP
 import SupportRegistry
 import SupportSession
 import SupportTransport
@@ -20,7 +19,6 @@ public final class SupporterNode: Sendable {
     let group: EventLoopGroup
     private let context: TLSContext
     private let listener = Mutex<TLSListener?>(nil)
-    private let restServer = Mutex<HTTPServer?>(nil)
     private let sweeper = Mutex<Task<Void, Never>?>(nil)
     let store: SessionStore
     let writer: StoreWriter
@@ -72,7 +70,7 @@ public final class SupporterNode: Sendable {
         (events, eventContinuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(Self.unreadEventLimit))
     }
 
-    /// Binds the device address (and the REST API's) and starts serving.
+    /// Binds the device address and starts serving. (The REST API is served beside the node, by `SupporterREST`.)
     public func start() throws(SupporterNodeError) {
         var settings = LinkSettings(role: .supporter, nodeName: configuration.nodeName)
         settings.keepaliveInterval = configuration.keepaliveInterval
@@ -92,11 +90,6 @@ public final class SupporterNode: Sendable {
             }
             listener.withLock { $0 = created }
             logger.log(.info, "supporter node listening for devices on \(created.localAddress)")
-            if let rest = configuration.restAPI {
-                let server = try RESTAPI(node: self).serve(rest, tls: configuration.tls, group: group)
-                restServer.withLock { $0 = server }
-                logger.log(.info, "REST API on https://\(server.localAddress)/api/v1")
-            }
         } catch {
             throw SupporterNodeError(transport: error)
         }
@@ -134,9 +127,6 @@ public final class SupporterNode: Sendable {
     /// The device port actually listened on (useful with port 0).
     public var port: UInt16? { listener.withLock { $0?.localAddress.port } }
 
-    /// The REST API's port, when it is served.
-    public var restPort: UInt16? { restServer.withLock { $0?.localAddress.port } }
-
     /// What the store writer did so far (for benchmarks and diagnostics).
     public var storeStatistics: (applied: Int, failed: Int, transactions: Int, largestBatch: Int, queued: Int) {
         let statistics = writer.statistics
@@ -151,10 +141,6 @@ public final class SupporterNode: Sendable {
     public func shutdown() {
         sweeper.withLock {
             $0?.cancel()
-            $0 = nil
-        }
-        restServer.withLock {
-            $0?.close()
             $0 = nil
         }
         listener.withLock {
@@ -262,6 +248,12 @@ public final class SupporterNode: Sendable {
         do throws(StoreError) { return try store.auditEvents(code: code, from: from, to: to, limit: limit, afterID: afterID) } catch {
             throw SupporterNodeError(store: error)
         }
+    }
+
+    /// Appends `events` to the audit trail; returns once they are durable. For services beside the node that refuse
+    /// things on its behalf (the REST API's failed authentications); the node audits its own changes itself.
+    public func appendAudit(_ events: [AuditEvent]) async throws(SupporterNodeError) {
+        try await commit(events.map { .audit($0) })
     }
 
     /// Writes `intents` and waits for the commit; the caller acknowledges only after this returns.

@@ -31,22 +31,6 @@ public struct SupporterNodeConfiguration: Sendable {
     public var storePath: String = ":memory:"
     /// What a committed audit event survives: a crash of the node (default) or also a power loss (slower).
     public var durability: SQLiteDatabase.Durability = .processCrash
-    /// Where the REST API listens (HTTPS, same certificate); nil serves no REST API.
-    public var restAPI: RESTAPIConfiguration?
 
     public init(tls: TLSConfiguration) { self.tls = tls }
-}
-
-/// Where and how the REST API is served.
-public struct RESTAPIConfiguration: Sendable {
-    public var host: String = "127.0.0.1"
-    /// 0 picks a free port (see ``SupporterNode/restPort``).
-    public var port: UInt16 = 7444
-    /// Failed bearer-token checks from one address before it is made to wait (HTTP 429).
-    public var freeAuthenticationFailures: Int = 5
-
-    public init(host: String = "127.0.0.1", port: UInt16 = 7444) {
-        self.host = host
-        self.port = port
-    }
 }

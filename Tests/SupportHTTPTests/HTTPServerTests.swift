@@ -326,6 +326,62 @@ extension HTTPIntegration {
         }
     }
 
+    /// The per-address cap: idle connections from one address cannot take the whole server.
+    @Suite struct PerAddressCapTests {
+        /// Opens `count` idle TCP connections from 127.0.0.1 (no TLS: what a flood of idle sockets looks like), counts
+        /// the ones the server closed at once (waiting for the number expected), then asks for `/` over TLS from
+        /// 127.0.0.2.
+        static let idleFlood = """
+            COUNT = int(sys.argv[3]); EXPECTED = int(sys.argv[4])
+            idle = []
+            for _ in range(COUNT):
+                s = socket.socket(); s.bind(("127.0.0.1", 0)); s.connect(("127.0.0.1", PORT)); idle.append(s)
+            def closed():
+                n = 0
+                for s in idle:
+                    s.setblocking(False)
+                    try:
+                        if s.recv(1) == b"": n += 1
+                    except BlockingIOError:
+                        pass
+                    except OSError:
+                        n += 1
+                return n
+            deadline = time.time() + 10
+            while closed() < EXPECTED and time.time() < deadline: time.sleep(0.05)
+            time.sleep(0.3)
+            refused = closed()
+            raw = socket.socket(); raw.bind(("127.0.0.2", 0)); raw.settimeout(10); raw.connect(("127.0.0.1", PORT))
+            s = CTX.wrap_socket(raw, server_hostname="127.0.0.1")
+            s.sendall(b"GET / HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
+            other = s.recv(100).decode()[:12]
+            print(json.dumps({"refused": refused, "other": other}))
+            """
+
+        @Test func idleConnectionsBeyond32FromOneAddressAreClosedAtOnceWhileOtherAddressesAreServed() async throws {
+            try await withServer { fixture in
+                #expect(fixture.server.configuration.maxConnectionsPerAddress == 32)
+                let result = try await python(fixture, Self.idleFlood, ["40", "8"])
+                #expect(result["refused"] as? Int == 8, "\(result)")
+                #expect(result["other"] as? String == "HTTP/1.1 200", "\(result)")
+                #expect(fixture.server.refusedConnections == 8)
+                try await eventually("every connection to be released") { fixture.server.connectionCount == 0 }
+            }
+        }
+
+        @Test func exemptAddressesAreLimitedOnlyByTheTotalCap() async throws {
+            try await withServer(configure: {
+                $0.addressesWithoutPerAddressLimit = ["::ffff:127.0.0.1"]
+                $0.maxConnections = 45
+            }) { fixture in
+                let result = try await python(fixture, Self.idleFlood, ["40", "0"])
+                #expect(result["refused"] as? Int == 0, "\(result)")
+                #expect(result["other"] as? String == "HTTP/1.1 200", "\(result)")
+                #expect(fixture.server.refusedConnections == 0)
+            }
+        }
+    }
+
     /// A raw TLS client (openssl s_client) that sends part of a request and stalls.
     @Suite struct SlowClientTests {
         @Test func partialHeadGets408AndTheConnectionClosesAfterTheHeaderTimeout() async throws {

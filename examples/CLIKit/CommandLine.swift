@@ -4,7 +4,10 @@ import Foundation
 /// accepts. Conventional and small on purpose: no outside argument parser can be fetched here.
 public struct ParsedArguments: Sendable {
     public var positionals: [String] = []
+    /// Each value option's value; the last one when it was given more than once.
     public var options: [String: String] = [:]
+    /// Every value of each value option, in order (for repeatable options such as `--trusted-proxy`).
+    public var allOptions: [String: [String]] = [:]
     public var flags: Set<String> = []
 
     /// Parses `arguments` (without the program and command names).
@@ -35,13 +38,16 @@ public struct ParsedArguments: Sendable {
                 guard inlineValue == nil else { throw .usage("--\(name) takes no value") }
                 flags.insert(name)
             } else if valueOptions.contains(name) {
+                let value: String
                 if let inlineValue {
-                    options[name] = inlineValue
+                    value = inlineValue
                 } else {
                     guard index < arguments.count else { throw .usage("--\(name) needs a value") }
-                    options[name] = arguments[index]
+                    value = arguments[index]
                     index += 1
                 }
+                options[name] = value
+                allOptions[name, default: []].append(value)
             } else {
                 throw .usage("unknown option --\(name)")
             }

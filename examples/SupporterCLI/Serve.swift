@@ -2,6 +2,7 @@ import CLIKit
 import Dispatch
 import Foundation
 import SupporterNode
+import SupporterREST
 import SupportTransport
 
 extension Explain {
@@ -21,7 +22,7 @@ enum Serve {
         let parsed = try ParsedArguments(
             arguments,
             valueOptions: [
-                "listen", "api-listen", "cert", "key", "data", "api-token", "api-token-file", "keepalive",
+                "listen", "api-listen", "trusted-proxy", "cert", "key", "data", "api-token", "api-token-file", "keepalive",
                 "request-timeout", "log-level",
             ],
             flagOptions: ["non-interactive", "json"])
@@ -47,12 +48,24 @@ enum Serve {
         configuration.port = listen.port
         configuration.keepaliveInterval = try parsed.duration("keepalive", default: .seconds(15))
         configuration.requestTimeout = try parsed.duration("request-timeout", default: .seconds(90))
-        configuration.logger = Logging.logger(level: try Logging.level(parsed.options["log-level"]), component: "supporter")
+        let logLevel = try Logging.level(parsed.options["log-level"])
+        configuration.logger = Logging.logger(level: logLevel, component: "supporter")
         let folder = try dataFolder(parsed)
         configuration.storePath = folder + "/supporter.sqlite"
+        var restConfiguration: RESTServerConfiguration?
         if let api = parsed.options["api-listen"] {
             let address = try HostPort(api, defaultPort: 7444)
-            configuration.restAPI = RESTAPIConfiguration(host: address.host, port: address.port)
+            var rest = RESTServerConfiguration(host: address.host, port: address.port)
+            rest.logger = Logging.logger(level: logLevel, component: "rest")
+            for proxy in parsed.allOptions["trusted-proxy"] ?? [] {
+                guard ClientAddressResolver(trustedProxies: [proxy]) != nil else {
+                    throw .usage("--trusted-proxy takes an IP address such as 10.0.0.5 or ::1, not '\(proxy)'")
+                }
+                rest.trustedProxies.append(proxy)
+            }
+            restConfiguration = rest
+        } else if parsed.options["trusted-proxy"] != nil {
+            throw .usage("--trusted-proxy needs --api-listen (it concerns the REST API)")
         }
 
         let node: SupporterNode
@@ -64,6 +77,15 @@ enum Serve {
         }
         if let token = apiToken {
             do { try node.addAPIToken(token) } catch { throw .failure(error.description) }
+        }
+        var restServer: RESTServer?
+        if let restConfiguration {
+            do {
+                restServer = try RESTServer(node: node, configuration: restConfiguration)
+            } catch {
+                node.shutdown()
+                throw .failure("the REST API cannot start: \(Explain.transport(error))")
+            }
         }
         let commands = SupporterCommands(node: node)
         try ControlSocket.serve(path: folder + "/control.sock") { request in commands.runBlocking(request) }
@@ -80,9 +102,9 @@ enum Serve {
         bound.port = node.port ?? listen.port
         var fields: [String: any Sendable] = ["address": bound.description, "port": Int(bound.port)]
         var restText = ""
-        if let restPort = node.restPort, let api = configuration.restAPI {
-            fields["api_port"] = Int(restPort)
-            restText = "; REST API on https://\(HostPort(host: api.host, port: restPort))/api/v1"
+        if let restServer {
+            fields["api_port"] = Int(restServer.port)
+            restText = "; REST API on https://\(HostPort(host: restServer.configuration.host, port: restServer.port))/api/v1"
         }
         console.event("listening", "supporter node listening on \(bound) (data: \(folder))\(restText)", fields)
 
@@ -94,6 +116,15 @@ enum Serve {
         }
         stop.wait()
         console.event("stopping", "stopping: sessions end with going_away")
+        if let restServer {
+            // The REST API first: its last audit rows go through the node.
+            let stopped = DispatchSemaphore(value: 0)
+            Task {
+                await restServer.shutdown()
+                stopped.signal()
+            }
+            stopped.wait()
+        }
         node.shutdown()
         events.cancel()
         unlink(folder + "/control.sock")

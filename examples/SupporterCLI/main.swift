@@ -42,6 +42,10 @@ let serveUsage = """
       --api-token TOKEN        the same, on the command line: at least 24 characters. Every user of this machine
                                sees a command line in 'ps': prefer --api-token-file (or issue tokens with
                                'rsup-supporter token')
+      --api-listen HOST:PORT   also serve the REST API (HTTPS, same certificate; default port 7444), see
+                               protocol/openapi.yaml; it needs admin tokens ('rsup-supporter token --scope admin')
+      --trusted-proxy ADDR     a reverse proxy in front of the REST API whose X-Forwarded-For is believed (an IP
+                               address; repeat for several). Without it X-Forwarded-For is ignored
       --keepalive DURATION     keepalive interval, e.g. 15s (default 15s)
       --request-timeout DUR    how long a request waits for the device (default 90s)
       --non-interactive        no console: run until SIGINT or SIGTERM

@@ -1,0 +1,31 @@
+import SupportHTTP
+import SupporterNode
+import SupportTransport
+
+/// Where and how the REST API is served, with defaults on every field (SPEC §13 states the limits).
+public struct RESTServerConfiguration: Sendable {
+    /// Listen address.
+    public var host: String = "127.0.0.1"
+    /// Listen port; 0 picks a free one (see ``RESTServer/port``).
+    public var port: UInt16 = 7444
+    /// The HTTPS certificate chain and key; nil uses the node's (its ``SupporterNodeConfiguration/tls``).
+    public var certificateChain: PEMSource?
+    public var privateKey: PEMSource?
+    /// Reverse proxies whose `X-Forwarded-For` is believed (IP addresses); see ``ClientAddressResolver``. They are
+    /// also exempt from the per-address connection cap, since they carry many clients' connections.
+    public var trustedProxies: [String] = []
+    /// Unknown-token back-off and the bounds of its audit rows.
+    public var authentication = AuthenticationGuard.Policy()
+    /// HTTP limits and timeouts: requests (line 8 KiB, header section 16 KiB / 100 fields, body 64 KiB), header 10 s,
+    /// body 10 s, idle keep-alive 30 s, handler 30 s; at most 1024 connections in all and 32 per client address.
+    public var http = HTTPServerConfiguration()
+    /// Event loops (threads) of the REST API's own; device connections never share them.
+    public var loopCount = 1
+    /// Where the REST API logs (refused authentications once per address per minute, start and stop).
+    public var logger: NodeLogger = .disabled
+
+    public init(host: String = "127.0.0.1", port: UInt16 = 7444) {
+        self.host = host
+        self.port = port
+    }
+}
