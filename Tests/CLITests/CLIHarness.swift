@@ -248,18 +248,25 @@ final class SupporterServer: Sendable {
     /// Starts the node with `certificate` and waits for its `listening` event; on `folder`'s data folder when given
     /// (a restart on the data of a node that was stopped with `close(keepingData: true)`, or killed). Without `json`
     /// the node prints its events for people, and the port is read from its `listening on HOST:PORT` line.
+    /// With `fileLimit`, the node runs under `ulimit -n fileLimit` (through /bin/sh, which then execs it).
     init(
-        certificate: CertificateFile, extra: [String] = [], reusing folder: TemporaryFolder? = nil, json: Bool = true
+        certificate: CertificateFile, extra: [String] = [], reusing folder: TemporaryFolder? = nil, json: Bool = true,
+        fileLimit: Int? = nil
     ) async throws {
         let isNew = folder == nil
         let folder = try folder ?? TemporaryFolder()
         self.folder = folder
-        let process = try CLIProcess(
-            Binaries.supporter,
+        let arguments =
             [
                 "serve", "--listen", "127.0.0.1:0", "--non-interactive", "--data", folder.file("data"),
                 "--cert", certificate.certificatePath, "--key", certificate.keyPath,
-            ] + (json ? ["--json"] : []) + extra)
+            ] + (json ? ["--json"] : []) + extra
+        let process =
+            if let fileLimit {
+                try CLIProcess("/bin/sh", ["-c", "ulimit -n \(fileLimit) && exec \"$0\" \"$@\"", Binaries.supporter] + arguments)
+            } else {
+                try CLIProcess(Binaries.supporter, arguments)
+            }
         self.process = process
         let port: Int? =
             if json {

@@ -1,0 +1,70 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// The control socket between `rsup-supporter` commands and the node: it survives running out of descriptors, and a
+/// command never hangs on a node that does not answer.
+@Suite("control socket", .serialized)
+struct ControlSocketTests {
+    @Test("a node out of file descriptors keeps its control socket: commands work again once descriptors are free")
+    func survivesDescriptorExhaustion() async throws {
+        try await withCertificates { certificates in
+            let server = try await SupporterServer(
+                certificate: certificates.server, extra: ["--log-level", "warning"], fileLimit: 96)
+            defer { Task { await server.close() } }
+            _ = try await server.control(["list"])
+            // Plain TCP connections the node accepts and keeps until their TLS handshake times out: more than its
+            // descriptors allow.
+            var sockets: [Int32] = []
+            for _ in 0..<120 {
+                let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+                var address = sockaddr_in()
+                address.sin_family = sa_family_t(AF_INET)
+                address.sin_port = in_port_t(UInt16(server.port).bigEndian)
+                address.sin_addr.s_addr = inet_addr("127.0.0.1")
+                _ = withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                    }
+                }
+                sockets.append(fd)
+            }
+            try await Task.sleep(for: .milliseconds(500))
+            // While exhausted a command may fail, but it ends (the client's timeout), and the node lives.
+            let during = try await runCommand(Binaries.supporter, ["list", "--data", server.data], timeout: .seconds(30))
+            #expect(during.exitCode != nil, "\(during)")
+            for fd in sockets { close(fd) }
+            var recovered = false
+            for _ in 0..<40 where !recovered {
+                try await Task.sleep(for: .milliseconds(250))
+                recovered = (try? await server.control(["list"])) != nil
+            }
+            #expect(recovered, "\(server.process.transcript)")
+            #expect(
+                await server.process.waitForExit(timeout: .milliseconds(100)) == nil,
+                "the node exited\n\(server.process.transcript)")
+        }
+    }
+
+    @Test("a command on a node that never answers fails after its timeout with a clear error")
+    func silentNodeTimesOut() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let socketPath = folder.file("control.sock")
+        // A listener that accepts and never replies.
+        let silent = try CLIProcess(
+            "/usr/bin/env",
+            ["python3", "-c",
+             "import socket,sys,time\ns=socket.socket(socket.AF_UNIX)\ns.bind(sys.argv[1])\ns.listen(8)\n"
+                + "c=s.accept()\nprint('ready',flush=True)\ntime.sleep(60)", socketPath])
+        defer { Task { await silent.stop() } }
+        for _ in 0..<100 where !FileManager.default.fileExists(atPath: socketPath) {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let started = ContinuousClock.now
+        let result = try await runCommand(Binaries.supporter, ["list", "--data", folder.path], timeout: .seconds(30))
+        let elapsed = ContinuousClock.now - started
+        expectError(result, exitCode: 1, mentions: ["did not answer"])
+        #expect(elapsed < .seconds(20), "\(elapsed)")
+    }
+}

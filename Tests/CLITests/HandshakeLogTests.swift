@@ -1,0 +1,41 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// What the node logs about connections that fail before they are devices.
+@Suite("handshake log", .serialized)
+struct HandshakeLogTests {
+    @Test("failed TLS handshakes are logged at info with the source and reason, rate-limited per source")
+    func failedHandshakesAreLoggedRateLimited() async throws {
+        try await withCertificates { certificates in
+            let server = try await SupporterServer(certificate: certificates.server, extra: ["--log-level", "info"])
+            defer { Task { await server.close() } }
+            for _ in 0..<20 {
+                let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+                var address = sockaddr_in()
+                address.sin_family = sa_family_t(AF_INET)
+                address.sin_port = in_port_t(UInt16(server.port).bigEndian)
+                address.sin_addr.s_addr = inet_addr("127.0.0.1")
+                _ = withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                    }
+                }
+                let request = Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8)
+                _ = request.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                var buffer = [UInt8](repeating: 0, count: 256)
+                _ = read(fd, &buffer, buffer.count)
+                close(fd)
+            }
+            var lines: [String] = []
+            for _ in 0..<50 where lines.isEmpty {
+                try await Task.sleep(for: .milliseconds(100))
+                lines = server.process.stderrLines.filter { $0.contains("TLS handshake with 127.0.0.1 failed") }
+            }
+            #expect(lines.first?.contains("plaintext HTTP") == true, "\(server.process.transcript)")
+            try await Task.sleep(for: .milliseconds(300))
+            lines = server.process.stderrLines.filter { $0.contains("TLS handshake with 127.0.0.1 failed") }
+            #expect(lines.count == 1, "20 failures in under 10 s make one line: \(lines)")
+        }
+    }
+}
