@@ -229,6 +229,19 @@ func freeLoopbackPort() -> UInt16 {
     return UInt16(bigEndian: address.sin_port)
 }
 
+/// A plain TCP socket connected to 127.0.0.1:`port` (blocking; -1 when `socket` fails). The caller closes it.
+func connectedLoopbackSocket(port: Int) -> Int32 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    _ = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    return fd
+}
+
 /// `sha256/<base64>` of a certificate's SPKI, as `--pin` takes it.
 func pin(_ certificate: CertificateFile) -> String {
     "sha256/" + Data(certificate.spkiSHA256).base64EncodedString()

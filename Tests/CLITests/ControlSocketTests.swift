@@ -17,16 +17,7 @@ struct ControlSocketTests {
             // descriptors allow.
             var sockets: [Int32] = []
             for _ in 0..<120 {
-                let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-                var address = sockaddr_in()
-                address.sin_family = sa_family_t(AF_INET)
-                address.sin_port = in_port_t(UInt16(server.port).bigEndian)
-                address.sin_addr.s_addr = inet_addr("127.0.0.1")
-                _ = withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                    }
-                }
+                let fd = connectedLoopbackSocket(port: server.port)
                 sockets.append(fd)
             }
             try await Task.sleep(for: .milliseconds(500))

@@ -11,16 +11,7 @@ struct HandshakeLogTests {
             let server = try await SupporterServer(certificate: certificates.server, extra: ["--log-level", "info"])
             defer { Task { await server.close() } }
             for _ in 0..<20 {
-                let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-                var address = sockaddr_in()
-                address.sin_family = sa_family_t(AF_INET)
-                address.sin_port = in_port_t(UInt16(server.port).bigEndian)
-                address.sin_addr.s_addr = inet_addr("127.0.0.1")
-                _ = withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                    }
-                }
+                let fd = connectedLoopbackSocket(port: server.port)
                 let request = Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8)
                 _ = request.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
                 var buffer = [UInt8](repeating: 0, count: 256)
