@@ -159,7 +159,8 @@ public struct CodeRegistry: Sendable {
     }
 
     /// A TLS connection was accepted from `address`. Refused (closed at once) beyond the caps on connections not
-    /// registered on a code.
+    /// registered on a code. The caps apply here only: a connection that leaves its code counts as unregistered again
+    /// but is not closed for it (the registration deadline does that).
     public mutating func connectionOpened(_ connection: ConnectionID, address: String) -> Admission {
         guard connections[connection] == nil else { return .refuse("connection \(connection) is open already") }
         if unauthenticatedCount >= policy.unauthenticatedTotal {
@@ -253,7 +254,8 @@ extension CodeRegistry {
             return "\(unauthenticatedCount) unregistered connections counted, \(unregistered) present"
         }
         if byAddress != unauthenticatedByAddress { return "the per-address counts of unregistered connections drifted" }
-        if unregistered > policy.unauthenticatedTotal { return "more unregistered connections than the cap" }
+        // No check against the caps: they apply at admission. A connection that leaves its code counts as
+        // unregistered again without being closed for it (its registration deadline closes it).
         return nil
     }
 }
