@@ -68,6 +68,23 @@ static inline int rs_SSL_VERIFY_fail_if_no_peer_cert(void) { return SSL_VERIFY_F
 static inline int rs_SSL_VERIFY_none(void) { return SSL_VERIFY_NONE; }
 static inline int rs_sk_X509_num(const STACK_OF(X509) *stack) { return sk_X509_num(stack); }
 static inline X509 *rs_sk_X509_value(const STACK_OF(X509) *stack, int index) { return sk_X509_value(stack, index); }
+// A responder refuses a ClientHello without the ALPN extension in the handshake, with alert 120
+// no_application_protocol (SPEC §2, errata 1.0.1 no. 12): OpenSSL calls the ALPN select callback only when the
+// extension is present, so its absence is checked here, early, on the ClientHello.
+static inline int rs_require_alpn_client_hello_cb(SSL *ssl, int *alert, void *arg) {
+    (void)arg;
+    const unsigned char *data = NULL;
+    size_t length = 0;
+    if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_application_layer_protocol_negotiation, &data, &length) == 1) {
+        return SSL_CLIENT_HELLO_SUCCESS;
+    }
+    *alert = SSL_AD_NO_APPLICATION_PROTOCOL;
+    ERR_raise(ERR_LIB_SSL, SSL_R_NO_APPLICATION_PROTOCOL);
+    return SSL_CLIENT_HELLO_ERROR;
+}
+static inline void rs_SSL_CTX_require_alpn_extension(SSL_CTX *ctx) {
+    SSL_CTX_set_client_hello_cb(ctx, rs_require_alpn_client_hello_cb, NULL);
+}
 // Certificate usage checks for a server's own leaf (extension flags and usage bits are macros).
 static inline uint32_t rs_EXFLAG_KUSAGE(void) { return EXFLAG_KUSAGE; }
 static inline uint32_t rs_EXFLAG_XKUSAGE(void) { return EXFLAG_XKUSAGE; }

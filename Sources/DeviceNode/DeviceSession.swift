@@ -17,12 +17,15 @@ public final class DeviceSession: @unchecked Sendable {
     private var link: FramedLink?
     private var promptTimer: LoopTimer?
     private var phase: Phase = .connecting
+    /// Over, and the event stream waits for the link's linkDidClose before finishing.
+    private var streamWaitsForClose = false
     /// The link's delegate. The session owns it; it points back weakly, so the link never keeps the session alive.
     private var forwarder: LinkForwarder?
     private let joined = Atomic<Bool>(true)
     private let delegateBox: Mutex<WeakDelegate>
     private let continuation: AsyncStream<DeviceSessionEvent>.Continuation
-    /// Every event of this session, in order; finishes when the session is over.
+    /// Every event of this session, in order; finishes when the session is over and its connection closed: the
+    /// goodbye (SESSION_END, GOAWAY, TLS close_notify) has left, so a program may exit as soon as the stream ends.
     public let events: AsyncStream<DeviceSessionEvent>
 
     private enum Phase { case connecting, attached, over }
@@ -152,7 +155,10 @@ public final class DeviceSession: @unchecked Sendable {
     }
 
     fileprivate func linkClosed(_ reason: LinkCloseReason) {
-        guard phase == .attached else { return }
+        guard phase == .attached else {
+            finishStreamIfWaiting()
+            return
+        }
         perform(machine.linkClosed(reason: reason.reasonCode, message: "network error: \(reason)"))
     }
 
@@ -198,7 +204,11 @@ public final class DeviceSession: @unchecked Sendable {
         }
     }
 
-    /// Ends the session: last event, link closed, timers dropped, stream finished.
+    /// Ends the session: last event, link closed, timers dropped; the stream finishes once the link has closed.
+    ///
+    /// Finishing the stream only then matters to a program that exits when it ends (`rsup-device` on Ctrl-C): exiting
+    /// earlier would cut the GOAWAY and close_notify that ``FramedLink/close(reason:text:)`` sends on the loop, and
+    /// the supporter node would see the TCP connection drop instead of a clean close.
     private func finish(report event: DeviceSessionEvent?) {
         guard phase != .over else { return }
         phase = .over
@@ -206,8 +216,22 @@ public final class DeviceSession: @unchecked Sendable {
         promptTimer?.cancel()
         promptTimer = nil
         if let event { deliver(event) }
-        link?.close(reason: .normalClose)
-        link = nil
+        // Left while still dialing, nothing was said on the wire yet: no goodbye to wait for (nor the dial's end).
+        if let link {
+            link.close(reason: .normalClose)
+            self.link = nil
+            streamWaitsForClose = !link.isTransportClosed  // else its linkDidClose has come already
+        }
+        if !streamWaitsForClose { finishStream() }
+    }
+
+    private func finishStreamIfWaiting() {
+        guard phase == .over, streamWaitsForClose else { return }
+        streamWaitsForClose = false
+        finishStream()
+    }
+
+    private func finishStream() {
         let continuation = self.continuation
         queue.async { continuation.finish() }
     }

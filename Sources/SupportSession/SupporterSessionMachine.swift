@@ -28,6 +28,8 @@ public struct SupporterSessionMachine: Sendable {
     /// How long a request waits for the device's answer before it is aborted.
     public let requestTimeout: Duration
     private var lastRequestID: UInt32 = 0
+    /// The device sent SESSION_END on this connection: it must not register on it again (SPEC §5.11).
+    public private(set) var deviceSentSessionEnd = false
 
     public init(requestTimeout: Duration = .seconds(90)) {
         self.requestTimeout = requestTimeout
@@ -125,6 +127,14 @@ public struct SupporterSessionMachine: Sendable {
         case .violation(let text): return [.protocolViolation(text)]
         }
         switch (state, message) {
+        case (.idle, .register) where deviceSentSessionEnd:
+            // Errata 1.0.1 no. 9: answers to the old registration may still be in flight to the device, which would
+            // take them for answers to the new one; a device joins again on a new connection.
+            return [
+                .protocolViolation(
+                    "REGISTER after the device's own SESSION_END on this connection: join again on a new connection "
+                        + "(SPEC §5.11)")
+            ]
         case (.idle, .register(let register)):
             switch authorize(register) {
             case .accept(let codeType, let waitingMessage):
@@ -146,7 +156,10 @@ public struct SupporterSessionMachine: Sendable {
                     .report(.registrationRefused(code: register.sessionCode, reason: reason)),
                 ]
             }
-        case (.idle, .connectionResponse), (.idle, .sessionEnd), (.idle, .sessionError), (.idle, .voipState):
+        case (.idle, .sessionEnd):
+            deviceSentSessionEnd = true
+            return []  // crossed our SESSION_END
+        case (.idle, .connectionResponse), (.idle, .sessionError), (.idle, .voipState):
             return []  // crossed our SESSION_END
         case (.requestPending(let code, let request, _), .connectionResponse(let response))
         where response.requestID == request.requestID:
@@ -157,12 +170,15 @@ public struct SupporterSessionMachine: Sendable {
                     .report(.connected(requestID: request.requestID)),
                 ]
             }
+            // Errata 1.0.1 no. 7: `decision` alone decides; a reject that says `success` is a plain user rejection.
             state = .online(code: code)
-            return [.report(.rejected(requestID: request.requestID, reason: response.reason))]
+            let reason = response.reason == .success ? ReasonCode.rejectedByUser : response.reason
+            return [.report(.rejected(requestID: request.requestID, reason: reason))]
         case (_, .connectionResponse):
             return []  // an answer to a request we already aborted or timed out
         case (_, .sessionEnd(let end)):
             state = .idle
+            deviceSentSessionEnd = true
             return [.report(.ended(reason: end.reason, text: end.text))]
         case (_, .sessionError(let error)):
             return [.report(.sessionError(reason: error.reason, feature: error.feature, text: error.text))]

@@ -34,6 +34,7 @@ public final class FramedLink: @unchecked Sendable {
     private var tickTimer: LoopTimer?
     private var tickAt: Deadline?
     private var closeReason: LinkCloseReason?
+    private var transportError: TransportError?
     private var parametersValue: LinkParameters?
     /// Told once: open (nil) or closed before opening (the reason). Used by the dialer.
     var openWaiter: ((LinkCloseReason?) -> Void)?
@@ -76,6 +77,15 @@ public final class FramedLink: @unchecked Sendable {
 
     /// Whether the link is closed or closing: sends fail from then on.
     public var isClosed: Bool { isClosedFlag.load(ordering: .acquiring) }
+
+    /// How the TLS connection under the link ended, once it has (loop thread; set before
+    /// ``FramedLinkDelegate/linkDidClose(_:reason:)``): nil for a clean end (close_notify exchanged, or our own close
+    /// completed), else the transport's error, e.g. `unclean_shutdown` when the peer dropped TCP without close_notify,
+    /// even after a GOAWAY.
+    public var transportCloseError: TransportError? {
+        loop.assertInLoop()
+        return transportError
+    }
 
     /// What HELLO settled, once open. Loop thread only.
     public var parameters: LinkParameters? {
@@ -224,8 +234,9 @@ public final class FramedLink: @unchecked Sendable {
                 if closeReason == nil { closeReason = reason }
                 if case .keepaliveTimeout = reason {
                     // The peer is dead: it will answer no close_notify, so do not wait for one. The GOAWAY just
-                    // written still leaves with the socket's buffer.
-                    connection.abort(TransportError(.idleTimeout, "keepalive timeout"))
+                    // written and our close_notify still leave if the socket takes them now (SPEC §7, errata 1.0.1
+                    // no. 11).
+                    connection.closeImmediately(TransportError(.idleTimeout, "keepalive timeout"))
                 } else {
                     connection.close()
                 }
@@ -276,8 +287,20 @@ extension FramedLink: TLSConnectionHandler {
         }
     }
 
+    /// The peer closed TLS cleanly. A frame it left incomplete is `truncated_header` or `truncated_payload` (SPEC
+    /// §3.4): like any decoding error it gets GOAWAY `malformed_frame`, written after the peer's close_notify where
+    /// TLS allows it (errata 1.0.1 no. 1), and then our close_notify.
+    func connectionDidReceiveCloseNotify(_ connection: TLSConnection) {
+        // While reading is paused nothing is read, so the close_notify cannot have overtaken frames held back here.
+        guard closeReason == nil, !readingPaused else { return }
+        do { try decoder.finish() } catch {
+            perform(machine.decodingFailed(error, canSendGoAway: connection.canWriteAfterPeerCloseNotify))
+        }
+    }
+
     func connectionDidClose(_ connection: TLSConnection, error: TransportError?) {
         isClosedFlag.store(true, ordering: .releasing)
+        transportError = error
         transportClosedFlag.store(true, ordering: .releasing)
         machine.transportClosed()
         tickTimer?.cancel()

@@ -169,10 +169,16 @@ public struct LinkStateMachine: Sendable {
         return [.send(.helloAck(ack)), .open(parameters)]
     }
 
-    /// The peer's bytes did not decode (SPEC §10.1): GOAWAY and close.
-    public mutating func decodingFailed(_ error: WireError) -> [Action] {
+    /// The peer's bytes did not decode (SPEC §10.1): GOAWAY with the error's reason and its §10.1 text, then close.
+    ///
+    /// Also for a frame that the peer's close_notify left incomplete (`truncated_header`, `truncated_payload`: SPEC
+    /// §3.4, errata 1.0.1 no. 1). `canSendGoAway` is false only when the transport may not write any more (TLS 1.2
+    /// after the peer's close_notify): the link then closes for the same reason without the GOAWAY.
+    public mutating func decodingFailed(_ error: WireError, canSendGoAway: Bool = true) -> [Action] {
         guard state != .closed else { return [] }
-        return fail(error.goAwayReason, error.description)
+        state = .closed
+        let close = Action.close(.protocolError(error.goAwayReason, error.description))
+        return canSendGoAway ? [.send(.goAway(error.goAway)), close] : [close]
     }
 
     /// Time passed: HELLO timeout, keepalive PING, dead peer.

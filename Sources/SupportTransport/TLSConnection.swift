@@ -9,6 +9,14 @@ protocol TLSConnectionHandler: AnyObject {
     func connection(_ connection: TLSConnection, didRead bytes: UnsafeRawBufferPointer)
     /// The connection is closed and its fd released: `nil` after a clean close_notify exchange, else why.
     func connectionDidClose(_ connection: TLSConnection, error: TransportError?)
+    /// The peer's close_notify arrived on an open connection: everything it sent has been read. The handler may still
+    /// write, when ``TLSConnection/canWriteAfterPeerCloseNotify``, and close; if it does not close, the connection
+    /// answers with its own close_notify and closes cleanly.
+    func connectionDidReceiveCloseNotify(_ connection: TLSConnection)
+}
+
+extension TLSConnectionHandler {
+    func connectionDidReceiveCloseNotify(_ connection: TLSConnection) {}
 }
 
 /// One TLS connection on a non-blocking socket, driven by its event loop. Loop thread only.
@@ -43,6 +51,8 @@ final class TLSConnection: Selectable {
     var onHandshakeFailure: (@Sendable (SocketAddress?, String) -> Void)?
     /// The owner asked to stop reading application data (back-pressure); only honoured while `open`.
     private(set) var isReadingPaused = false
+    /// The peer's close_notify arrived: nothing more can be read, so EPOLLIN is no longer watched.
+    private(set) var receivedCloseNotify = false
 
     /// A connection over an accepted or connecting socket; call ``start()`` on the loop next.
     init(
@@ -137,9 +147,10 @@ final class TLSConnection: Selectable {
         return true
     }
 
-    /// Watches for `events`, minus EPOLLIN while reading is paused on an open connection.
+    /// Watches for `events`, minus EPOLLIN while reading is paused on an open connection or after the peer's
+    /// close_notify (the socket stays readable at EOF: watching it would spin).
     private func setInterest(_ events: UInt32) {
-        let events = isReadingPaused && state == .open ? events & ~rs_EPOLLIN() : events
+        let events = isReadingPaused && state == .open || receivedCloseNotify ? events & ~rs_EPOLLIN() : events
         guard events != interest, state != .closed else { return }
         interest = events
         do { try loop.modify(fd, events: events) } catch { finish(error) }
@@ -174,6 +185,9 @@ final class TLSConnection: Selectable {
         switch state {
         case .connecting: finishConnect()
         case .handshaking: handshake()
+        case .open where receivedCloseNotify && events & (rs_EPOLLHUP() | rs_EPOLLERR()) != 0:
+            // Waiting to flush a last frame after the peer's close_notify, and the peer is gone entirely.
+            finish(TransportError(.connectionReset, "\(peerDescription) reset the connection after its close_notify"))
         case .open where isReadingPaused && events & (rs_EPOLLHUP() | rs_EPOLLERR()) != 0:
             // epoll reports hang-up and error even when EPOLLIN is not watched, and keeps reporting them (level
             // triggered): the connection is dead; what the peer sent and we did not read is lost with it.
@@ -264,7 +278,7 @@ final class TLSConnection: Selectable {
 
     private func readAvailable() {
         guard let ssl else { return }
-        while state == .open && !isReadingPaused || state == .closing {
+        while state == .open && !isReadingPaused && !receivedCloseNotify || state == .closing {
             OpenSSLErrorQueue.clear()
             var count = 0
             let buffer = loop.readBuffer
@@ -282,8 +296,22 @@ final class TLSConnection: Selectable {
                 setInterest(rs_EPOLLIN() | rs_EPOLLOUT())
                 return
             case SSL_ERROR_ZERO_RETURN:
-                // The peer's close_notify: everything it sent has arrived. Answer with ours and close cleanly.
-                if state == .open { _ = SSL_shutdown(ssl) }
+                // The peer's close_notify: everything it sent has arrived.
+                guard state == .open else {
+                    finish(nil)  // the answer to ours
+                    return
+                }
+                // The owner may still have something to say (a GOAWAY for a frame the close cut short, SPEC §3.4):
+                // TLS 1.3 allows writing after the peer's close_notify. Then answer with ours and close cleanly.
+                receivedCloseNotify = true
+                handler?.connectionDidReceiveCloseNotify(self)
+                guard state == .open else { return }
+                if closeWhenFlushed {
+                    // close() waits for the queue to drain, then sends close_notify (or gives up after 5 s).
+                    setInterest(interest)
+                    return
+                }
+                _ = SSL_shutdown(ssl)
                 finish(nil)
                 return
             case SSL_ERROR_SYSCALL:
@@ -457,6 +485,30 @@ final class TLSConnection: Selectable {
 
     /// Closes at once, without close_notify.
     func abort(_ error: TransportError) { finish(error) }
+
+    /// Closes at once, without waiting for anything from the peer: what is queued and a close_notify go out only if
+    /// the socket takes them now (a dead peer's full window drops them), then the socket closes. For a keepalive
+    /// timeout (SPEC §7, errata 1.0.1 no. 11): a peer that is slow rather than dead still sees a clean end.
+    func closeImmediately(_ error: TransportError) {
+        loop.assertInLoop()
+        if state == .open, let ssl {
+            flush()
+            if state == .open, outboundStart == outbound.count {
+                state = .closing
+                OpenSSLErrorQueue.clear()
+                _ = SSL_shutdown(ssl)
+                _ = OpenSSLErrorQueue.drain()
+            }
+        }
+        finish(error)
+    }
+
+    /// Whether the owner may still write after the peer's close_notify: with TLS 1.3 (RFC 8446 §6.1) the two
+    /// directions close independently; TLS 1.2 (RFC 5246 §7.2.1) wants close_notify answered at once.
+    var canWriteAfterPeerCloseNotify: Bool {
+        guard let ssl else { return false }
+        return SSL_version(ssl) >= rs_TLS1_3_VERSION()
+    }
 
     private func armIdleTimer() {
         guard let idleTimeout else { return }

@@ -189,6 +189,9 @@ public final class TLSContext: @unchecked Sendable {
                     // optional for this server: then no ALPN is selected.
                     return ours[oursLength + 1] == 1 ? rs_SSL_TLSEXT_ERR_ALERT_FATAL() : rs_SSL_TLSEXT_ERR_NOACK()
                 }, UnsafeMutableRawPointer(alpnWire.baseAddress))
+            // The callback above runs only for a client that sends the ALPN extension; one that sends none is
+            // refused the same way, in the handshake (SPEC §2, errata 1.0.1 no. 12).
+            if configuration.requiresApplicationProtocol { rs_SSL_CTX_require_alpn_extension(context) }
         } else {
             // Note: returns 0 on success, unlike most OpenSSL calls.
             guard SSL_CTX_set_alpn_protos(context, alpnWire.baseAddress, UInt32(alpnWire.count - 1)) == 0 else {

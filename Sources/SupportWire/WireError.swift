@@ -96,4 +96,14 @@ public struct WireError: Error, Hashable, Sendable, CustomStringConvertible {
 
     /// The reason code a receiver sends in GOAWAY for this error (SPEC §10.1).
     public var goAwayReason: ReasonCode { code == .frameTooLarge ? .frameTooLarge : .malformedFrame }
+
+    /// The GOAWAY text for this error, exactly as SPEC §10.1 (errata 1.0.1) defines it: the error name, ` offset `
+    /// and the decimal stream offset, then ` field ` and the decimal tag for the errors that carry one; ASCII, nothing
+    /// else. For example `field_out_of_order offset 27 field 2`. ``detail`` is for local logs only.
+    public var goAwayText: String {
+        "\(code.name) offset \(offset)" + (field.map { " field \($0)" } ?? "")
+    }
+
+    /// The GOAWAY a receiver sends for this error (SPEC §10.1): ``goAwayReason`` and ``goAwayText``.
+    public var goAway: GoAway { GoAway(reason: goAwayReason, text: goAwayText) }
 }

@@ -79,6 +79,10 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     }
 
     func linkDidClose(_ link: FramedLink, reason: LinkCloseReason) {
+        node?.logger.log(
+            .debug,
+            "device at \(sourceAddress) disconnected: \(reason)"
+                + (link.transportCloseError.map { "; TLS: \($0)" } ?? "; TLS closed cleanly"))
         timer?.cancel()
         timer = nil
         registrationTimer?.cancel()

@@ -466,6 +466,44 @@ enum DeviceExpectation: Equatable {
         #expect(!machine.voipRunning)
     }
 
+    /// Errata 1.0.1 no. 10: the supporter node's shutdown (SESSION_END `going_away`, a non-error reason) is "supporter
+    /// disconnected", in every joined state, not a failure.
+    @Test(arguments: [DeviceFixture.online, .requestPending, .awaitingStart, .active])
+    func supporterNodeShutdownIsReportedAsDisconnectedGoingAway(fixture: DeviceFixture) {
+        var machine = fixture.make()
+        let actions = machine.received(
+            .sessionEnd(SessionEnd(reason: .goingAway, text: "the supporter node shuts down")), now: t0, call: .idle)
+        let report = Action.report(.supporterDisconnected(reason: .goingAway, text: "the supporter node shuts down"))
+        #expect(actions == (fixture == .active ? [.stopVoIP, report] : [report]))
+        #expect(machine.state == .idle)
+    }
+
+    /// Errata 1.0.1 no. 4: "the supporter lacks voip" reads the CONNECTION_REQUEST's `requested_features`, "the
+    /// device lacks voip" the device's own capabilities; an entry of another version still counts as present.
+    @Test(arguments: [
+        ([Feature(.screenShare), Feature(.voip)], [Feature(.voip)], VoIPCallState.started),
+        ([Feature(.screenShare), Feature(.voip)], [Feature(.voip, version: 2)], .started),
+        ([Feature(.screenShare), Feature(.voip, version: 3)], [Feature(.voip)], .started),
+        ([Feature(.screenShare), Feature(.voip)], [Feature(.screenShare), Feature(.remoteControl)], .notStartedUnsupported),
+        ([Feature(.screenShare), Feature(.voip)], [], .notStartedUnsupported),
+        ([Feature(.screenShare)], [Feature(.voip)], .notStartedUnsupported),
+    ] as [(FeatureSet, FeatureSet, VoIPCallState)])
+    func voipDecisionReadsRequestedFeaturesAndOwnCapabilities(
+        capabilities: FeatureSet, requested: FeatureSet, expected: VoIPCallState
+    ) throws {
+        var machine = DeviceSessionMachine(capabilities: capabilities)
+        _ = try machine.register(code: "c", token: "t")
+        _ = machine.received(.registerResult(RegisterResult(reason: .success)), now: t0, call: .idle)
+        _ = machine.received(
+            .connectionRequest(
+                ConnectionRequest(requestID: 1, supporterName: "A", connectionType: .screenShare, requestedFeatures: requested)),
+            now: t0, call: .idle)
+        _ = machine.answer(requestID: 1, allow: true)
+        let actions = machine.received(.sessionStarted(SessionStarted(requestID: 1)), now: t0, call: .idle)
+        #expect(actions.contains(.report(.voipStateChanged(expected))), "\(actions)")
+        #expect(machine.voipRunning == (expected == .started))
+    }
+
     // MARK: robustness
 
     @Test func absurdClockValuesDoNotTrap() throws {

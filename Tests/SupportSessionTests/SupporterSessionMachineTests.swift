@@ -326,10 +326,83 @@ enum SupporterExpectation: Equatable {
         _ = try machine.end()
         register()
         try request()
-        _ = machine.received(.sessionEnd(SessionEnd(reason: .endedByDevice)), now: t0, authorize: SupporterFixture.accept)
+        _ = try machine.end(reason: .sessionCodeExpired)
         register()
         try request()
         #expect(ids == [1, 2, 3, 4, 5, 6])
+    }
+
+    // MARK: errata 1.0.1 (SPEC §14)
+
+    /// No. 7: `decision` alone decides; an allow starts the session whatever reason it carries.
+    @Test(arguments: [ReasonCode.success, .rejectedByUser, .requestTimedOut, .internalError, ReasonCode(rawValue: 0x42)])
+    func allowStartsTheSessionWhateverItsReason(reason: ReasonCode) {
+        var machine = SupporterFixture.requestPending.make()
+        let actions = machine.received(
+            .connectionResponse(ConnectionResponse(requestID: 1, decision: .allow, reason: reason)), now: t0,
+            authorize: SupporterFixture.accept)
+        #expect(actions == [.send(.sessionStarted(SessionStarted(requestID: 1))), .report(.connected(requestID: 1))])
+        #expect(machine.state == SupporterFixture.active.state)
+    }
+
+    /// No. 7: a reject is a rejection whatever its reason; one that says `success` is reported as `rejected_by_user`.
+    @Test(arguments: [
+        (ReasonCode.success, ReasonCode.rejectedByUser), (.rejectedByUser, .rejectedByUser),
+        (.requestTimedOut, .requestTimedOut), (ReasonCode(rawValue: 0x42), ReasonCode(rawValue: 0x42)),
+    ])
+    func rejectIsARejectionWhateverItsReason(sent: ReasonCode, reported: ReasonCode) {
+        var machine = SupporterFixture.requestPending.make()
+        let actions = machine.received(
+            .connectionResponse(ConnectionResponse(requestID: 1, decision: .reject, reason: sent)), now: t0,
+            authorize: SupporterFixture.accept)
+        #expect(actions == [.report(.rejected(requestID: 1, reason: reported))])
+        #expect(machine.state == .online(code: SupporterFixture.code))
+    }
+
+    /// No. 9: a device that sent SESSION_END must join again on a new connection; a REGISTER on this one is a
+    /// protocol error, in whatever state the SESSION_END found the machine (idle: it crossed ours).
+    @Test(arguments: SupporterFixture.allCases)
+    func registerAfterTheDevicesOwnSessionEndIsAProtocolError(fixture: SupporterFixture) {
+        var machine = fixture.make()
+        _ = machine.received(
+            .sessionEnd(SessionEnd(reason: .endedByDevice)), now: t0, authorize: SupporterFixture.accept)
+        #expect(machine.state == .idle)
+        #expect(machine.deviceSentSessionEnd)
+        var asked = 0
+        let actions = machine.received(.register(Register(sessionCode: "s12-345", apiToken: "tok")), now: t0) {
+            asked += 1
+            return SupporterFixture.accept($0)
+        }
+        #expect(asked == 0, "the registry is not asked")
+        #expect(isSingleViolation(actions) { $0.isProtocolViolation }, "\(actions)")
+        #expect(machine.state == .idle)
+    }
+
+    /// No. 9: after the supporter's SESSION_END, a refusal or a closed link the device may register again.
+    @Test func registerAfterTheSupportersSessionEndOrARefusalIsAccepted() throws {
+        var machine = SupporterFixture.active.make()
+        _ = try machine.end(reason: .sessionCodeClosed)
+        _ = machine.received(.register(Register(sessionCode: "bad", apiToken: "t")), now: t0) { _ in
+            .refuse(.invalidSessionCode)
+        }
+        let actions = machine.received(
+            .register(Register(sessionCode: "s12-345", apiToken: "tok")), now: t0, authorize: SupporterFixture.accept)
+        #expect(actions.first == .send(.registerResult(RegisterResult(reason: .success, codeType: .remoteSupport))))
+        #expect(machine.state == .online(code: "s12-345"))
+        #expect(!machine.deviceSentSessionEnd)
+    }
+
+    /// No. 10: the node's shutdown ends a joined code with SESSION_END `going_away` (the GOAWAY is the link's).
+    @Test(arguments: [SupporterFixture.online, .requestPending, .active])
+    func shutdownEndsAJoinedCodeWithGoingAway(fixture: SupporterFixture) throws {
+        var machine = fixture.make()
+        let actions = try machine.end(reason: .goingAway, text: "the supporter node shuts down")
+        #expect(
+            actions == [
+                .send(.sessionEnd(SessionEnd(reason: .goingAway, text: "the supporter node shuts down"))),
+                .report(.ended(reason: .goingAway, text: "the supporter node shuts down")),
+            ])
+        #expect(machine.state == .idle)
     }
 
     @Test func absurdClockValuesDoNotTrap() throws {

@@ -1,3 +1,4 @@
+import COpenSSL  // the socket constants: once RawTLSPeer loads OpenSSL, they are seen through it
 import Glibc
 import Testing
 import SupportWire

@@ -4,6 +4,7 @@
 // timing tests (keepalive, timeouts) do not compete with each other for the 2 cores. The fd-leak checks look only at
 // the sockets on the test's own listener port, so other test targets running in parallel do not disturb them.
 
+import COpenSSL  // the socket constants: once RawTLSPeer loads OpenSSL, they are seen through it
 import Foundation
 import Synchronization
 import Testing

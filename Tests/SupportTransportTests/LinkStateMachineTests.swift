@@ -139,6 +139,53 @@ import SupportWire
         #expect(machine.state == .closed)
     }
 
+    /// Errata 1.0.1 no. 3: no common version and the same role is `unsupported_version`: the version comes first.
+    @Test(arguments: [(UInt8(2), UInt8(3)), (UInt8(2), UInt8(255))])
+    func helloWithNoCommonVersionAndTheSameRoleIsUnsupportedVersion(minVersion: UInt8, maxVersion: UInt8) {
+        var machine = Self.responder()
+        let hello = Hello(minVersion: minVersion, maxVersion: maxVersion, role: .supporter, nodeName: "other")
+        let actions = machine.received(.hello(hello), now: Self.t0)
+        #expect(Self.goAwayReason(actions) == .unsupportedVersion)
+        #expect(Self.closeReason(actions)?.reasonCode == .unsupportedVersion)
+    }
+
+    /// Errata 1.0.1 no. 3, initiator side: a HELLO_ACK outside our range and of our own role.
+    @Test func helloAckWithAVersionOutsideOurRangeAndTheSameRoleIsUnsupportedVersion() {
+        var (machine, _) = Self.initiator()
+        let actions = machine.received(.helloAck(HelloAck(version: 2, role: .device, nodeName: "n")), now: Self.t0)
+        #expect(Self.goAwayReason(actions) == .unsupportedVersion)
+    }
+
+    // MARK: decoding errors (SPEC §10.1)
+
+    /// Errata 1.0.1 no. 5: the GOAWAY text is exactly `<name> offset <offset>[ field <tag>]`.
+    @Test(arguments: [
+        (WireError(.fieldOutOfOrder, offset: 27, field: 2, fieldName: "text", frameType: 5, detail: "2 after 5"),
+         GoAway(reason: .malformedFrame, text: "field_out_of_order offset 27 field 2")),
+        (WireError(.truncatedHeader, offset: 0, detail: "3 of 8 header bytes"),
+         GoAway(reason: .malformedFrame, text: "truncated_header offset 0")),
+        (WireError(.frameTooLarge, offset: 4, frameType: 3, detail: "16385 > 16384"),
+         GoAway(reason: .frameTooLarge, text: "frame_too_large offset 4")),
+        (WireError(.missingField, offset: 61, field: 0, detail: "tag 0"),
+         GoAway(reason: .malformedFrame, text: "missing_field offset 61 field 0")),
+    ])
+    func decodingErrorSendsGoAwayWithTheSpecText(error: WireError, goAway: GoAway) {
+        var machine = Self.openResponder()
+        let actions = machine.decodingFailed(error)
+        #expect(actions == [.send(.goAway(goAway)), .close(.protocolError(goAway.reason, error.description))])
+        #expect(machine.state == .closed)
+        #expect(machine.decodingFailed(error) == [])
+    }
+
+    /// Errata 1.0.1 no. 1: over TLS 1.2 nothing may follow the peer's close_notify: the link closes without GOAWAY.
+    @Test func truncatedFrameWithoutAWritableTransportClosesWithoutGoAway() {
+        var machine = Self.openResponder()
+        let error = WireError(.truncatedPayload, offset: 61, frameType: 0x10)
+        let actions = machine.decodingFailed(error, canSendGoAway: false)
+        #expect(actions == [.close(.protocolError(.malformedFrame, error.description))])
+        #expect(machine.state == .closed)
+    }
+
     @Test func helloAckFromTheSameRoleIsRoleMismatch() {
         var (machine, _) = Self.initiator()
         let actions = machine.received(.helloAck(HelloAck(role: .device, nodeName: "n")), now: Self.t0)

@@ -1,3 +1,4 @@
+import COpenSSL  // the socket constants: once RawTLSPeer loads OpenSSL, they are seen through it
 import Foundation
 import Glibc
 import Synchronization
@@ -11,7 +12,7 @@ extension TransportIntegration {
     /// closing at loop shutdown, and accepting again after running out of descriptors.
     @Suite struct TLSListenerTests {
         enum FailingPeer: String, CaseIterable, Sendable {
-            case plaintextHTTP, notTLS, wrongALPN, silent
+            case plaintextHTTP, notTLS, wrongALPN, noALPN, silent
         }
 
         /// Starts a peer that fails the handshake in the given way; returns what keeps it alive and its local port.
@@ -27,6 +28,9 @@ extension TransportIntegration {
                 return (raw, SocketAddress.of(raw.fd, peer: false)?.port)
             case .wrongALPN:
                 return (try OpenSSLClient(port: port, arguments: ["-alpn", "http/1.1"]), nil)
+            case .noALPN:
+                // SPEC §2, errata 1.0.1 no. 12: no ALPN extension at all is refused in the handshake too.
+                return (try OpenSSLClient(port: port, arguments: []), nil)
             case .silent:
                 let raw = try RawSocket(port: port)
                 return (raw, SocketAddress.of(raw.fd, peer: false)?.port)
@@ -37,7 +41,7 @@ extension TransportIntegration {
             switch peer {
             case .plaintextHTTP: "plaintext HTTP"
             case .notTLS: "wrong version number"
-            case .wrongALPN: "no application protocol"
+            case .wrongALPN, .noALPN: "no application protocol"
             case .silent: "timeout"
             }
         }

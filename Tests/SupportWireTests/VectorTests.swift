@@ -48,6 +48,36 @@ import Testing
             field: (error["field"] as? Int).flatMap { UInt8(exactly: $0) })
     }
 
+    /// A line of `goaway.jsonl`: the GOAWAY a receiver sends after one malformed vector (SPEC §10.1).
+    struct GoAwayVector: CustomTestStringConvertible, Sendable {
+        let name: String
+        let malformed: String
+        let bytes: [UInt8]
+        let message: Message?
+        var testDescription: String { name }
+    }
+
+    static let goAways: [GoAwayVector] = lines("goaway.jsonl").map { object in
+        GoAwayVector(
+            name: object["name"] as? String ?? "?", malformed: object["malformed"] as? String ?? "?",
+            bytes: [UInt8](hex: object["hex"] as? String ?? ""),
+            message: (object["message"] as? [String: Any]).flatMap { try? VectorMessage.message(from: $0) })
+    }
+
+    @Test func everyMalformedVectorHasItsGoAway() {
+        #expect(Self.goAways.map(\.malformed) == Self.malformed.map(\.name))
+    }
+
+    /// Errata 1.0.1 no. 5: the GOAWAY after a decoding error has one exact encoding, text included.
+    @Test(arguments: goAways)
+    func answersEachMalformedVectorWithItsExactGoAway(_ vector: GoAwayVector) throws {
+        let input = try #require(Self.malformed.first { $0.name == vector.malformed })
+        let error = #expect(throws: WireError.self) { try FrameDecoder.decodeAll(input.bytes) }
+        let goAway = try #require(error?.goAway)
+        #expect(Message.goAway(goAway) == vector.message)
+        #expect(try FrameEncoder().encode(.goAway(goAway)).hex == vector.bytes.hex)
+    }
+
     @Test func vectorFilesAreThereAndBigEnough() {
         #expect(Self.valid.count >= 28)
         #expect(Self.malformed.count >= 40)

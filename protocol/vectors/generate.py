@@ -342,6 +342,24 @@ NC("ping_between_ignorable_frames", "IGNORABLE 0x06, PING, IGNORABLE 0xef, PONG"
    frame(0x06, b"", flags=1) + rsup.encode(ping7) + frame(0xEF, b"abc", flags=1) + rsup.encode(pong7),
    [ping7, pong7])
 
+# --- Errata 1.0.1 (SPEC §14): inputs whose handling the errata decided; appended so earlier lines stay identical
+V("connection_response_allow_with_rejected_by_user", "CONNECTION_RESPONSE allow with reason rejected_by_user: "
+  "decodes; `decision` alone decides, so the session starts (errata no. 7)",
+  {"type": "CONNECTION_RESPONSE", "request_id": 1, "decision": 1, "reason": R["rejected_by_user"]})
+V("connection_response_reject_with_success", "CONNECTION_RESPONSE reject with reason success: decodes; a "
+  "rejection, reported as rejected_by_user (errata no. 7)",
+  {"type": "CONNECTION_RESPONSE", "request_id": 1, "decision": 2, "reason": R["success"]})
+V("hello_no_common_version_supporter_role", "HELLO offering versions 2 to 3 with role 2 (supporter): decodes; a "
+  "version-1 supporter answers GOAWAY unsupported_version, version before role (errata no. 3)",
+  hello(min_version=2, max_version=3, role=2, node_name="supporter-9"))
+NC("ignorable_unknown_type_then_hello", "an undefined type 0x06 with IGNORABLE before HELLO: discarded in every "
+   "connection state, awaiting_hello included; then HELLO (errata no. 2)",
+   frame(0x06, b"v2 hint", flags=0x01) + rsup.encode(h), [h])
+V("goaway_text_truncated_header", "GOAWAY malformed_frame with the SPEC §10.1 text for truncated_header at offset "
+  "0 (no field)", {"type": "GOAWAY", "reason": R["malformed_frame"], "text": "truncated_header offset 0"})
+V("goaway_text_frame_too_large", "GOAWAY frame_too_large with the SPEC §10.1 text",
+  {"type": "GOAWAY", "reason": R["frame_too_large"], "text": "frame_too_large offset 4"})
+
 # ------------------------------------------------------------------------------------------------------------
 # Malformed vectors
 # ------------------------------------------------------------------------------------------------------------
@@ -654,13 +672,45 @@ M("malformed_after_valid_frames", "HELLO then a GOAWAY whose text is invalid UTF
   rsup.encode(hello()) + frame(GOAWAY, field(1, u8(0x81)) + field(2, b"\xc0")), "invalid_utf8",
   len(rsup.encode(hello())) + 8 + 4, 2)
 
+# --- Errata 1.0.1 no. 1: a device's stream cut short after HELLO, as a peer's close_notify leaves it
+HELLO_DEVICE = rsup.encode(hello())
+M("truncated_header_after_hello", "HELLO, then 5 bytes of a REGISTER header, then the stream ends (close_notify): "
+  "truncated_header at the REGISTER's first byte", HELLO_DEVICE + header(REGISTER, 20)[:5], "truncated_header",
+  len(HELLO_DEVICE))
+M("truncated_payload_after_hello", "HELLO, then a REGISTER header announcing 20 payload bytes and 6 of them: "
+  "truncated_payload at the REGISTER's first byte", HELLO_DEVICE + header(REGISTER, 20) + field(1, s("123")),
+  "truncated_payload", len(HELLO_DEVICE))
+
+# ------------------------------------------------------------------------------------------------------------
+# GOAWAY answers (SPEC §10.1): for every malformed vector, the one GOAWAY frame a receiver sends
+# ------------------------------------------------------------------------------------------------------------
+
+goaways = []
+
+
+def goaway_for(error):
+    """The GOAWAY of SPEC §10.1 for an error object of malformed.jsonl: reason frame_too_large for that error and
+    malformed_frame for every other; text `<name> offset <offset>`, then ` field <tag>` for the errors with a tag."""
+    reason = R["frame_too_large"] if error["code"] == "frame_too_large" else R["malformed_frame"]
+    text = f"{error['code']} offset {error['offset']}"
+    if "field" in error:
+        text += f" field {error['field']}"
+    return {"type": "GOAWAY", "reason": reason, "text": text}
+
+
+for m in malformed:
+    g = goaway_for(m["error"])
+    goaways.append({"name": f"goaway_for_{m['name']}", "description": f"the GOAWAY a receiver sends after "
+                    f"malformed vector {m['name']}", "malformed": m["name"], "hex": rsup.encode(g).hex(),
+                    "message": g})
+
 # ------------------------------------------------------------------------------------------------------------
 # Self-check
 # ------------------------------------------------------------------------------------------------------------
 
 def self_check():
     problems = []
-    names = [v["name"] for v in valid] + [m["name"] for m in malformed]
+    names = [v["name"] for v in valid] + [m["name"] for m in malformed] + [g["name"] for g in goaways]
     for n in names:
         if not re.fullmatch(r"[a-z0-9]+(_[a-z0-9]+)*", n):
             problems.append(f"name not snake_case: {n}")
@@ -695,6 +745,24 @@ def self_check():
         except DecodeError as e:
             if e.as_dict() != m["error"]:
                 problems.append(f"malformed {m['name']}: got {e.as_dict()} expected {m['error']}")
+    by_name = {m["name"]: m for m in malformed}
+    if [g["malformed"] for g in goaways] != [m["name"] for m in malformed]:
+        problems.append("goaway.jsonl does not follow malformed.jsonl one to one")
+    for g in goaways:
+        data = bytes.fromhex(g["hex"])
+        text = g["message"]["text"]
+        if not (text.isascii() and 1 <= len(text.encode()) <= 256):
+            problems.append(f"goaway {g['name']}: text not 1-256 ASCII bytes")
+        if not re.fullmatch(r"[a-z0-9_]+ offset (0|[1-9][0-9]*)( field (0|[1-9][0-9]*))?", text):
+            problems.append(f"goaway {g['name']}: text does not follow SPEC §10.1: {text!r}")
+        err = by_name.get(g["malformed"], {}).get("error", {})
+        if text.split(" ")[0] != err.get("code"):
+            problems.append(f"goaway {g['name']}: text names another error")
+        try:
+            if rsup.decode_stream(data) != [g["message"]]:
+                problems.append(f"goaway {g['name']}: hex does not decode to its message")
+        except DecodeError as e:
+            problems.append(f"goaway {g['name']}: does not decode: {e}")
     covered = {m["error"]["code"] for m in malformed}
     missing = set(rsup.ERROR_NAMES) - covered
     if missing:
@@ -739,10 +807,12 @@ def main():
         return 1
     dump(os.path.join(HERE, "valid.jsonl"), valid)
     dump(os.path.join(HERE, "malformed.jsonl"), malformed)
+    dump(os.path.join(HERE, "goaway.jsonl"), goaways)
     codes = sorted({m["error"]["code"] for m in malformed})
     print(f"valid.jsonl: {len(valid)} vectors ({sum(v['canonical'] for v in valid)} canonical, "
           f"{sum(not v['canonical'] for v in valid)} decode-only)")
     print(f"malformed.jsonl: {len(malformed)} vectors covering {len(codes)} error codes")
+    print(f"goaway.jsonl: {len(goaways)} GOAWAY answers")
     print("self-check passed")
     return 0
 
