@@ -411,11 +411,14 @@ public struct SessionDriver {
     }
 
     /// SPEC §9 (and §7 on an open connection): whether `message` is illegal in supporter state `state`.
-    static func supporterIllegal(_ state: SupporterSessionMachine.State, _ message: Message) -> Bool {
+    /// SPEC §9 (with errata 1.0.1 no. 9: REGISTER after the device's own SESSION_END is a protocol error).
+    static func supporterIllegal(
+        _ state: SupporterSessionMachine.State, _ message: Message, deviceSentSessionEnd: Bool = false
+    ) -> Bool {
         switch message {
         case .hello, .helloAck: return true
         case .ping, .pong, .goAway: return false
-        case .register: return state != .idle
+        case .register: return state != .idle || deviceSentSessionEnd
         case .registerResult, .connectionRequest, .requestAbort, .sessionStarted: return true
         case .connectionResponse, .sessionEnd, .sessionError: return false
         case .voipState:
@@ -443,7 +446,8 @@ public struct SessionDriver {
 
     mutating func deliverToSupporter(_ message: Message) {
         let before = supporter.state
-        let illegal = Self.supporterIllegal(before, message)
+        let ended = supporter.deviceSentSessionEnd
+        let illegal = Self.supporterIllegal(before, message, deviceSentSessionEnd: ended)
         var asked = 0
         let decision = decision
         let actions = supporter.received(message, now: now) { _ in
@@ -451,7 +455,7 @@ public struct SessionDriver {
             return decision
         }
         var isRegisterInIdle = false
-        if case .register = message, before == .idle { isRegisterInIdle = true }
+        if case .register = message, before == .idle, !ended { isRegisterInIdle = true }
         if asked != (isRegisterInIdle ? 1 : 0) { fail("authorize asked \(asked) times for \(message)") }
         let violation = checkSupporter(actions)
         if illegal {
