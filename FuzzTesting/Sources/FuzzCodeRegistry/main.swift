@@ -15,6 +15,19 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
 enum RegistryDriver {
     static let codes = ["100-000-001", "100-000-002", "100-000-003"]
     static let addresses = ["198.51.100.1", "198.51.100.2", "203.0.113.9"]
+    static let events: [SupporterSessionEvent] = [
+        .connected(requestID: 1), .rejected(requestID: 1, reason: .rejectedByUser),
+        .requestTimedOut(requestID: 1), .ended(reason: .endedByDevice, text: nil),
+        .voipState(.started, text: nil),
+    ]
+
+    /// Refusals that count against the token (SPEC §13): the device's own failures.
+    static func punishes(_ reason: ReasonCode) -> Bool {
+        switch reason {
+        case .invalidSessionCode, .sessionCodeClosed, .sessionCodeExpired, .rateLimited: true
+        default: false
+        }
+    }
 
     static func fail(_ what: String) -> Never { fatalError("FUZZ FINDING: \(what)") }
 
@@ -51,6 +64,9 @@ enum RegistryDriver {
                     now: now)
                 for case .audit(let event) in outcome.intents where event.details["what"] == "registration_refused" {
                     let source = event.details["source_address"] ?? "?"
+                    // SPEC §13.1: at most 10 rows per source per minute, the source's own minute (it starts with
+                    // a refusal and lasts at least 60 s; the next starts after it), not any 60 s: a span of 60 s
+                    // overlaps at most two such minutes, so at most twice the allowance falls within it.
                     let recent = (refusalRows[source] ?? []).filter { now.timeIntervalSince($0) < 60 }
                     // Windows are fixed (they open with a source's first refusal), so any sliding minute overlaps at
                     // most two of them.
@@ -64,9 +80,7 @@ enum RegistryDriver {
                 {
                     fail("a valid token was rate-limited by failures that were not its own")
                 }
-                if case .refused(let refusal) = outcome, let token,
-                    [.invalidSessionCode, .sessionCodeClosed, .sessionCodeExpired, .rateLimited].contains(refusal.reason)
-                {
+                if case .refused(let refusal) = outcome, let token, punishes(refusal.reason) {
                     punishedTokens.insert(token)
                 }
             case 4:
@@ -74,11 +88,6 @@ enum RegistryDriver {
             case 5:
                 registry.registrationFailed(connection, code: code)
             case 6:
-                let events: [SupporterSessionEvent] = [
-                    .connected(requestID: 1), .rejected(requestID: 1, reason: .rejectedByUser),
-                    .requestTimedOut(requestID: 1), .ended(reason: .endedByDevice, text: nil),
-                    .voipState(.started, text: nil),
-                ]
                 _ = registry.sessionEvent(events[Int(argument) % events.count], on: connection, now: now)
             case 7:
                 let record = SessionCodeRecord(

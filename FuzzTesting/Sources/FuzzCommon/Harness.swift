@@ -2,23 +2,35 @@
 // is how a finding is reported (libFuzzer then writes the input to a crash-<sha1> file).
 //
 // Inputs are raw wire streams, exactly what a peer could send, so one corpus serves both targets and the unit test
-// (Tests/SupportWireTests/FailCasesTests.swift). The chunking used to feed FrameDecoder is derived from a hash of the
-// input, so it is reproducible from the input file alone and changes with every mutation.
+// (Tests/SupportWireTests/FailCasesTests.swift). The chunking used to feed FrameDecoder, and the smaller maximum of
+// the limit check, are derived from a hash of the input, so they are reproducible from the input file alone and
+// change with every mutation.
+//
+// Speed: the targets run millions of inputs, so the checks read libFuzzer's buffer in place (no copy of the input)
+// and feed the decoder through its raw-memory `append`, the one the transport uses; text (hex dumps, summaries) is
+// built only inside `fail`, that is, only when a check has already failed.
 import SupportWire
 
 /// Reports a finding: traps with a message that says what went wrong and on which input.
-public func fail(_ what: String, input: [UInt8], file: StaticString = #file, line: UInt = #line) -> Never {
-    let shown = input.prefix(256).map(hexByte).joined()
+public func fail(
+    _ what: String, input: UnsafeRawBufferPointer, file: StaticString = #file, line: UInt = #line
+) -> Never {
+    let shown = hex(input.prefix(256))
     fatalError("FUZZ FINDING: \(what)\ninput (\(input.count) bytes): \(shown)\(input.count > 256 ? "…" : "")",
                file: file, line: line)
 }
 
-@inline(__always) func hexByte(_ byte: UInt8) -> String {
-    let digits: [Character] = Array("0123456789abcdef")
-    return String(digits[Int(byte >> 4)]) + String(digits[Int(byte & 0xF)])
+/// Lower-case hex, for failure messages only.
+public func hex(_ bytes: some Collection<UInt8>) -> String {
+    let digits = Array("0123456789abcdef".utf8)
+    var text: [UInt8] = []
+    text.reserveCapacity(bytes.count * 2)
+    for byte in bytes {
+        text.append(digits[Int(byte >> 4)])
+        text.append(digits[Int(byte & 0xF)])
+    }
+    return String(decoding: text, as: UTF8.self)
 }
-
-public func hex(_ bytes: some Collection<UInt8>) -> String { bytes.map(hexByte).joined() }
 
 // MARK: - Decoding outcomes
 
@@ -32,10 +44,14 @@ public struct DecodeOutcome {
     /// is not compared.
     public func sameResult(as other: DecodeOutcome) -> Bool {
         guard messages == other.messages, discarded == other.discarded else { return false }
-        switch (error, other.error) {
-        case (nil, nil): return true
-        case (let a?, let b?): return a.code == b.code && a.offset == b.offset && a.field == b.field
-        default: return false
+        return Self.sameError(error, other.error)
+    }
+
+    static func sameError(_ a: WireError?, _ b: WireError?) -> Bool {
+        switch (a, b) {
+        case (nil, nil): true
+        case (let a?, let b?): a.code == b.code && a.offset == b.offset && a.field == b.field
+        default: false
         }
     }
 
@@ -58,16 +74,19 @@ public struct SplitMix: RandomNumberGenerator {
 }
 
 /// FNV-1a of the input: the seed of its chunking.
-public func inputHash(_ bytes: [UInt8]) -> UInt64 {
+public func inputHash(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
     var hash: UInt64 = 0xCBF2_9CE4_8422_2325
     for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01B3 }
     return hash
 }
 
+/// A valid PING frame, appended after an error to check that the decoder stays failed.
+let validPing: [UInt8] = [0x01, 0x03, 0, 0, 0, 0, 0, 11, 1, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0]
+
 /// Feeds `bytes` to a FrameDecoder in chunks of the sizes `nextChunk` returns (each ≥ 1), draining messages after
 /// every chunk as a connection would, then ends the stream. Checks the decoder's own invariants on the way.
 public func decodeChunked(
-    _ bytes: [UInt8], maxPayloadLength: Int = 16_384, nextChunk: () -> Int
+    _ bytes: UnsafeRawBufferPointer, maxPayloadLength: Int = 16_384, nextChunk: () -> Int
 ) -> DecodeOutcome {
     var decoder = FrameDecoder(maxPayloadLength: maxPayloadLength)
     var outcome = DecodeOutcome()
@@ -75,7 +94,7 @@ public func decodeChunked(
     do throws(WireError) {
         while position < bytes.count {
             let size = min(max(1, nextChunk()), bytes.count - position)
-            decoder.append(bytes[position..<position + size])
+            decoder.append(UnsafeRawBufferPointer(rebasing: bytes[position..<position + size]))
             position += size
             while let message = try decoder.nextMessage() { outcome.messages.append(message) }
             // Needs more bytes: what is buffered is one partial frame, never more than 8 + maximum bytes (SPEC §3.2),
@@ -92,7 +111,7 @@ public func decodeChunked(
         outcome.error = error
         // The decoder stays failed (SPEC §10.1: nothing is read after a malformed frame): more bytes, even a valid
         // frame, change nothing. (Only for errors of nextMessage(); finish() ends the stream, nothing comes after.)
-        decoder.append([0x01, 0x03, 0, 0, 0, 0, 0, 11, 1, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0])
+        decoder.append(validPing)
         do throws(WireError) {
             _ = try decoder.nextMessage()
             fail("nextMessage() did not rethrow after \(error)", input: bytes)
@@ -125,51 +144,169 @@ public func decodeChunked(
 }
 
 /// The whole stream in one append.
-public func decodeWhole(_ bytes: [UInt8], maxPayloadLength: Int = 16_384) -> DecodeOutcome {
-    var done = false
-    return decodeChunked(bytes, maxPayloadLength: maxPayloadLength) {
-        if done { return 1 }
-        done = true
-        return max(1, bytes.count)
-    }
+public func decodeWhole(_ bytes: UnsafeRawBufferPointer, maxPayloadLength: Int = 16_384) -> DecodeOutcome {
+    decodeChunked(bytes, maxPayloadLength: maxPayloadLength) { bytes.count }
 }
 
-/// `FrameDecoder.decodeAll` must agree with a manual whole-buffer decode.
-public func checkDecodeAll(_ bytes: [UInt8], whole: DecodeOutcome, maxPayloadLength: Int) {
+/// `FrameDecoder.decodeAll` (its generic `append`, where the chunked decodes use the raw-memory one) must agree with
+/// a manual whole-buffer decode.
+public func checkDecodeAll(_ bytes: UnsafeRawBufferPointer, whole: DecodeOutcome, maxPayloadLength: Int) {
     do throws(WireError) {
         let messages = try FrameDecoder.decodeAll(bytes, maxPayloadLength: maxPayloadLength)
         if whole.error != nil || messages != whole.messages {
             fail("decodeAll gave \(messages.count) message(s); incremental decode gave \(whole.summary)", input: bytes)
         }
     } catch {
-        let expected = DecodeOutcome(messages: whole.messages, error: error, discarded: whole.discarded)
-        if !expected.sameResult(as: whole) {
+        if !DecodeOutcome.sameError(error, whole.error) {
             fail("decodeAll threw \(error); incremental decode gave \(whole.summary)", input: bytes)
         }
     }
 }
 
-/// The chunkings tried for an input: one drawn from its hash, and byte-at-a-time for short inputs.
-public func checkChunkings(_ bytes: [UInt8], whole: DecodeOutcome, maxPayloadLength: Int) {
-    var rng = SplitMix(seed: inputHash(bytes))
-    let style = rng.next() % 4
-    let chunked = decodeChunked(bytes, maxPayloadLength: maxPayloadLength) {
-        switch style {
-        case 0: Int(rng.next() % 8) + 1  // tiny pieces: headers split everywhere
-        case 1: Int(rng.next() % 64) + 1
-        case 2: Int(rng.next() % 4096) + 1
-        default: [1, 7, 8, 9, 3, 11, 4096][Int(rng.next() % 7)]  // around the header size
+/// A chunk size drawn from `rng` in one of four styles.
+@inline(__always) func chunkSize(style: UInt64, _ rng: inout SplitMix) -> Int {
+    switch style {
+    case 0: Int(rng.next() % 8) + 1  // tiny pieces: headers split everywhere
+    case 1: Int(rng.next() % 64) + 1
+    case 2: Int(rng.next() % 4096) + 1
+    default:  // around the header size
+        switch rng.next() % 7 {
+        case 0: 1
+        case 1: 7
+        case 2: 8
+        case 3: 9
+        case 4: 3
+        case 5: 11
+        default: 4096
         }
     }
+}
+
+/// Chunk sizes that split every frame header byte by byte and cut every payload after its first byte and before its
+/// last: every state the decoder can be in between two appends (1–7 header bytes buffered; a whole header and part of
+/// its payload; a whole frame), at a cost per frame rather than per byte. Splits inside payloads are drawn by the
+/// hash chunking.
+struct FrameEdgeChunks {
+    let bytes: UnsafeRawBufferPointer
+    var position = 0
+    var frameStart = 0
+
+    init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+    mutating func next() -> Int {
+        var inFrame = position - frameStart
+        if inFrame >= 8 {
+            let length = Int(bytes[frameStart + 4]) << 24 | Int(bytes[frameStart + 5]) << 16
+                | Int(bytes[frameStart + 6]) << 8 | Int(bytes[frameStart + 7])
+            if inFrame - 8 >= length {  // the frame is complete: the next one starts here
+                frameStart = position
+                inFrame = 0
+            }
+        }
+        var size = 1
+        if inFrame >= 8 {
+            let length = Int(bytes[frameStart + 4]) << 24 | Int(bytes[frameStart + 5]) << 16
+                | Int(bytes[frameStart + 6]) << 8 | Int(bytes[frameStart + 7])
+            let payloadOffset = inFrame - 8
+            if payloadOffset > 0 && payloadOffset < length - 1 { size = length - 1 - payloadOffset }
+        }
+        size = min(size, bytes.count - position)
+        position += size
+        return max(1, size)
+    }
+}
+
+/// A chunking drawn from the input's hash must give what the whole buffer gave.
+public func checkChunkings(_ bytes: UnsafeRawBufferPointer, whole: DecodeOutcome, maxPayloadLength: Int) {
+    var rng = SplitMix(seed: inputHash(bytes))
+    let style = rng.next() % 4
+    let chunked = decodeChunked(bytes, maxPayloadLength: maxPayloadLength) { chunkSize(style: style, &rng) }
     if !chunked.sameResult(as: whole) {
         fail("chunked decode (style \(style)) gave \(chunked.summary); whole buffer gave \(whole.summary)", input: bytes)
     }
-    if bytes.count <= 2048 {
-        let single = decodeChunked(bytes, maxPayloadLength: maxPayloadLength) { 1 }
-        if !single.sameResult(as: whole) {
-            fail("byte-at-a-time decode gave \(single.summary); whole buffer gave \(whole.summary)", input: bytes)
+}
+
+// MARK: - A smaller maximum
+
+/// The frame headers of `bytes` as the length fields chain them: (offset, length) of each complete 8-byte header,
+/// ending at the first frame that does not fit in the stream. Valid only as far as the decoder accepted the stream.
+struct HeaderWalk: Sequence, IteratorProtocol {
+    let bytes: UnsafeRawBufferPointer
+    var position = 0
+
+    init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+    mutating func next() -> (offset: Int, length: Int)? {
+        guard bytes.count - position >= 8 else { return nil }
+        let offset = position
+        let length = Int(bytes[offset + 4]) << 24 | Int(bytes[offset + 5]) << 16 | Int(bytes[offset + 6]) << 8
+            | Int(bytes[offset + 7])
+        position = bytes.count - offset - 8 >= length ? offset + 8 + length : bytes.count
+        return (offset, length)
+    }
+}
+
+/// The stream split at every frame edge (``FrameEdgeChunks``) must give what the whole buffer gave, with the same
+/// maximum for half the inputs and, for the other half (by the input's hash), with a smaller one, so that the paths
+/// of large frames are reached by short inputs (SPEC §3.2–§3.3): one of the stream's own payload lengths, or one
+/// less, so that a frame sits exactly at the maximum or one byte over it. With the smaller maximum the result must be
+/// what `whole` gave up to the first frame whose length field exceeds it; there `frame_too_large` at the length field
+/// (byte 4), unless the stream failed earlier or that header fails a check made before the length (version, flags,
+/// reserved byte). The decoder's buffer bound is checked against the maximum in use on the way.
+public func checkFrameEdges(_ bytes: UnsafeRawBufferPointer, whole: DecodeOutcome, maxPayloadLength: Int) {
+    var rng = SplitMix(seed: inputHash(bytes) ^ 0x5EED_0F11_A17)
+    let limit = rng.next() & 1 == 0 ? maxPayloadLength : smallerLimit(bytes, &rng, atMost: maxPayloadLength)
+    let expected = limit == maxPayloadLength ? whole : expectedOutcome(bytes, limit: limit, whole: whole)
+    var edges = FrameEdgeChunks(bytes)
+    let split = decodeChunked(bytes, maxPayloadLength: limit) { edges.next() }
+    if !split.sameResult(as: expected) {
+        fail("split at every frame edge, max payload \(limit): \(split.summary); expected \(expected.summary)",
+             input: bytes)
+    }
+}
+
+/// One of the stream's payload lengths, or one less, chosen by `rng`; at most `maximum`; 0 without a whole header.
+func smallerLimit(_ bytes: UnsafeRawBufferPointer, _ rng: inout SplitMix, atMost maximum: Int) -> Int {
+    var headers = 0
+    for _ in HeaderWalk(bytes) { headers += 1 }
+    guard headers > 0 else { return 0 }
+    var walk = HeaderWalk(bytes)
+    for _ in 0..<Int(rng.next() % UInt64(headers)) { _ = walk.next() }
+    let length = walk.next().map { $0.length } ?? 0
+    return min(max(0, length - Int(rng.next() & 1)), maximum)
+}
+
+/// What decoding with `limit` must give, from `whole` (decoded with a maximum ≥ `limit`).
+func expectedOutcome(_ bytes: UnsafeRawBufferPointer, limit: Int, whole: DecodeOutcome) -> DecodeOutcome {
+    // The first frame whose length is over the limit, and the frames before it.
+    var cut = -1
+    var messagesBefore = 0
+    var discardedBefore = 0
+    for header in HeaderWalk(bytes) {
+        if header.length > limit {
+            cut = header.offset
+            break
+        }
+        if bytes[header.offset + 2] & FrameHeader.ignorableFlag != 0 {
+            discardedBefore += 1
+        } else {
+            messagesBefore += 1
         }
     }
+    if cut < 0 { return whole }
+    if let error = whole.error {
+        // Failed before that frame, or on a header check made before the length: the limit changes nothing.
+        if error.offset < cut { return whole }
+        let checkedBeforeLength = error.code == .unsupportedFrameVersion || error.code == .reservedFlags
+            || error.code == .reservedByte
+        if checkedBeforeLength && error.offset < cut + 4 { return whole }
+    }
+    // Every frame before the cut decoded (no error before it), one message per non-IGNORABLE frame.
+    var expected = DecodeOutcome()
+    expected.messages = Array(whole.messages.prefix(messagesBefore))
+    expected.discarded = discardedBefore
+    expected.error = WireError(.frameTooLarge, offset: cut + 4, frameType: bytes[cut + 1])
+    return expected
 }
 
 // MARK: - Round trip
@@ -186,69 +323,72 @@ func highestKnownTag(_ type: FrameType) -> UInt8 {
     }
 }
 
-/// The frames of `bytes` that carry messages (complete, not IGNORABLE), in order, as ranges of `bytes`.
-/// Only the prefix the decoder accepted is used, so the headers there are known to be valid.
-func messageFrames(_ bytes: [UInt8]) -> [Range<Int>] {
-    var frames: [Range<Int>] = []
-    var position = 0
-    while bytes.count - position >= 8 {
-        let length = Int(bytes[position + 4]) << 24 | Int(bytes[position + 5]) << 16
-            | Int(bytes[position + 6]) << 8 | Int(bytes[position + 7])
-        let end = position + 8 + length
-        guard end <= bytes.count else { break }
-        if bytes[position + 2] & 0x01 == 0 { frames.append(position..<end) }
-        position = end
-    }
-    return frames
-}
-
 /// Whether every field of the payload has a tag SPEC §5 defines for `type` (layout already validated).
-func hasOnlyKnownTags(_ frame: ArraySlice<UInt8>, type: FrameType) -> Bool {
-    var index = frame.startIndex + 8
+func hasOnlyKnownTags(_ bytes: UnsafeRawBufferPointer, frame: Range<Int>, type: FrameType) -> Bool {
+    var index = frame.lowerBound + 8
     let top = highestKnownTag(type)
-    while index + 3 <= frame.endIndex {
-        let tag = frame[index]
+    while index + 3 <= frame.upperBound {
+        let tag = bytes[index]
         if tag == 0 || tag > top { return false }
-        index += 3 + (Int(frame[index + 1]) << 8 | Int(frame[index + 2]))
+        index += 3 + (Int(bytes[index + 1]) << 8 | Int(bytes[index + 2]))
     }
     return true
 }
 
 /// Decodes `bytes` with `maxPayloadLength`, then re-encodes every message and decodes it again.
 ///
-/// - encoding a message that decoded never throws (with the 1 MiB encoder, and with an encoder limited to the decode
-///   maximum: the canonical payload is never longer than the received one);
+/// - encoding a message that decoded never throws (with the 1 MiB encoder, with an encoder limited to the decode
+///   maximum, and with one limited to the very payload length the message was received with: the canonical payload
+///   is never longer than the received one);
 /// - decoding the encoding gives back exactly that message, and encoding that again gives the same bytes;
 /// - when the received frame had only fields the spec defines, the encoding is byte for byte the received frame
 ///   (SPEC §4.1: every message has exactly one encoding); otherwise it is shorter (unknown fields are dropped).
-public func checkRoundTrip(_ bytes: [UInt8], maxPayloadLength: Int) {
+public func checkRoundTrip(_ bytes: UnsafeRawBufferPointer, maxPayloadLength: Int) {
     let whole = decodeWhole(bytes, maxPayloadLength: maxPayloadLength)
-    let frames = messageFrames(bytes)
-    if frames.count < whole.messages.count {
-        fail("decoder returned \(whole.messages.count) messages from \(frames.count) frames", input: bytes)
-    }
+    guard !whole.messages.isEmpty else { return }
     let bigEncoder = FrameEncoder(maxPayloadLength: 1_048_576)
     let sameLimitEncoder = FrameEncoder(maxPayloadLength: maxPayloadLength)
+    // Reused for every message: the encodings are compared, never kept.
+    var encoded: [UInt8] = []
+    var scratch: [UInt8] = []
+    encoded.reserveCapacity(256)
+    scratch.reserveCapacity(256)
+    // The frames that carry messages (complete, not IGNORABLE), in order: the message frames of the prefix the
+    // decoder accepted, so their headers are known to be valid.
+    var frames = HeaderWalk(bytes).lazy.filter { bytes.count - $0.offset - 8 >= $0.length }
+        .filter { bytes[$0.offset + 2] & FrameHeader.ignorableFlag == 0 }.makeIterator()
     for (index, message) in whole.messages.enumerated() {
-        let original = bytes[frames[index]]
-        let encoded: [UInt8]
+        guard let header = frames.next() else {
+            fail("decoder returned \(whole.messages.count) messages from \(index) frames", input: bytes)
+        }
+        let original = header.offset..<header.offset + 8 + header.length
+        encoded.removeAll(keepingCapacity: true)
         do throws(WireError) {
-            encoded = try bigEncoder.encode(message)
+            try bigEncoder.encode(message, into: &encoded)
         } catch {
             fail("encoding message #\(index) \(message) threw \(error)", input: bytes)
         }
+        scratch.removeAll(keepingCapacity: true)
         do throws(WireError) {
-            let limited = try sameLimitEncoder.encode(message)
-            if limited != encoded { fail("two encoders disagree on message #\(index)", input: bytes) }
+            try sameLimitEncoder.encode(message, into: &scratch)
+            if scratch != encoded { fail("two encoders disagree on message #\(index)", input: bytes) }
         } catch {
             fail("encoding message #\(index) with max \(maxPayloadLength) threw \(error)", input: bytes)
+        }
+        scratch.removeAll(keepingCapacity: true)
+        do throws(WireError) {
+            try FrameEncoder(maxPayloadLength: header.length).encode(message, into: &scratch)
+            if scratch != encoded { fail("the received-length encoder disagrees on message #\(index)", input: bytes) }
+        } catch {
+            fail("message #\(index) came in a \(header.length)-byte payload and does not encode within it: \(error)",
+                 input: bytes)
         }
         if encoded.count < 8 || encoded[1] != message.frameType.rawValue {
             fail("encoding of message #\(index) has a wrong header: \(hex(encoded.prefix(8)))", input: bytes)
         }
-        if hasOnlyKnownTags(original, type: message.frameType) {
-            if !encoded.elementsEqual(original) {
-                fail("message #\(index) re-encodes to \(hex(encoded)), received \(hex(original))", input: bytes)
+        if hasOnlyKnownTags(bytes, frame: original, type: message.frameType) {
+            if !encoded.elementsEqual(bytes[original]) {
+                fail("message #\(index) re-encodes to \(hex(encoded)), received \(hex(bytes[original]))", input: bytes)
             }
         } else if encoded.count >= original.count {
             fail("message #\(index) with unknown fields re-encodes to \(encoded.count) bytes, received \(original.count)",
@@ -263,10 +403,11 @@ public func checkRoundTrip(_ bytes: [UInt8], maxPayloadLength: Int) {
         guard again.count == 1, again[0] == message, again[0].hashValue == message.hashValue else {
             fail("round trip of message #\(index) \(message) gave \(again)", input: bytes)
         }
+        scratch.removeAll(keepingCapacity: true)
         do throws(WireError) {
-            let twice = try bigEncoder.encode(again[0])
-            if twice != encoded {
-                fail("re-encoding message #\(index) changed the bytes: \(hex(encoded)) then \(hex(twice))", input: bytes)
+            try bigEncoder.encode(again[0], into: &scratch)
+            if scratch != encoded {
+                fail("re-encoding message #\(index) changed the bytes: \(hex(encoded)) then \(hex(scratch))", input: bytes)
             }
         } catch {
             fail("encoding the round-tripped message #\(index) threw \(error)", input: bytes)

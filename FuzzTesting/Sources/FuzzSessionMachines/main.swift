@@ -4,6 +4,6 @@ import SessionFuzzing
 /// supporter session machine (SPEC §8, §9); every invariant of SessionFuzzing.SessionDriver must hold.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
-    SessionDriver.run(Array(UnsafeRawBufferPointer(start: start, count: count)))
+    SessionDriver.run(UnsafeRawBufferPointer(start: start, count: count))
     return 0
 }
