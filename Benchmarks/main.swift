@@ -11,6 +11,7 @@ let groups: [BenchmarkGroup] = [
     WireBenchmark.group,
     TLSBenchmark.group,
     NodesBenchmark.group,
+    NodeCostBenchmark.group,
 ]
 
 // Hidden subcommand: the client-side child process of the `tls` group's idle-connection measurement.
@@ -20,6 +21,11 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1] == IdleConnectionsB
 // Hidden subcommand: the device-side child process of the `nodes` group.
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == NodesBenchmark.subcommand {
     NodesBenchmark.childMain(Array(CommandLine.arguments.dropFirst(2)))
+}
+
+// Hidden subcommand: the load generator child process of the `nodecost` group.
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == NodeCostBenchmark.subcommand {
+    NodeCostBenchmark.childMain(Array(CommandLine.arguments.dropFirst(2)))
 }
 
 func usage() -> String {
