@@ -289,7 +289,7 @@ public struct StoreTransaction: ~Copyable {
         let name = "attempt_\(depth)"
         do {
             try run("begin savepoint") { (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) in
-                try connection.execute("SAVEPOINT \(name)", operation: "savepoint")
+                try connection.executeCached("SAVEPOINT \(name)", operation: "savepoint")
             }
         } catch {
             return .failure(error)
@@ -299,7 +299,7 @@ public struct StoreTransaction: ~Copyable {
         let headBefore = chainHead
         do {
             let result = try body(&self)
-            try connection.execute("RELEASE \(name)", operation: "release savepoint")
+            try connection.executeCached("RELEASE \(name)", operation: "release savepoint")
             return .success(result)
         } catch {
             chainHead = headBefore

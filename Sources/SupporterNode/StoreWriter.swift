@@ -129,15 +129,24 @@ final class StoreWriter: Sendable {
     }
 
     private func apply(_ batch: [Job]) {
-        // One transaction for the batch, each job in its own savepoint: a bad job fails alone.
+        // One transaction for the batch, each job in its own savepoint: a bad job fails alone. A batch of one (the
+        // usual case when the node is not busy) needs no savepoint: its transaction is undone alone already.
         var failures: [StoreError?]
         do throws(StoreError) {
-            let results = try store.write(each: batch) { (transaction: inout StoreTransaction, job: Job) throws(StoreError) in
-                try transaction.apply(job.intents)
-            }
-            failures = results.map { result in
-                if case .failure(let error) = result { return error }
-                return nil
+            if batch.count == 1 {
+                try store.write { (transaction: inout StoreTransaction) throws(StoreError) in
+                    try transaction.apply(batch[0].intents)
+                }
+                failures = [nil]
+            } else {
+                let results = try store.write(each: batch) {
+                    (transaction: inout StoreTransaction, job: Job) throws(StoreError) in
+                    try transaction.apply(job.intents)
+                }
+                failures = results.map { result in
+                    if case .failure(let error) = result { return error }
+                    return nil
+                }
             }
         } catch {
             failures = Array(repeating: error, count: batch.count)
