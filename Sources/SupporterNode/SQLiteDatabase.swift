@@ -169,6 +169,17 @@ extension SQLiteDatabase {
             }
         }
 
+        /// A counter that changes whenever the main database changes, by this connection or any other (other
+        /// processes included): `SQLITE_FCNTL_DATA_VERSION`. Equal values before and after mean nothing changed;
+        /// nil when SQLite cannot tell.
+        var dataVersion: UInt32? {
+            var version: UInt32 = 0
+            guard sqlite3_file_control(handle, "main", SQLITE_FCNTL_DATA_VERSION, &version) == SQLITE_OK else {
+                return nil
+            }
+            return version
+        }
+
         /// A prepared statement for one SQL statement. Statements are cached by their text: preparing the same SQL
         /// again reuses the compiled statement. Bind parameters are 1-based, columns 0-based, as in SQLite.
         public func prepare(_ sql: String) throws(StoreError) -> Statement {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The supporter node's durable store, one SQLite file: session codes, the append-only, hash-chained audit trail, API
 /// token digests with their public ids, and registration back-off, so all of them survive a restart.
@@ -18,6 +19,11 @@ public final class SessionStore: Sendable {
     /// The database file, or `:memory:`.
     public var path: String { database.path }
     let database: SQLiteDatabase
+    /// The audit chain's head after the last write through this store that read or moved it, and the database's data
+    /// version right after that commit. A write that finds the same data version (nothing at all changed the file
+    /// since, through this connection or any other) starts from it instead of querying the head again (a tenth of the
+    /// store writer's time per audit row). Read and written only under the database's lock.
+    private let chainCache = Mutex<(head: AuditChain.Head, dataVersion: UInt32)?>(nil)
 
     /// Opens (creating if needed) the store at `path` and migrates it to the current ``StoreSchema``.
     ///
@@ -40,10 +46,26 @@ public final class SessionStore: Sendable {
         _ body: (inout StoreTransaction) throws(StoreError) -> sending Result
     ) throws(StoreError) -> sending Result {
         do {
-            return try database.transaction(.immediate) {
+            return try database.withConnection {
                 (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) -> sending Result in
-                var transaction = StoreTransaction(connection.view(), path: path)
-                return try body(&transaction)
+                let cached = chainCache.withLock { $0 }
+                let (result, head) = try connection.transaction(.immediate) {
+                    (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) -> sending (
+                        Result, AuditChain.Head?
+                    ) in
+                    // Checked inside the transaction: BEGIN has looked for other connections' commits by now.
+                    let known = cached.flatMap { connection.dataVersion == $0.dataVersion ? $0.head : nil }
+                    var transaction = StoreTransaction(connection.view(), path: path, knownHead: known)
+                    let result = try body(&transaction)
+                    return (result, transaction.knownChainHead)
+                }
+                // A write that did not touch the chain leaves the cache: if it changed anything, the data version
+                // moved and the cache no longer matches.
+                if let head {
+                    let version = connection.dataVersion
+                    chainCache.withLock { $0 = version.map { (head, $0) } }
+                }
+                return result
             }
         } catch {
             var named = error
