@@ -56,6 +56,8 @@ enum NodeCostBenchmark {
         var failures = 0
         var cpuSeconds = 0.0
         var wallSeconds = 0.0
+        /// CPU seconds by kind of thread (see ``ProcessInfoLite/threadCPUSeconds()``).
+        var threadSeconds: [String: Double] = [:]
     }
 
     struct Results {
@@ -75,6 +77,7 @@ enum NodeCostBenchmark {
         var keepaliveSeconds = Double.nan
         var keepaliveCPUSeconds = Double.nan
         var nodeWrites = 0
+        var nodeReads = 0
         var keepaliveError: String?
         var onlineSeconds: [Double] = []
         // latency
@@ -232,12 +235,16 @@ enum NodeCostBenchmark {
 
     static func measureRound(node: SupporterNode, generator: Generator, command: String) -> CostRound {
         var round = CostRound()
+        let threadsBefore = ProcessInfoLite.threadCPUSeconds()
         let cpuBefore = ProcessInfoLite.cpuSeconds()
         let start = ContinuousClock.now
         let fields = generator.command(command) ?? [:]
         // The last closes' `device_offline` rows are the node's work too: wait until the writer is idle.
         waitForStore(node)
         round.cpuSeconds = ProcessInfoLite.cpuSeconds() - cpuBefore
+        for (kind, seconds) in ProcessInfoLite.threadCPUSeconds() {
+            round.threadSeconds[kind] = seconds - (threadsBefore[kind] ?? 0)
+        }
         round.wallSeconds = start.duration(to: .now).seconds
         round.connections = fields["ok"].flatMap { Int($0) } ?? 0
         round.failures = fields["failed"].flatMap { Int($0) } ?? 0
@@ -306,6 +313,7 @@ enum NodeCostBenchmark {
         ProcessInfoLite.sleep(keepaliveSettle)
         let liveBefore = recorder.online - recorder.ended
         let writesBefore = ProcessInfoLite.ioCounter("syscw")
+        let readsBefore = ProcessInfoLite.ioCounter("syscr")
         let cpuBefore = ProcessInfoLite.cpuSeconds()
         let windowStart = ContinuousClock.now
         mark("keepalive window start")
@@ -314,6 +322,7 @@ enum NodeCostBenchmark {
         results.keepaliveCPUSeconds = ProcessInfoLite.cpuSeconds() - cpuBefore
         results.keepaliveSeconds = windowStart.duration(to: .now).seconds
         results.nodeWrites = ProcessInfoLite.ioCounter("syscw") - writesBefore
+        results.nodeReads = ProcessInfoLite.ioCounter("syscr") - readsBefore
         // Devices registered on the node over the window (a device the keepalive dropped counts half).
         results.keepaliveDevices = (liveBefore + recorder.online - recorder.ended) / 2
         if let dropped = generator.command("drop", timeout: .seconds(120)), (Int(dropped["early"] ?? "0") ?? 0) > 0 {
@@ -453,6 +462,15 @@ enum NodeCostBenchmark {
         details.addRow([
             "registration − HELLO-only: node CPU per cycle", "\(us(registerCPU - helloCPU)) µs",
         ])
+        for (name, round) in [("HELLO-only", results.hello), ("registration", results.register)] {
+            func per(_ kind: String) -> String {
+                us((round.threadSeconds[kind] ?? 0) * 1e6 / Double(max(round.connections, 1)))
+            }
+            details.addRow([
+                "\(name): node CPU µs per cycle on the loops / store writer + other / Dispatch + cooperative pool",
+                "\(per("loops")) / \(per("other")) / \(per("pool"))",
+            ])
+        }
         details.addRow([
             "ratio of each pair of rounds (registration ÷ HELLO-only)",
             results.roundRatios.map { Format.fixed($0, 2) }.joined(separator: " "),
@@ -472,6 +490,10 @@ enum NodeCostBenchmark {
         details.addRow([
             "keepalive: node write(2) calls in the window (one per PING or PONG sent) / CPU per write",
             "\(Format.grouped(results.nodeWrites)) / \(us(perWrite)) µs",
+        ])
+        details.addRow([
+            "keepalive: node read(2) calls in the window, per write",
+            "\(Format.grouped(results.nodeReads)) / \(Format.fixed(Double(results.nodeReads) / Double(max(results.nodeWrites, 1)), 2))",
         ])
         details.addRow([
             "population online (TLS + HELLO + REGISTER, \(dialConcurrency) dials in flight), s",
@@ -669,10 +691,42 @@ extension NodeCostBenchmark.CostRound {
         failures += other.failures
         cpuSeconds += other.cpuSeconds
         wallSeconds += other.wallSeconds
+        threadSeconds.merge(other.threadSeconds, uniquingKeysWith: +)
     }
 }
 
 extension ProcessInfoLite {
+    /// CPU seconds each of this process's threads has used so far (/proc/self/task/*/schedstat), summed by kind:
+    /// `loops` (threads named rsup-loop-*), `pool` (Dispatch's and the cooperative pool's workers, named *qos*), `other`
+    /// (the store writer, the main thread, …). Threads that ended are not counted.
+    static func threadCPUSeconds() -> [String: Double] {
+        var totals: [String: Double] = [:]
+        guard let directory = opendir("/proc/self/task") else { return totals }
+        defer { closedir(directory) }
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard let tid = Int(name) else { continue }
+            let comm = firstLine("/proc/self/task/\(tid)/comm") ?? ""
+            guard let runtime = firstLine("/proc/self/task/\(tid)/schedstat")?.split(separator: " ").first.flatMap({ Double($0) })
+            else { continue }
+            let kind = comm.hasPrefix("rsup-loop") ? "loops" : comm.contains("qos") ? "pool" : "other"
+            totals[kind, default: 0] += runtime / 1e9
+        }
+        return totals
+    }
+
+    private static func firstLine(_ path: String) -> String? {
+        guard let file = fopen(path, "r") else { return nil }
+        defer { fclose(file) }
+        var line: UnsafeMutablePointer<CChar>?
+        var capacity = 0
+        defer { free(line) }
+        guard getline(&line, &capacity, file) > 0, let line else { return nil }
+        var text = String(cString: line)
+        while text.last == "\n" { text.removeLast() }
+        return text
+    }
+
     /// A counter of /proc/self/io (`syscr`, `syscw`, `rchar`, …), or 0.
     static func ioCounter(_ name: String) -> Int {
         guard let file = fopen("/proc/self/io", "r") else { return 0 }
@@ -923,8 +977,15 @@ final class DeviceGenerator: Sendable {
 
     /// A registered device's link closed without being asked to.
     func noteEarlyClose(_ reason: LinkCloseReason) {
-        var key = "\(reason)"
-        if let colon = key.firstIndex(of: ":") { key = String(key[..<colon]) }
+        let key: String
+        switch reason {
+        case .keepaliveTimeout: key = "device_saw_no_frame_for_2_intervals"
+        case .peerWentAway(let code, _): key = "node_sent_goaway_\(code)"
+        case .transport(let error): key = "transport_\(error.kind)"
+        case .local(let code): key = "closed_locally_\(code)"
+        case .protocolError(let code, _): key = "protocol_error_\(code)"
+        case .helloTimeout: key = "hello_timeout"
+        }
         earlyCloses.withLock { $0[key, default: 0] += 1 }
     }
 
