@@ -467,8 +467,8 @@ enum NodeCostBenchmark {
                 us((round.threadSeconds[kind] ?? 0) * 1e6 / Double(max(round.connections, 1)))
             }
             details.addRow([
-                "\(name): node CPU µs per cycle on the loops / store writer + other / Dispatch + cooperative pool",
-                "\(per("loops")) / \(per("other")) / \(per("pool"))",
+                "\(name): node CPU µs per cycle in Dispatch / cooperative-pool threads (the events consumer)",
+                per("pool"),
             ])
         }
         details.addRow([
@@ -697,8 +697,9 @@ extension NodeCostBenchmark.CostRound {
 
 extension ProcessInfoLite {
     /// CPU seconds each of this process's threads has used so far (/proc/self/task/*/schedstat), summed by kind:
-    /// `loops` (threads named rsup-loop-*), `pool` (Dispatch's and the cooperative pool's workers, named *qos*), `other`
-    /// (the store writer, the main thread, …). Threads that ended are not counted.
+    /// `pool` (Dispatch's and the cooperative pool's workers, named *qos*), `other` (the loops, the store writer, the
+    /// main thread; Foundation does not always give a Thread its name on Linux, so they are not told apart). Threads
+    /// that ended are not counted.
     static func threadCPUSeconds() -> [String: Double] {
         var totals: [String: Double] = [:]
         guard let directory = opendir("/proc/self/task") else { return totals }
@@ -709,7 +710,7 @@ extension ProcessInfoLite {
             let comm = firstLine("/proc/self/task/\(tid)/comm") ?? ""
             guard let runtime = firstLine("/proc/self/task/\(tid)/schedstat")?.split(separator: " ").first.flatMap({ Double($0) })
             else { continue }
-            let kind = comm.hasPrefix("rsup-loop") ? "loops" : comm.contains("qos") ? "pool" : "other"
+            let kind = comm.contains("qos") ? "pool" : "other"
             totals[kind, default: 0] += runtime / 1e9
         }
         return totals
