@@ -91,9 +91,10 @@ enum NodesBenchmark {
 
     static func run(_ options: BenchmarkOptions) {
         if options.allocationProbe { return }
+        let memory = getenv("RSUP_NODES_STORE").map { String(cString: $0) } == "memory"
         print(
             "== nodes: supporter node signalling round trip (devices in a child process, loopback TLS 1.3,"
-                + " audit store in a SQLite file) ==")
+                + (memory ? " audit store in memory: RSUP_NODES_STORE=memory) ==" : " audit store in a SQLite file) =="))
         let fileLimit = ProcessInfoLite.raiseFileLimit()
         guard let directory = makeCertificates() else {
             print("   nodes: cannot make certificates; skipped\n")
@@ -142,7 +143,10 @@ enum NodesBenchmark {
         configuration.loopCount = 2
         configuration.keepaliveInterval = keepalive
         // A real file-backed store (WAL, synchronous=NORMAL), a fresh file per node, in the run's temporary folder.
-        configuration.storePath = directory + "/store-\(count)-\(run).sqlite"
+        // RSUP_NODES_STORE=memory keeps it in memory instead, to tell the store's share from the machine's.
+        configuration.storePath =
+            getenv("RSUP_NODES_STORE").map { String(cString: $0) } == "memory"
+            ? ":memory:" : directory + "/store-\(count)-\(run).sqlite"
         let node: SupporterNode
         do throws(SupporterNodeError) {
             node = try SupporterNode(configuration: configuration)
