@@ -91,7 +91,10 @@ enum NodesBenchmark {
 
     static func run(_ options: BenchmarkOptions) {
         if options.allocationProbe { return }
-        print("== nodes: supporter node signalling round trip (devices in a child process, loopback TLS 1.3) ==")
+        let memory = getenv("RSUP_NODES_STORE").map { String(cString: $0) } == "memory"
+        print(
+            "== nodes: supporter node signalling round trip (devices in a child process, loopback TLS 1.3,"
+                + (memory ? " audit store in memory: RSUP_NODES_STORE=memory) ==" : " audit store in a SQLite file) =="))
         let fileLimit = ProcessInfoLite.raiseFileLimit()
         guard let directory = makeCertificates() else {
             print("   nodes: cannot make certificates; skipped\n")
@@ -109,14 +112,14 @@ enum NodesBenchmark {
         var burstRows: [(devices: Int, BurstResult)] = []
         for count in counts {
             // Run 1: sequential modes on a sample of the codes (each code used once).
-            if let (population, results) = withPopulation(count: count, directory: directory, { node, recorder, codes in
+            if let (population, results) = withPopulation(count: count, directory: directory, run: "sequential", { node, recorder, codes in
                 sequentialModes(node: node, recorder: recorder, codes: codes)
             }) {
                 populations.append(("sequential run", population))
                 for result in results ?? [] { sequentialRows.append((count, result)) }
             }
             // Run 2: a fresh node and child; all N requests at once.
-            if let (population, result) = withPopulation(count: count, directory: directory, { node, recorder, codes in
+            if let (population, result) = withPopulation(count: count, directory: directory, run: "burst", { node, recorder, codes in
                 burst(node: node, recorder: recorder, codes: codes)
             }) {
                 populations.append(("burst run", population))
@@ -129,7 +132,7 @@ enum NodesBenchmark {
     /// Starts a supporter node with `count` codes and a child with a device on each; once all are online, runs
     /// `body`, then reads the child's delegate stamps into the recorder results and tears everything down.
     static func withPopulation<R>(
-        count: Int, directory: String,
+        count: Int, directory: String, run: String,
         _ body: (SupporterNode, EventRecorder, [String]) -> R
     ) -> (Population, R?)? {
         var population = Population(devices: count)
@@ -139,6 +142,11 @@ enum NodesBenchmark {
         configuration.port = 0
         configuration.loopCount = 2
         configuration.keepaliveInterval = keepalive
+        // A real file-backed store (WAL, synchronous=NORMAL), a fresh file per node, in the run's temporary folder.
+        // RSUP_NODES_STORE=memory keeps it in memory instead, to tell the store's share from the machine's.
+        configuration.storePath =
+            getenv("RSUP_NODES_STORE").map { String(cString: $0) } == "memory"
+            ? ":memory:" : directory + "/store-\(count)-\(run).sqlite"
         let node: SupporterNode
         do throws(SupporterNodeError) {
             node = try SupporterNode(configuration: configuration)
@@ -429,7 +437,8 @@ enum NodesBenchmark {
         }
         print(
             """
-               Method: this process runs the SupporterNode (2 loops, keepalive \(keepalive.components.seconds) s, port 0) and one task
+               Method: this process runs the SupporterNode (2 loops, keepalive \(keepalive.components.seconds) s, port 0, a fresh SQLite store file per
+               node in a temporary folder: WAL, synchronous=NORMAL, hash-chained audit rows) and one task
                consuming `events`, which stamps every `.connected` with ContinuousClock as it arrives. The devices run in
                `/proc/self/exe \(subcommand)` (\(childLoops) shared EventLoops, one shared TLSContext, one DeviceNode + DeviceSession
                per code, default per-session delegate queue; the delegate calls `request.allow()` at once). The child

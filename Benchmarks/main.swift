@@ -12,6 +12,7 @@ let groups: [BenchmarkGroup] = [
     TLSBenchmark.group,
     NodesBenchmark.group,
     AbuseBenchmark.group,
+    NodeCostBenchmark.group,
 ]
 
 // Hidden subcommand: the client-side child process of the `tls` group's idle-connection measurement.
@@ -25,6 +26,11 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1] == NodesBenchmark.s
 // Hidden subcommand: the attackers and the legitimate device of the `abuse` group.
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == AbuseBenchmark.subcommand {
     AbuseBenchmark.childMain(Array(CommandLine.arguments.dropFirst(2)))
+}
+
+// Hidden subcommand: the load generator child process of the `nodecost` group.
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == NodeCostBenchmark.subcommand {
+    NodeCostBenchmark.childMain(Array(CommandLine.arguments.dropFirst(2)))
 }
 
 func usage() -> String {

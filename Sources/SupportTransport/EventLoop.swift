@@ -18,13 +18,11 @@ protocol Selectable: AnyObject {
 /// request, per connection) does not make the heap grow.
 public final class LoopTimer {
     fileprivate var work: (() -> Void)?
-    fileprivate let deadline: Deadline
     /// Position in the loop's heap; -1 once fired, cancelled or dropped.
     fileprivate var heapIndex = -1
     fileprivate weak var loop: EventLoop?
 
-    fileprivate init(deadline: Deadline, loop: EventLoop, work: @escaping () -> Void) {
-        self.deadline = deadline
+    fileprivate init(loop: EventLoop, work: @escaping () -> Void) {
         self.loop = loop
         self.work = work
     }
@@ -58,7 +56,10 @@ public final class EventLoop: @unchecked Sendable {
     private let threadID = Atomic<UInt>(0)
     private var registrations: [Int32: (generation: UInt32, handler: Selectable)] = [:]
     private var nextGeneration: UInt32 = 0
-    private var timers: [LoopTimer] = []  // a binary min-heap on deadline; each timer knows its index
+    /// A binary min-heap on deadline; each timer knows its index. The deadline sits in the slot beside the timer, so
+    /// sifting compares slots without touching the timers (with 10,000 idle connections on a 1 s keepalive, sifting
+    /// a heap of timer references was an eighth of the loops' time: every comparison a cache miss).
+    private var timers: [TimerSlot] = []
     private let finished = DispatchSemaphore(value: 0)
     private let onError: (@Sendable (TransportError) -> Void)?
     /// Scratch for TLS reads, shared by every connection of this loop so that idle connections hold no read buffer.
@@ -232,10 +233,10 @@ public final class EventLoop: @unchecked Sendable {
     @discardableResult
     public func schedule(at deadline: Deadline, _ work: @escaping () -> Void) -> LoopTimer {
         assertInLoop()
-        let timer = LoopTimer(deadline: deadline, loop: self, work: work)
-        timer.heapIndex = timers.count
-        timers.append(timer)
-        siftUp(timers.count - 1)
+        let timer = LoopTimer(loop: self, work: work)
+        let slot = TimerSlot(deadline: deadline.nanoseconds, timer: timer)
+        timers.append(slot)
+        timers.withUnsafeMutableBufferPointer { Self.siftUp(slot, from: $0.count - 1, in: $0) }
         return timer
     }
 
@@ -304,9 +305,9 @@ public final class EventLoop: @unchecked Sendable {
             }
         }
         runPending()  // work those handlers queued on this loop is refused; nothing is left here
-        for timer in timers {
-            timer.heapIndex = -1
-            timer.work = nil
+        for slot in timers {
+            slot.timer.heapIndex = -1
+            slot.timer.work = nil
         }
         timers.removeAll()
         finished.signal()
@@ -328,17 +329,18 @@ public final class EventLoop: @unchecked Sendable {
         if inbox.withLock({ !$0.work.isEmpty }) { return 0 }
         guard let first = timers.first else { return -1 }
         let now = Deadline.now()
-        guard first.deadline > now else { return 0 }
-        let nanoseconds = first.deadline.nanoseconds - now.nanoseconds
+        guard first.deadline > now.nanoseconds else { return 0 }
+        let nanoseconds = first.deadline - now.nanoseconds
         return Int32(clamping: (nanoseconds + 999_999) / 1_000_000)
     }
 
     private func runExpiredTimers() {
-        let now = Deadline.now()
+        let now = Deadline.now().nanoseconds
         while let first = timers.first, first.deadline <= now {
             remove(at: 0)
-            if let work = first.work {
-                first.work = nil
+            let timer = first.timer
+            if let work = timer.work {
+                timer.work = nil
                 work()
             }
         }
@@ -350,50 +352,60 @@ public final class EventLoop: @unchecked Sendable {
     fileprivate func removeTimer(_ timer: LoopTimer) {
         assertInLoop()
         let index = timer.heapIndex
-        guard index >= 0, index < timers.count, timers[index] === timer else { return }
+        guard index >= 0, index < timers.count, timers[index].timer === timer else { return }
         remove(at: index)
     }
 
     private func remove(at index: Int) {
-        let removed = timers[index]
-        removed.heapIndex = -1
+        timers[index].timer.heapIndex = -1
         let last = timers.removeLast()
         guard index < timers.count else { return }
-        timers[index] = last
-        last.heapIndex = index
-        siftDown(index)
-        siftUp(last.heapIndex)
-    }
-
-    private func swapTimers(_ a: Int, _ b: Int) {
-        timers.swapAt(a, b)
-        timers[a].heapIndex = a
-        timers[b].heapIndex = b
-    }
-
-    private func siftUp(_ start: Int) {
-        var child = start
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard timers[child].deadline < timers[parent].deadline else { return }
-            swapTimers(child, parent)
-            child = parent
+        // The last slot fills the hole, moving up or down from it.
+        timers.withUnsafeMutableBufferPointer { heap in
+            if index > 0, last.deadline < heap[(index - 1) / 2].deadline {
+                Self.siftUp(last, from: index, in: heap)
+            } else {
+                Self.siftDown(last, from: index, in: heap)
+            }
         }
     }
 
-    private func siftDown(_ start: Int) {
-        var parent = start
+    /// Places `slot` at `start` or above it: parents later than it move down into the hole.
+    private static func siftUp(_ slot: TimerSlot, from start: Int, in heap: UnsafeMutableBufferPointer<TimerSlot>) {
+        var hole = start
+        while hole > 0 {
+            let parent = (hole - 1) / 2
+            guard slot.deadline < heap[parent].deadline else { break }
+            heap[hole] = heap[parent]
+            heap[hole].timer.heapIndex = hole
+            hole = parent
+        }
+        heap[hole] = slot
+        slot.timer.heapIndex = hole
+    }
+
+    /// Places `slot` at `start` or below it: the earlier child moves up into the hole while it is earlier than `slot`.
+    private static func siftDown(_ slot: TimerSlot, from start: Int, in heap: UnsafeMutableBufferPointer<TimerSlot>) {
+        var hole = start
         while true {
-            let left = 2 * parent + 1
-            let right = left + 1
-            var smallest = parent
-            if left < timers.count, timers[left].deadline < timers[smallest].deadline { smallest = left }
-            if right < timers.count, timers[right].deadline < timers[smallest].deadline { smallest = right }
-            if smallest == parent { return }
-            swapTimers(parent, smallest)
-            parent = smallest
+            var child = 2 * hole + 1
+            guard child < heap.count else { break }
+            if child + 1 < heap.count, heap[child + 1].deadline < heap[child].deadline { child += 1 }
+            guard heap[child].deadline < slot.deadline else { break }
+            heap[hole] = heap[child]
+            heap[hole].timer.heapIndex = hole
+            hole = child
         }
+        heap[hole] = slot
+        slot.timer.heapIndex = hole
     }
+}
+
+/// One place in an event loop's timer heap.
+private struct TimerSlot {
+    /// The timer's deadline, in nanoseconds of the monotonic clock.
+    let deadline: UInt64
+    let timer: LoopTimer
 }
 
 /// Marks event-loop threads, so that blocking calls can refuse to run there.

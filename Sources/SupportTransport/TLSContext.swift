@@ -64,6 +64,10 @@ public final class TLSContext: @unchecked Sendable {
         // Release read/write buffers of idle connections (about 34 KB each); allow partial writes from a moving buffer.
         _ = rs_SSL_CTX_set_mode(
             context, rs_SSL_MODE_release_buffers() | rs_SSL_MODE_partial_write() | rs_SSL_MODE_moving_buffer())
+        // Read ahead: one read(2) takes a whole record (and whatever follows), where OpenSSL would read a record's
+        // 5-byte header and its body separately. What it read ahead waits in OpenSSL's buffer; TLSConnection reads
+        // until OpenSSL wants more, and again on resumeReading(), so nothing stays there unseen.
+        _ = SSL_CTX_ctrl(context, SSL_CTRL_SET_READ_AHEAD, 1, nil)
         if configuration.isServer {
             // The chain is exactly what the configuration gave; do not let OpenSSL search stores for more.
             _ = rs_SSL_CTX_set_mode(context, rs_SSL_MODE_no_auto_chain())

@@ -28,10 +28,16 @@ public struct StoreTransaction: ~Copyable {
     /// How many ``attempt(_:)`` savepoints are open.
     private var depth = 0
 
-    init(_ connection: consuming SQLiteDatabase.Connection, path: String) {
+    /// `knownHead`: the chain's head, when the caller knows it is current (nothing changed the database since it was
+    /// read); nil reads it from the database at the first append.
+    init(_ connection: consuming SQLiteDatabase.Connection, path: String, knownHead: AuditChain.Head? = nil) {
         self.connection = connection
         self.path = path
+        self.chainHead = knownHead
     }
+
+    /// Where the next audit event would link, if this transaction has read or moved the head.
+    var knownChainHead: AuditChain.Head? { chainHead }
 
     // MARK: session codes
 
@@ -289,7 +295,7 @@ public struct StoreTransaction: ~Copyable {
         let name = "attempt_\(depth)"
         do {
             try run("begin savepoint") { (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) in
-                try connection.execute("SAVEPOINT \(name)", operation: "savepoint")
+                try connection.executeCached("SAVEPOINT \(name)", operation: "savepoint")
             }
         } catch {
             return .failure(error)
@@ -299,7 +305,7 @@ public struct StoreTransaction: ~Copyable {
         let headBefore = chainHead
         do {
             let result = try body(&self)
-            try connection.execute("RELEASE \(name)", operation: "release savepoint")
+            try connection.executeCached("RELEASE \(name)", operation: "release savepoint")
             return .success(result)
         } catch {
             chainHead = headBefore

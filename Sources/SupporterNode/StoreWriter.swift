@@ -7,6 +7,11 @@ import SupportSession
 /// in order, several jobs per transaction (each in its own savepoint). Event loops never wait for SQLite: they submit a
 /// job and continue; the job's completion runs on the writer thread after the commit (hop back to a loop from there).
 ///
+/// Deferrable jobs (nothing waits for them but events: the record of a connection that closed) do not wake an idle
+/// writer that worked in the last ``deferralLimit``: they ride along in the transaction of the next job that does,
+/// or are written when that time is up. A registration cycle then costs one transaction and one wake-up instead of
+/// two (its `device_offline` record joins the next `device_online` one).
+///
 /// Order: jobs are applied and completed in the order they were submitted. A job that fails is undone alone; a
 /// transaction that fails as a whole (locked past the busy timeout, disk full) fails every job in it. Full queue: ``submit(_:completion:)`` returns false at once and the job is not taken
 /// (the caller refuses the action or stops reading from the connection that caused it); nothing grows without bound.
@@ -29,6 +34,8 @@ final class StoreWriter: Sendable {
         var jobs: [Job] = []
         var head = 0
         var stopping = false
+        /// The writer sleeps with no time limit: a deferrable job must wake it.
+        var sleepingUntilWoken = true
         var statistics = Statistics()
         var count: Int { jobs.count - head }
     }
@@ -37,6 +44,8 @@ final class StoreWriter: Sendable {
     let capacity: Int
     /// Most jobs in one transaction.
     let maximumBatch: Int
+    /// How long a deferrable job may wait for a job that wakes the writer.
+    static let deferralLimit = DispatchTimeInterval.milliseconds(5)
     private let store: SessionStore
     private let logger: NodeLogger
     private let state = Mutex(State())
@@ -55,18 +64,23 @@ final class StoreWriter: Sendable {
 
     /// Queues `intents`; `completion` runs on the writer thread once they are durable (nil) or failed (the error).
     /// Returns false, without queueing or calling `completion`, when the queue is full or the writer stopped.
+    ///
+    /// `deferrable`: nothing but events waits for this job, so it may wait up to ``deferralLimit`` for a job that
+    /// wakes the writer, and share its transaction.
     @discardableResult
-    func submit(_ intents: [StoreIntent], completion: @escaping @Sendable (StoreError?) -> Void) -> Bool {
-        let accepted = state.withLock { state -> Bool in
-            guard !state.stopping else { return false }
+    func submit(
+        _ intents: [StoreIntent], deferrable: Bool = false, completion: @escaping @Sendable (StoreError?) -> Void
+    ) -> Bool {
+        let (accepted, wakeWriter) = state.withLock { state -> (Bool, Bool) in
+            guard !state.stopping else { return (false, false) }
             guard state.count < capacity else {
                 state.statistics.refusedWhenFull += 1
-                return false
+                return (false, false)
             }
             state.jobs.append(Job(intents: intents, completion: completion))
-            return true
+            return (true, !deferrable || state.sleepingUntilWoken)
         }
-        if accepted { wake.signal() }
+        if wakeWriter { wake.signal() }
         return accepted
     }
 
@@ -103,8 +117,16 @@ final class StoreWriter: Sendable {
     }
 
     private func run() {
+        // After work, sleep at most `deferralLimit` (a deferrable job queued meanwhile is written then, at the latest);
+        // after a sleep that found nothing to do, sleep until woken.
+        var recentlyActive = false
         while true {
-            wake.wait()
+            if recentlyActive {
+                _ = wake.wait(timeout: .now() + Self.deferralLimit)
+            } else {
+                wake.wait()
+            }
+            recentlyActive = false
             while true {
                 let (batch, stopping) = state.withLock { state -> ([Job], Bool) in
                     let end = min(state.jobs.count, state.head + maximumBatch)
@@ -114,6 +136,8 @@ final class StoreWriter: Sendable {
                         state.jobs.removeFirst(state.head)
                         state.head = 0
                     }
+                    // Decided under the lock, so that a deferrable job queued after this sees how the writer sleeps.
+                    state.sleepingUntilWoken = batch.isEmpty && !recentlyActive
                     return (batch, state.stopping)
                 }
                 if batch.isEmpty {
@@ -124,20 +148,30 @@ final class StoreWriter: Sendable {
                     break
                 }
                 apply(batch)
+                recentlyActive = true
             }
         }
     }
 
     private func apply(_ batch: [Job]) {
-        // One transaction for the batch, each job in its own savepoint: a bad job fails alone.
+        // One transaction for the batch, each job in its own savepoint: a bad job fails alone. A batch of one (the
+        // usual case when the node is not busy) needs no savepoint: its transaction is undone alone already.
         var failures: [StoreError?]
         do throws(StoreError) {
-            let results = try store.write(each: batch) { (transaction: inout StoreTransaction, job: Job) throws(StoreError) in
-                try transaction.apply(job.intents)
-            }
-            failures = results.map { result in
-                if case .failure(let error) = result { return error }
-                return nil
+            if batch.count == 1 {
+                try store.write { (transaction: inout StoreTransaction) throws(StoreError) in
+                    try transaction.apply(batch[0].intents)
+                }
+                failures = [nil]
+            } else {
+                let results = try store.write(each: batch) {
+                    (transaction: inout StoreTransaction, job: Job) throws(StoreError) in
+                    try transaction.apply(job.intents)
+                }
+                failures = results.map { result in
+                    if case .failure(let error) = result { return error }
+                    return nil
+                }
             }
         } catch {
             failures = Array(repeating: error, count: batch.count)
