@@ -372,7 +372,12 @@ enum NodeCostBenchmark {
         results.requestRoundTrip = roundTrips
         results.latencyFailures = failures
         if let stamps = generator.command("stamps") {
-            results.answerToStarted.microseconds = (stamps["us"] ?? "").split(separator: ",").compactMap { Double($0) }
+            // Plain integers: a grouped "1,234" would split into two values at the commas.
+            results.answerToStarted.microseconds =
+                (stamps["ns"] ?? "").split(separator: ",").compactMap { UInt64($0) }.map { Double($0) / 1e3 }
+            if let count = stamps["n"].flatMap({ Int($0) }), count != results.answerToStarted.microseconds.count {
+                results.latencyError = "the load generator sent \(count) stamps, \(results.answerToStarted.microseconds.count) read"
+            }
         }
         _ = generator.command("drop", timeout: .seconds(120))
         _ = recorder.waitAllEnded(timeout: .seconds(30))
@@ -545,7 +550,7 @@ enum NodeCostBenchmark {
     /// - `cycles hello|register N K FIRST` → N connect/close cycles, K at a time; `register` registers on codes
     ///   FIRST, FIRST+1, … → `done ok=.. failed=.. seconds=..`
     /// - `online N KEEPALIVE_MS C` → N devices registered on codes 0..<N, C dials in flight → `ready online=.. failed=..`
-    /// - `reset` → forget answer stamps; `stamps` → `stamps n=.. us=a,b,c` (answer → SESSION_STARTED, µs)
+    /// - `reset` → forget answer stamps; `stamps` → `stamps n=.. ns=a,b,c` (answer → SESSION_STARTED, nanoseconds)
     /// - `drop` → close every online device → `dropped`
     /// - `quit` → exits
     static func childMain(_ arguments: [String]) -> Never {
@@ -601,7 +606,7 @@ enum NodeCostBenchmark {
             case "stamps":
                 let values = generator.answers.withLock { $0 }
                 writeStandardOutput(
-                    "stamps n=\(values.count) us=" + values.map { Format.fixed(Double($0) / 1e3, 1) }.joined(separator: ","))
+                    "stamps n=\(values.count) ns=" + values.map { String($0) }.joined(separator: ","))
             case "drop":
                 let early = generator.drop()
                 writeStandardOutput(
