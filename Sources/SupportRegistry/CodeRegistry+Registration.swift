@@ -208,36 +208,11 @@ extension CodeRegistry {
 
     /// Refusals are audited one row each, except: refusals while rate-limited are only counted, and beyond
     /// ``CodeRegistry/Policy/refusalAuditRowsPerSource`` rows per source per window (or the global limit) the rest
-    /// are counted too. ``tick(now:)`` writes what was counted as one aggregate row per source.
+    /// are counted too (``AuditThrottle``). ``tick(now:)`` writes what was counted as one aggregate row per source.
     private mutating func refusalAudit(
         _ attempt: RegistrationAttempt, _ address: String, _ reason: ReasonCode, _ text: String, now: Date
     ) -> StoreIntent? {
-        let clock = Self.clock(now)
-        if clock - globalWindow.start >= policy.refusalAuditWindow {
-            globalWindow.start = clock
-            globalWindowRows = 0
-        }
-        var window = refusalWindows[address]
-        if let current = window, clock - current.start >= policy.refusalAuditWindow {
-            // The window ran out and nothing was suppressed in it (else tick would have flushed it): start anew.
-            if current.suppressed == 0 { window = nil }
-        }
-        guard window != nil || refusalWindows.count < policy.refusalAuditSources else {
-            globalWindow.suppressed += 1
-            return nil
-        }
-        var current = window ?? RefusalWindow(start: clock, suppressed: 0)
-        let suppress =
-            reason == .rateLimited || current.rows >= policy.refusalAuditRowsPerSource
-            || globalWindowRows >= policy.refusalAuditGlobalLimit
-        if suppress {
-            current.suppressed += 1
-            refusalWindows[address] = current
-            return nil
-        }
-        current.rows += 1
-        globalWindowRows += 1
-        refusalWindows[address] = current
+        guard refusalAudit.admit(address, now: Self.clock(now), countOnly: reason == .rateLimited) else { return nil }
         return .audit(
             AuditEvent(
                 time: now, code: attempt.code, kind: .error,
@@ -246,36 +221,17 @@ extension CodeRegistry {
                 ]))
     }
 
-    /// Closes refusal windows that have run out: one aggregate row for each that suppressed refusals.
+    /// Closes refusal windows that have run out: one aggregate row for each that held refusals back (source `*`:
+    /// those over the global bounds).
     mutating func flushRefusalWindows(now: Date) -> [StoreIntent] {
-        let clock = Self.clock(now)
-        var intents: [StoreIntent] = []
-        for (address, window) in refusalWindows where clock - window.start >= policy.refusalAuditWindow {
-            refusalWindows[address] = nil
-            if window.suppressed > 0 {
-                intents.append(
-                    .audit(
-                        AuditEvent(
-                            time: now, code: nil, kind: .error,
-                            details: [
-                                "what": "registration_refusals_suppressed", "source_address": address,
-                                "count": "\(window.suppressed)", "since": "\(Self.date(window.start).unixMilliseconds)",
-                            ])))
-            }
+        refusalAudit.flush(now: Self.clock(now)).map { suppressed in
+            .audit(
+                AuditEvent(
+                    time: now, code: nil, kind: .error,
+                    details: [
+                        "what": "registration_refusals_suppressed", "source_address": suppressed.key ?? "*",
+                        "count": "\(suppressed.count)", "since": "\(Self.date(suppressed.since).unixMilliseconds)",
+                    ]))
         }
-        if clock - globalWindow.start >= policy.refusalAuditWindow, globalWindow.suppressed > 0 {
-            intents.append(
-                .audit(
-                    AuditEvent(
-                        time: now, code: nil, kind: .error,
-                        details: [
-                            "what": "registration_refusals_suppressed", "source_address": "*",
-                            "count": "\(globalWindow.suppressed)",
-                            "since": "\(Self.date(globalWindow.start).unixMilliseconds)",
-                        ])))
-            globalWindow = RefusalWindow(start: clock, suppressed: 0)
-            globalWindowRows = 0
-        }
-        return intents
     }
 }

@@ -74,12 +74,6 @@ public struct CodeRegistry: Sendable {
         var refusals = 0
     }
 
-    struct RefusalWindow: Sendable {
-        var start: Duration
-        var suppressed: Int
-        var rows = 0
-    }
-
     public let policy: Policy
     var codes: [String: CodeEntry] = [:]
     var connections: [ConnectionID: ConnectionEntry] = [:]
@@ -88,15 +82,17 @@ public struct CodeRegistry: Sendable {
     var addressBackoff: BackoffTable
     var codeBackoff: BackoffTable
     var tokenBackoff: BackoffTable
-    var refusalWindows: [String: RefusalWindow] = [:]
-    var globalWindow = RefusalWindow(start: .zero, suppressed: 0)
-    var globalWindowRows = 0
+    var refusalAudit: AuditThrottle
 
     public init(policy: Policy = Policy()) {
         self.policy = policy
         addressBackoff = BackoffTable(policy: policy.addressBackoff)
         codeBackoff = BackoffTable(policy: policy.codeBackoff)
         tokenBackoff = BackoffTable(policy: policy.tokenBackoff)
+        refusalAudit = AuditThrottle(
+            policy: AuditThrottle.Policy(
+                window: policy.refusalAuditWindow, rowsPerKey: policy.refusalAuditRowsPerSource,
+                globalLimit: policy.refusalAuditGlobalLimit, keys: policy.refusalAuditSources))
     }
 
     /// The back-off clock: wall-clock time since 1970, so stored rows keep their meaning across restarts.
