@@ -69,32 +69,38 @@ CONFIG=release
 echo "== building (${CONFIG}, -sanitize=fuzzer,address)"
 # ld.gold prints hundreds of harmless "Cannot export local symbol '__asan_…'" warnings: filtered out.
 build() {
-    # The coverage kinds are named explicitly: with -sanitize=fuzzer alone, some builds on this toolchain came out
-    # without SanitizerCoverage (no "inline 8-bit counters"; seen 8 clean rebuilds in a row on a loaded machine).
-    swift build -c "$CONFIG" --sanitize=fuzzer --sanitize=address \
+    # The sanitizers are named again in one -Xswiftc argument, after SwiftPM's own flags. SwiftPM emits
+    # --sanitize=fuzzer --sanitize=address as two -sanitize= arguments in a random order (a Set), and swift-frontend
+    # honours only the last: about half the builds came out with libFuzzer's coverage but no AddressSanitizer checks
+    # in the Swift code (last "fuzzer"), the other half with ASan and no coverage (last "address": the "no inline
+    # 8-bit counters" builds), which the explicit coverage kinds below then papered over. SwiftPM's flags still link.
+    swift build -c "$CONFIG" --sanitize=fuzzer --sanitize=address -Xswiftc -sanitize=fuzzer,address \
         -Xswiftc -sanitize-coverage=edge,inline-8bit-counters,pc-table,trace-cmp --build-path "$HERE/.build" 2>&1 \
         | grep -v "ld.gold: warning: Cannot export local symbol"
     [[ ${PIPESTATUS[0]} -eq 0 ]] || { echo "run.sh: build failed" >&2; exit 2; }
 }
-# Whether every target's libFuzzer registered its coverage counters ("Loaded N modules"). Seen on this toolchain:
-# now and then a build links without them, and the fuzzer then runs blind; a clean rebuild fixes it.
+# Whether every target has libFuzzer's coverage counters ("inline 8-bit counters" in its banner) and AddressSanitizer
+# checks in its code (calls to __asan_report_*), in case a toolchain drops either again.
 instrumented() {
     local target
     for target in "${ALL_TARGETS[@]}"; do
         local banner
         banner=$("$BIN/$target" -runs=0 2>&1 || true)  # captured, not piped: grep -q would SIGPIPE it under pipefail
         [[ $banner == *"inline 8-bit counters"* ]] || return 1
+        local asan
+        asan=$(objdump -d "$BIN/$target" 2>/dev/null | grep -c "call.*__asan_report_load")
+        [[ ${asan:-0} -gt 0 ]] || return 1
     done
 }
 build
 BIN=$(swift build -c "$CONFIG" --build-path "$HERE/.build" --show-bin-path)
 for attempt in 1 2 3; do
     instrumented && break
-    echo "run.sh: the build has no coverage instrumentation; rebuilding clean (attempt $attempt)" >&2
+    echo "run.sh: the build lacks coverage or ASan instrumentation; rebuilding clean (attempt $attempt)" >&2
     rm -rf "$HERE/.build"
     build
 done
-instrumented || echo "run.sh: WARNING: still no coverage instrumentation after 3 clean rebuilds" >&2
+instrumented || echo "run.sh: WARNING: still no coverage or ASan instrumentation after 3 clean rebuilds" >&2
 
 python3 make-corpus.py --wait "${VECTOR_WAIT:-0}" || exit 2
 SEED=corpus-work/seed
