@@ -281,6 +281,13 @@ enum WireBenchmark {
         case .sessionEnd(let end): UInt64(end.reason.rawValue) &+ UInt64(end.text?.utf8.count ?? 0)
         case .sessionError(let error): UInt64(error.feature?.rawValue ?? 0) &+ UInt64(error.text?.utf8.count ?? 0)
         case .voipState(let state): UInt64(state.state.rawValue)
+        case .featureRequest(let request): UInt64(request.askID) &+ UInt64(request.feature.rawValue)
+        case .featureAnswer(let answer): UInt64(answer.askID) &+ UInt64(answer.decision.rawValue)
+        case .featureRevoke(let revoke): UInt64(revoke.feature.rawValue)
+        case .sessionMessage(let message): UInt64(message.messageID) &+ UInt64(message.body.count)
+        case .messageAck(let ack): UInt64(ack.messageID) &+ UInt64(ack.reason.rawValue)
+        case .resume(let resume): UInt64(resume.resumeSecret.utf8.count) &+ UInt64(resume.state.rawValue)
+        case .resumeResult(let result): UInt64(result.reason.rawValue) &+ UInt64(result.lastMessageID ?? 0)
         }
     }
 

@@ -28,7 +28,7 @@ extension Message {
 /// HELLO and HELLO_ACK on an open connection are a protocol error (§7 `open | HELLO or HELLO_ACK | closed`); PING,
 /// PONG and GOAWAY are the connection's business and change no session state.
 enum FrameRouting: Equatable {
-    /// A session frame (`0x10`–`0x18`): the machine's table decides.
+    /// A session frame (`0x10`–`0x1F`): the machine's table decides.
     case session
     /// PING, PONG, GOAWAY: no session action.
     case connectionOnly
@@ -42,7 +42,8 @@ enum FrameRouting: Equatable {
         case .ping, .pong, .goAway:
             self = .connectionOnly
         case .register, .registerResult, .connectionRequest, .connectionResponse, .requestAbort, .sessionStarted,
-            .sessionEnd, .sessionError, .voipState:
+            .sessionEnd, .sessionError, .voipState, .featureRequest, .featureAnswer, .featureRevoke, .sessionMessage,
+            .messageAck, .resume, .resumeResult:
             self = .session
         }
     }

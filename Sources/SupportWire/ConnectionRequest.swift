@@ -7,11 +7,14 @@ public struct ConnectionRequest: Hashable, Sendable {
     public var connectionType: ConnectionType
     /// Features the supporter wants in the session.
     public var requestedFeatures: FeatureSet
+    /// With access control in effect: the requested features whose code rule is `confirm` (SPEC §15.3).
+    public var confirmFeatures: FeatureSet?
 
     public init(
         requestID: UInt32, supporterName: String, connectionType: ConnectionType,
-        requestedFeatures: FeatureSet = []
+        requestedFeatures: FeatureSet = [], confirmFeatures: FeatureSet? = nil
     ) {
+        self.confirmFeatures = confirmFeatures
         self.requestID = requestID
         self.supporterName = supporterName
         self.connectionType = connectionType
@@ -24,6 +27,7 @@ extension ConnectionRequest: WireMessage {
     private static let nameField = StringField(tag: 2, name: "supporter_name", maxLength: WireLimits.nameLength)
     private static let typeField = EnumField<ConnectionType>(tag: 3, name: "connection_type")
     private static let featuresField = FeaturesField(tag: 4, name: "requested_features")
+    private static let confirmField = FeaturesField(tag: 5, name: "confirm_features")
 
     init(reading reader: inout FieldReader) throws(WireError) {
         try reader.requireFields([1, 2, 3, 4])
@@ -31,7 +35,8 @@ extension ConnectionRequest: WireMessage {
             requestID: try reader.required(CommonField.requestID),
             supporterName: try reader.required(ConnectionRequest.nameField),
             connectionType: try reader.required(ConnectionRequest.typeField),
-            requestedFeatures: try reader.required(ConnectionRequest.featuresField))
+            requestedFeatures: try reader.required(ConnectionRequest.featuresField),
+            confirmFeatures: try reader.optional(ConnectionRequest.confirmField))
     }
 
     func write(to writer: inout FieldWriter) throws(WireError) {
@@ -39,5 +44,6 @@ extension ConnectionRequest: WireMessage {
         try writer.write(ConnectionRequest.nameField, supporterName)
         writer.write(ConnectionRequest.typeField, connectionType)
         try writer.write(ConnectionRequest.featuresField, requestedFeatures)
+        try writer.write(ConnectionRequest.confirmField, confirmFeatures)
     }
 }

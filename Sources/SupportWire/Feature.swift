@@ -10,6 +10,25 @@ public struct Feature: Hashable, Sendable, CustomStringConvertible {
         public static let assistAR = ID(rawValue: 0x0002)
         public static let voip = ID(rawValue: 0x0003)
         public static let remoteControl = ID(rawValue: 0x0004)
+        /// Files move between device and supporter (SPEC §15.4, kind 3).
+        public static let fileShare = ID(rawValue: 0x0005)
+        /// Chat text (SPEC §15.4, kind 1).
+        public static let chat = ID(rawValue: 0x0006)
+        /// The supporter may place AR pointers.
+        public static let arPointer = ID(rawValue: 0x0007)
+        /// Application messages (SPEC §15.4, kind 2).
+        public static let appMessages = ID(rawValue: 0x0008)
+
+        /// Every identifier SPEC.md defines, in order.
+        public static let defined: [ID] = [
+            .screenShare, .assistAR, .voip, .remoteControl, .fileShare, .chat, .arPointer, .appMessages,
+        ]
+
+        /// The identifier with this SPEC name (`chat`, `remote_control`, …), or nil.
+        public init?(name: String) {
+            guard let id = ID.defined.first(where: { $0.name == name }) else { return nil }
+            self = id
+        }
 
         /// The SPEC name, or nil for an identifier this version does not define.
         public var name: String? {
@@ -18,6 +37,10 @@ public struct Feature: Hashable, Sendable, CustomStringConvertible {
             case 0x0002: "assist_ar"
             case 0x0003: "voip"
             case 0x0004: "remote_control"
+            case 0x0005: "file_share"
+            case 0x0006: "chat"
+            case 0x0007: "ar_pointer"
+            case 0x0008: "app_messages"
             default: nil
             }
         }

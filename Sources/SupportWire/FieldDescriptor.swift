@@ -33,6 +33,13 @@ struct ReasonField: Sendable {
     let name: String
 }
 
+/// A `bytes` field (SPEC §15.2): opaque octets, 1 to `maxLength` of them.
+struct BytesField: Sendable {
+    let tag: UInt8
+    let name: String
+    let maxLength: Int
+}
+
 /// A `features` field: ascending 4-byte entries.
 struct FeaturesField: Sendable {
     let tag: UInt8

@@ -137,6 +137,18 @@ struct FieldReader {
         return result
     }
 
+    mutating func optional(_ field: BytesField) throws(WireError) -> [UInt8]? {
+        guard let (tagIndex, value) = find(field.tag) else { return nil }
+        // SPEC §15.2 reuses the string errors' names for bytes.
+        guard !value.isEmpty else { throw error(.stringEmpty, at: tagIndex, tag: field.tag, name: field.name) }
+        guard value.count <= field.maxLength else {
+            throw error(
+                .stringTooLong, at: tagIndex, tag: field.tag, name: field.name,
+                detail: "\(value.count) bytes, at most \(field.maxLength)")
+        }
+        return Array(value)
+    }
+
     mutating func optional(_ field: ReasonField) throws(WireError) -> ReasonCode? {
         guard let (tagIndex, value) = find(field.tag) else { return nil }
         return ReasonCode(rawValue: try integer(value, at: tagIndex, tag: field.tag, name: field.name, as: UInt8.self))
@@ -180,6 +192,9 @@ struct FieldReader {
         try present(optional(field), field.tag, field.name)
     }
     mutating func required<Value>(_ field: EnumField<Value>) throws(WireError) -> Value {
+        try present(optional(field), field.tag, field.name)
+    }
+    mutating func required(_ field: BytesField) throws(WireError) -> [UInt8] {
         try present(optional(field), field.tag, field.name)
     }
     mutating func required(_ field: ReasonField) throws(WireError) -> ReasonCode {

@@ -61,6 +61,23 @@ struct FieldWriter {
         bytes.append(value.rawValue)
     }
 
+    mutating func write(_ field: BytesField, _ value: [UInt8]?) throws(WireError) {
+        guard let value else { return }
+        guard !value.isEmpty else { throw error(.stringEmpty, tag: field.tag, name: field.name) }
+        guard value.count <= field.maxLength else {
+            throw error(
+                .stringTooLong, tag: field.tag, name: field.name,
+                detail: "\(value.count) bytes, at most \(field.maxLength)")
+        }
+        header(field.tag, length: value.count)
+        bytes.append(contentsOf: value)
+    }
+
+    mutating func write(_ field: FeaturesField, _ value: FeatureSet?) throws(WireError) {
+        guard let value else { return }
+        try write(field, value)
+    }
+
     mutating func write(_ field: FeaturesField, _ value: FeatureSet) throws(WireError) {
         let length = value.count * 4
         guard length <= Int(UInt16.max) else {

@@ -1,4 +1,4 @@
-/// The frame types of protocol version 1 (SPEC §5). Each frame carries exactly one message.
+/// The frame types of protocol version 1 (SPEC §5) and its 1.1 extensions (SPEC §15). Each frame carries exactly one message.
 public enum FrameType: UInt8, Sendable, CaseIterable {
     case hello = 0x01
     case helloAck = 0x02
@@ -14,6 +14,13 @@ public enum FrameType: UInt8, Sendable, CaseIterable {
     case sessionEnd = 0x16
     case sessionError = 0x17
     case voipState = 0x18
+    case featureRequest = 0x19
+    case featureAnswer = 0x1A
+    case featureRevoke = 0x1B
+    case sessionMessage = 0x1C
+    case messageAck = 0x1D
+    case resume = 0x1E
+    case resumeResult = 0x1F
 
     /// The message's name in SPEC.md, e.g. `HELLO_ACK`.
     public var specName: String {
@@ -32,9 +39,26 @@ public enum FrameType: UInt8, Sendable, CaseIterable {
         case .sessionEnd: "SESSION_END"
         case .sessionError: "SESSION_ERROR"
         case .voipState: "VOIP_STATE"
+        case .featureRequest: "FEATURE_REQUEST"
+        case .featureAnswer: "FEATURE_ANSWER"
+        case .featureRevoke: "FEATURE_REVOKE"
+        case .sessionMessage: "SESSION_MESSAGE"
+        case .messageAck: "MESSAGE_ACK"
+        case .resume: "RESUME"
+        case .resumeResult: "RESUME_RESULT"
         }
     }
 
-    /// Session frames (`0x10`–`0x18`) go to the session state machine; the others belong to the connection.
+    /// The protocol extension (SPEC §15.1) that must be in effect for this frame; nil for the 1.0 frames.
+    public var requiredExtension: ProtocolExtensions? {
+        switch self {
+        case .featureRequest, .featureAnswer, .featureRevoke: .accessControl
+        case .sessionMessage, .messageAck: .sessionMessages
+        case .resume, .resumeResult: .sessionResume
+        default: nil
+        }
+    }
+
+    /// Session frames (`0x10`–`0x1F`) go to the session state machine; the others belong to the connection.
     public var isSessionFrame: Bool { rawValue >= 0x10 }
 }

@@ -9,11 +9,15 @@ public struct HelloAck: Hashable, Sendable {
     public var keepaliveMilliseconds: UInt32
     /// Largest payload the responder will receive.
     public var maxFrameSize: UInt32
+    /// With session resume in effect (SPEC §15.5): how long the responder keeps a session whose link was lost.
+    public var resumeGraceMilliseconds: UInt32?
 
     public init(
         version: UInt8 = WireLimits.protocolVersion, role: NodeRole, nodeName: String, features: FeatureSet = [],
-        keepaliveMilliseconds: UInt32 = 15_000, maxFrameSize: UInt32 = UInt32(WireLimits.defaultMaxFrameSize)
+        keepaliveMilliseconds: UInt32 = 15_000, maxFrameSize: UInt32 = UInt32(WireLimits.defaultMaxFrameSize),
+        resumeGraceMilliseconds: UInt32? = nil
     ) {
+        self.resumeGraceMilliseconds = resumeGraceMilliseconds
         self.version = version
         self.role = role
         self.nodeName = nodeName
@@ -33,6 +37,8 @@ extension HelloAck: WireMessage {
         tag: 5, name: "keepalive_ms", range: WireLimits.keepaliveRange)
     private static let maxFrameSizeField = IntegerField<UInt32>(
         tag: 6, name: "max_frame_size", range: WireLimits.maxFrameSizeRange)
+    private static let resumeGraceField = IntegerField<UInt32>(
+        tag: 7, name: "resume_grace_ms", range: WireLimits.resumeGraceRange)
 
     init(reading reader: inout FieldReader) throws(WireError) {
         try reader.requireFields([1, 2, 3, 4, 5, 6])
@@ -42,7 +48,8 @@ extension HelloAck: WireMessage {
             nodeName: try reader.required(HelloAck.nodeNameField),
             features: try reader.required(HelloAck.featuresField),
             keepaliveMilliseconds: try reader.required(HelloAck.keepaliveField),
-            maxFrameSize: try reader.required(HelloAck.maxFrameSizeField))
+            maxFrameSize: try reader.required(HelloAck.maxFrameSizeField),
+            resumeGraceMilliseconds: try reader.optional(HelloAck.resumeGraceField))
     }
 
     func write(to writer: inout FieldWriter) throws(WireError) {
@@ -52,5 +59,6 @@ extension HelloAck: WireMessage {
         try writer.write(HelloAck.featuresField, features)
         try writer.write(HelloAck.keepaliveField, keepaliveMilliseconds)
         try writer.write(HelloAck.maxFrameSizeField, maxFrameSize)
+        try writer.write(HelloAck.resumeGraceField, resumeGraceMilliseconds)
     }
 }

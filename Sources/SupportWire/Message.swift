@@ -14,6 +14,13 @@ public enum Message: Hashable, Sendable {
     case sessionEnd(SessionEnd)
     case sessionError(SessionError)
     case voipState(VoIPState)
+    case featureRequest(FeatureRequest)
+    case featureAnswer(FeatureAnswer)
+    case featureRevoke(FeatureRevoke)
+    case sessionMessage(SessionMessage)
+    case messageAck(MessageAck)
+    case resume(Resume)
+    case resumeResult(ResumeResult)
 
     /// The frame type that carries this message.
     public var frameType: FrameType { body.frameType }
@@ -35,6 +42,13 @@ public enum Message: Hashable, Sendable {
         case .sessionEnd(let message): message
         case .sessionError(let message): message
         case .voipState(let message): message
+        case .featureRequest(let message): message
+        case .featureAnswer(let message): message
+        case .featureRevoke(let message): message
+        case .sessionMessage(let message): message
+        case .messageAck(let message): message
+        case .resume(let message): message
+        case .resumeResult(let message): message
         }
     }
 
@@ -55,6 +69,13 @@ public enum Message: Hashable, Sendable {
         case .sessionEnd: .sessionEnd(try SessionEnd(reading: &reader))
         case .sessionError: .sessionError(try SessionError(reading: &reader))
         case .voipState: .voipState(try VoIPState(reading: &reader))
+        case .featureRequest: .featureRequest(try FeatureRequest(reading: &reader))
+        case .featureAnswer: .featureAnswer(try FeatureAnswer(reading: &reader))
+        case .featureRevoke: .featureRevoke(try FeatureRevoke(reading: &reader))
+        case .sessionMessage: .sessionMessage(try SessionMessage(reading: &reader))
+        case .messageAck: .messageAck(try MessageAck(reading: &reader))
+        case .resume: .resume(try Resume(reading: &reader))
+        case .resumeResult: .resumeResult(try ResumeResult(reading: &reader))
         }
     }
 }

@@ -6,11 +6,14 @@ public struct RegisterResult: Hashable, Sendable {
     public var retryAfterMilliseconds: UInt32?
     /// With `success`: the kind of code joined.
     public var codeType: SessionCodeType?
+    /// With `success` and session resume in effect: the secret that resumes this registration (SPEC §15.5).
+    public var resumeSecret: String?
 
     public init(
         reason: ReasonCode, text: String? = nil, retryAfterMilliseconds: UInt32? = nil,
-        codeType: SessionCodeType? = nil
+        codeType: SessionCodeType? = nil, resumeSecret: String? = nil
     ) {
+        self.resumeSecret = resumeSecret
         self.reason = reason
         self.text = text
         self.retryAfterMilliseconds = retryAfterMilliseconds
@@ -23,6 +26,8 @@ extension RegisterResult: WireMessage {
     private static let reasonField = ReasonField(tag: 1, name: "reason")
     private static let retryField = IntegerField<UInt32>(tag: 3, name: "retry_after_ms")
     private static let codeTypeField = EnumField<SessionCodeType>(tag: 4, name: "code_type")
+    private static let secretField = StringField(
+        tag: 5, name: "resume_secret", maxLength: WireLimits.resumeSecretLength)
 
     init(reading reader: inout FieldReader) throws(WireError) {
         try reader.requireFields([1])
@@ -30,7 +35,8 @@ extension RegisterResult: WireMessage {
             reason: try reader.required(RegisterResult.reasonField),
             text: try reader.optional(CommonField.text),
             retryAfterMilliseconds: try reader.optional(RegisterResult.retryField),
-            codeType: try reader.optional(RegisterResult.codeTypeField))
+            codeType: try reader.optional(RegisterResult.codeTypeField),
+            resumeSecret: try reader.optional(RegisterResult.secretField))
     }
 
     func write(to writer: inout FieldWriter) throws(WireError) {
@@ -38,5 +44,6 @@ extension RegisterResult: WireMessage {
         try writer.write(CommonField.text, text)
         try writer.write(RegisterResult.retryField, retryAfterMilliseconds)
         writer.write(RegisterResult.codeTypeField, codeType)
+        try writer.write(RegisterResult.secretField, resumeSecret)
     }
 }

@@ -16,6 +16,22 @@ public enum WireLimits {
     public static let apiTokenLength = 256
     /// Longest reason text, bytes.
     public static let textLength = 256
+    /// Allowed resume grace periods, milliseconds (HELLO_ACK `resume_grace_ms`, SPEC §15.2).
+    public static let resumeGraceRange: ClosedRange<UInt32> = 1_000...600_000
+    /// Longest resume secret on the wire, bytes (a sender sends 32–64, SPEC §15.2).
+    public static let resumeSecretLength = 64
+    /// Longest media descriptor, bytes (SESSION_STARTED, SPEC §15.2).
+    public static let mediaDescriptorLength = 4_096
+    /// Longest SESSION_MESSAGE content type, bytes.
+    public static let contentTypeLength = 128
+    /// Longest file name, bytes.
+    public static let fileNameLength = 255
+    /// Longest chat text, bytes (a session rule, SPEC §15.4, not a decoding limit).
+    public static let chatTextLength = 4_096
+    /// Largest file a transfer may announce, bytes: 16 MiB (SPEC §15.4).
+    public static let largestFileSize: UInt64 = 16_777_216
+    /// Messages a sender may have sent and not yet seen acknowledged (SPEC §15.4).
+    public static let messageWindow = 16
     /// The protocol version this module implements.
     public static let protocolVersion: UInt8 = 1
 }

@@ -311,15 +311,16 @@ func expectedOutcome(_ bytes: UnsafeRawBufferPointer, limit: Int, whole: DecodeO
 
 // MARK: - Round trip
 
-/// The highest tag SPEC §5 defines for each frame type (tags 1 through it are all defined).
+/// The highest tag SPEC §5 and §15 define for each frame type (tags 1 through it are all defined).
 func highestKnownTag(_ type: FrameType) -> UInt8 {
     switch type {
-    case .hello: 7
-    case .helloAck: 6
-    case .ping, .pong, .sessionStarted: 1
-    case .goAway, .requestAbort, .sessionEnd, .voipState: 2
-    case .register, .connectionResponse, .sessionError: 3
-    case .registerResult, .connectionRequest: 4
+    case .hello, .helloAck: 7
+    case .ping, .pong: 1
+    case .goAway, .requestAbort, .sessionEnd, .voipState, .featureRevoke: 2
+    case .register, .sessionError, .featureAnswer, .messageAck: 3
+    case .connectionResponse, .sessionStarted, .featureRequest: 4
+    case .registerResult, .connectionRequest, .resume, .resumeResult: 5
+    case .sessionMessage: 8
     }
 }
 
