@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generates protocol/vectors/valid.jsonl and protocol/vectors/malformed.jsonl with rsup.py, then self-checks.
+"""Generates protocol/vectors/valid.jsonl, malformed.jsonl and goaway.jsonl with rsup.py, then self-checks.
 
 Usage: python3 protocol/vectors/generate.py        (Python 3.11, standard library only)
 
@@ -7,6 +7,11 @@ Deterministic: no randomness, no clock; running it twice writes identical files.
 Every expected message and every expected error (code, offset, field) below is written by hand (offsets are
 computed by arithmetic on the hand-built byte layout), then checked against rsup.py. Generation fails if any
 check fails.
+
+Protocol document revision 1.1 (SPEC §15): the 1.1 vectors are appended after the 1.0.1 ones, which stay
+unchanged byte for byte. Every vector is checked against the stateless 1.1 codec, except the three 1.0.1 vectors
+of REV_1_0_ONLY (their bytes use what 1.1 defines), which are checked against the 1.0 codec; every 1.0.1 vector is
+also checked against the 1.0 codec.
 """
 
 from __future__ import annotations
@@ -133,7 +138,7 @@ V("hello_max_frame_size_1048576", "HELLO with max_frame_size 1048576 (maximum)",
 V("hello_features_unknown_ids", "HELLO whose features hold ids not defined anywhere, kept as-is, incl. version 65535",
   hello(features=[[0x0005, 1], [0x1234, 7], [0xFEFF, 65535]]))
 
-# --- HELLO_ACK (no optional fields)
+# --- HELLO_ACK (no optional fields in 1.0; the 1.1 ones are in the revision 1.1 block)
 V("hello_ack_minimal", "HELLO_ACK from a supporter node, all (required) fields; HELLO_ACK has no optional field",
   hello_ack())
 V("hello_ack_full", "HELLO_ACK with a non-empty features list", hello_ack(features=[[0x0001, 1], [0x0003, 1]],
@@ -225,7 +230,7 @@ for rn in ("invalid_session_code", "invalid_api_token", "session_code_expired", 
 V("register_result_unknown_reason_0x9f", "REGISTER_RESULT with the undefined error reason 0x9f: kept",
   {"type": "REGISTER_RESULT", "reason": 0x9F, "text": "new"})
 
-# --- CONNECTION_REQUEST (no optional fields)
+# --- CONNECTION_REQUEST (no optional fields in 1.0; the 1.1 ones are in the revision 1.1 block)
 V("connection_request_minimal", "CONNECTION_REQUEST, request_id 1, screen share, no requested features",
   {"type": "CONNECTION_REQUEST", "request_id": 1, "supporter_name": "Sam", "connection_type": 1,
    "requested_features": []})
@@ -242,7 +247,7 @@ V("connection_request_supporter_name_utf8", "CONNECTION_REQUEST with a multi-byt
   {"type": "CONNECTION_REQUEST", "request_id": 2, "supporter_name": JUERGEN, "connection_type": 1,
    "requested_features": [[F["screen_share"], 1], [F["voip"], 1], [F["remote_control"], 1], [0x0100, 1]]})
 
-# --- CONNECTION_RESPONSE (no optional fields)
+# --- CONNECTION_RESPONSE (no optional fields in 1.0; the 1.1 ones are in the revision 1.1 block)
 V("connection_response_allow", "CONNECTION_RESPONSE allow with success",
   {"type": "CONNECTION_RESPONSE", "request_id": 1, "decision": 1, "reason": R["success"]})
 V("connection_response_reject_by_user", "CONNECTION_RESPONSE reject with rejected_by_user",
@@ -256,7 +261,7 @@ V("request_abort_by_supporter", "REQUEST_ABORT with aborted_by_supporter",
 V("request_abort_timed_out", "REQUEST_ABORT with request_timed_out and request_id max",
   {"type": "REQUEST_ABORT", "request_id": U32_MAX, "reason": R["request_timed_out"]})
 
-# --- SESSION_STARTED (no optional fields)
+# --- SESSION_STARTED (no optional fields in 1.0; the 1.1 ones are in the revision 1.1 block)
 V("session_started_request_id_1", "SESSION_STARTED for request 1", {"type": "SESSION_STARTED", "request_id": 1})
 V("session_started_request_id_max", "SESSION_STARTED for request 4294967295",
   {"type": "SESSION_STARTED", "request_id": U32_MAX})
@@ -359,6 +364,290 @@ V("goaway_text_truncated_header", "GOAWAY malformed_frame with the SPEC §10.1 t
   "0 (no field)", {"type": "GOAWAY", "reason": R["malformed_frame"], "text": "truncated_header offset 0"})
 V("goaway_text_frame_too_large", "GOAWAY frame_too_large with the SPEC §10.1 text",
   {"type": "GOAWAY", "reason": R["frame_too_large"], "text": "frame_too_large offset 4"})
+
+# ------------------------------------------------------------------------------------------------------------
+# Revision 1.1 (SPEC §15): valid vectors, appended so that every earlier line stays identical
+# ------------------------------------------------------------------------------------------------------------
+# Every vector above this line is a 1.0.1 vector; those not in REV_1_0_ONLY decode the same with the 1.1 codec.
+OLD_VALID_COUNT = len(valid)
+
+FEATURE_REQUEST, FEATURE_ANSWER, FEATURE_REVOKE = 0x19, 0x1A, 0x1B
+SESSION_MESSAGE, MESSAGE_ACK, RESUME, RESUME_RESULT = 0x1C, 0x1D, 0x1E, 0x1F
+X = rsup.EXTENSIONS
+ALL_EXT = [[X["access_control"], 1], [X["session_messages"], 1], [X["session_resume"], 1]]
+# A resume secret as the reference node writes it: 43 characters of unpadded base64url (SPEC §15.2)
+SECRET = "kV3pX9qL2mT8wR4nB7yC1dF6gH0jZ5sA-uE_oI2tYbM"
+SECRET2 = "Qz8_Lm2Np4Rt6Vx0Bd3Fh5Jk7Mo9Pq1Su-Wy2Ac4Eg6"
+assert len(SECRET) == 43 and len(SECRET2) == 43
+MEDIA = b'{"room":"rs-7f3a","token":"eyJhbGciOi"}'
+
+
+def hx(b):
+    """A `bytes` value as written in the vector files: lowercase hex."""
+    return b.hex()
+
+
+# --- HELLO / HELLO_ACK: extension negotiation (§15.1) and resume_grace_ms (§15.2)
+V("hello_offering_all_extensions", "HELLO offering the three 1.1 extensions (access_control 1, session_messages 2, "
+  "session_resume 3, each version 1) in its features", hello(features=ALL_EXT))
+V("hello_ack_with_resume_grace", "HELLO_ACK with session_resume in effect and resume_grace_ms 30000 (the reference "
+  "default)", hello_ack(features=[[X["session_resume"], 1]], resume_grace_ms=30000))
+V("hello_ack_full_1_1", "HELLO_ACK with every field of revision 1.1: all three extensions in effect and "
+  "resume_grace_ms", hello_ack(features=ALL_EXT, keepalive_ms=15000, max_frame_size=65536, resume_grace_ms=45000))
+V("hello_ack_resume_grace_1000", "HELLO_ACK resume_grace_ms 1000 (minimum)",
+  hello_ack(features=[[X["session_resume"], 1]], resume_grace_ms=1000))
+V("hello_ack_resume_grace_600000", "HELLO_ACK resume_grace_ms 600000 (maximum)",
+  hello_ack(features=[[X["session_resume"], 1]], resume_grace_ms=600000))
+V("hello_ack_resume_grace_without_extension_listed", "HELLO_ACK whose features do not list session_resume but "
+  "that carries resume_grace_ms: the stateless codec decodes every field it knows (negotiation is the session "
+  "layer's business)", hello_ack(resume_grace_ms=30000))
+
+# --- REGISTER_RESULT resume_secret (§15.2)
+V("register_result_success_with_resume_secret", "REGISTER_RESULT success with code_type and a 43-byte "
+  "resume_secret", {"type": "REGISTER_RESULT", "reason": R["success"], "code_type": 1, "resume_secret": SECRET})
+V("register_result_full_1_1", "REGISTER_RESULT with every field of revision 1.1",
+  {"type": "REGISTER_RESULT", "reason": R["success"], "text": "Please wait for your supporter",
+   "retry_after_ms": 1000, "code_type": 2, "resume_secret": SECRET})
+V("register_result_resume_secret_1_byte", "REGISTER_RESULT resume_secret of 1 byte (the decoder's minimum; a "
+  "sender sends 32-64)", {"type": "REGISTER_RESULT", "reason": R["success"], "resume_secret": "x"})
+V("register_result_resume_secret_64_bytes", "REGISTER_RESULT resume_secret of 64 bytes (maximum)",
+  {"type": "REGISTER_RESULT", "reason": R["success"], "resume_secret": "S" * 64})
+
+# --- CONNECTION_REQUEST confirm_features (§15.2)
+V("connection_request_with_confirm_features", "CONNECTION_REQUEST for file_share, chat and app_messages, "
+  "file_share to be confirmed by the user",
+  {"type": "CONNECTION_REQUEST", "request_id": 3, "supporter_name": "Sam", "connection_type": 1,
+   "requested_features": [[F["file_share"], 1], [F["chat"], 1], [F["app_messages"], 1]],
+   "confirm_features": [[F["file_share"], 1]]})
+V("connection_request_full_1_1", "CONNECTION_REQUEST with every field of revision 1.1 and all eight features",
+  {"type": "CONNECTION_REQUEST", "request_id": 42, "supporter_name": "Sam Support", "connection_type": 2,
+   "requested_features": [[i, 1] for i in range(1, 9)],
+   "confirm_features": [[F["remote_control"], 1], [F["file_share"], 1], [F["ar_pointer"], 1]]})
+V("connection_request_confirm_features_empty", "CONNECTION_REQUEST with an empty confirm_features list: a present, "
+  "empty features field decodes to [] (absent = none, so a sender omits it instead; see README)",
+  {"type": "CONNECTION_REQUEST", "request_id": 1, "supporter_name": "Sam", "connection_type": 1,
+   "requested_features": [[F["chat"], 1]], "confirm_features": []})
+V("connection_request_confirm_features_not_subset", "CONNECTION_REQUEST whose confirm_features name a feature "
+  "not requested: decodes (\"subset of requested_features\" is a sender rule, not checked by the decoder)",
+  {"type": "CONNECTION_REQUEST", "request_id": 1, "supporter_name": "Sam", "connection_type": 1,
+   "requested_features": [[F["chat"], 1]], "confirm_features": [[F["file_share"], 1]]})
+
+# --- CONNECTION_RESPONSE granted_features (§15.2)
+V("connection_response_allow_with_granted_features", "CONNECTION_RESPONSE allow granting screen_share and chat",
+  {"type": "CONNECTION_RESPONSE", "request_id": 3, "decision": 1, "reason": R["success"],
+   "granted_features": [[F["screen_share"], 1], [F["chat"], 1]]})
+V("connection_response_full_1_1", "CONNECTION_RESPONSE with every field of revision 1.1",
+  {"type": "CONNECTION_RESPONSE", "request_id": U32_MAX, "decision": 1, "reason": R["success"],
+   "granted_features": [[F["assist_ar"], 1], [F["voip"], 1], [F["file_share"], 1], [F["ar_pointer"], 1]]})
+V("connection_response_allow_granted_features_empty", "CONNECTION_RESPONSE allow with an empty granted_features "
+  "list (present with allow, may be empty)",
+  {"type": "CONNECTION_RESPONSE", "request_id": 1, "decision": 1, "reason": R["success"], "granted_features": []})
+V("connection_response_reject_with_granted_features", "CONNECTION_RESPONSE reject that carries granted_features: "
+  "decodes (\"present with allow\" is a sender rule; decision alone decides)",
+  {"type": "CONNECTION_RESPONSE", "request_id": 1, "decision": 2, "reason": R["rejected_by_user"],
+   "granted_features": [[F["chat"], 1]]})
+
+# --- SESSION_STARTED granted_features, media_descriptor, resume_secret (§15.2)
+V("session_started_with_granted_features", "SESSION_STARTED with granted_features screen_share and voip",
+  {"type": "SESSION_STARTED", "request_id": 1, "granted_features": [[F["screen_share"], 1], [F["voip"], 1]]})
+V("session_started_granted_features_empty", "SESSION_STARTED with an empty granted_features list (no grant)",
+  {"type": "SESSION_STARTED", "request_id": 1, "granted_features": []})
+V("session_started_with_media_descriptor", "SESSION_STARTED with a media_descriptor (app-defined bytes, here JSON "
+  "text; written as hex)", {"type": "SESSION_STARTED", "request_id": 2, "media_descriptor": hx(MEDIA)})
+V("session_started_with_resume_secret", "SESSION_STARTED with a rotated resume_secret",
+  {"type": "SESSION_STARTED", "request_id": 2, "resume_secret": SECRET2})
+V("session_started_full_1_1", "SESSION_STARTED with every field of revision 1.1",
+  {"type": "SESSION_STARTED", "request_id": 42,
+   "granted_features": [[F["screen_share"], 1], [F["voip"], 1], [F["file_share"], 1], [F["chat"], 1],
+                        [F["app_messages"], 1]],
+   "media_descriptor": hx(MEDIA), "resume_secret": SECRET2})
+V("session_started_media_descriptor_1_byte", "SESSION_STARTED media_descriptor of 1 byte 0xff (minimum; opaque "
+  "octets, not UTF-8)", {"type": "SESSION_STARTED", "request_id": 1, "media_descriptor": "ff"})
+V("session_started_media_descriptor_4096_bytes", "SESSION_STARTED media_descriptor of 4096 bytes (maximum): the "
+  "byte values 0x00-0xff, 16 times", {"type": "SESSION_STARTED", "request_id": 1,
+                                       "media_descriptor": hx(bytes(range(256)) * 16)})
+V("session_started_resume_secret_64_bytes", "SESSION_STARTED resume_secret of 64 bytes (maximum)",
+  {"type": "SESSION_STARTED", "request_id": 1, "resume_secret": "-" * 64})
+
+# --- GOAWAY with the new reason session_moved (§15.2, §15.5)
+V("goaway_session_moved", "GOAWAY session_moved (0x09): the registration was resumed on another connection",
+  {"type": "GOAWAY", "reason": R["session_moved"]})
+
+# --- FEATURE_REQUEST (0x19, §15.3)
+V("feature_request_minimal", "FEATURE_REQUEST with only the required fields: ask 1 for chat (code rule allow)",
+  {"type": "FEATURE_REQUEST", "ask_id": 1, "feature": F["chat"]})
+V("feature_request_full", "FEATURE_REQUEST with every field: ask 2 for file_share, confirm 1, a text",
+  {"type": "FEATURE_REQUEST", "ask_id": 2, "feature": F["file_share"], "confirm": 1,
+   "text": "May I send you the manual?"})
+V("feature_request_ask_id_max", "FEATURE_REQUEST ask_id 4294967295 for app_messages, confirm 1",
+  {"type": "FEATURE_REQUEST", "ask_id": U32_MAX, "feature": F["app_messages"], "confirm": 1})
+V("feature_request_text_256_bytes", "FEATURE_REQUEST text of 256 bytes (maximum)",
+  {"type": "FEATURE_REQUEST", "ask_id": 3, "feature": F["ar_pointer"], "text": "w" * 256})
+V("feature_request_text_utf8", "FEATURE_REQUEST with a multi-byte UTF-8 text",
+  {"type": "FEATURE_REQUEST", "ask_id": 4, "feature": F["remote_control"], "confirm": 1, "text": JUERGEN})
+V("feature_request_feature_unknown_0x1234", "FEATURE_REQUEST for an undefined feature id: the table gives no "
+  "range, any u16 decodes", {"type": "FEATURE_REQUEST", "ask_id": 5, "feature": 0x1234})
+V("feature_request_feature_0", "FEATURE_REQUEST for feature 0 (reserved id): any u16 decodes",
+  {"type": "FEATURE_REQUEST", "ask_id": 6, "feature": 0})
+
+# --- FEATURE_ANSWER (0x1A, §15.3): every field is required, so minimal and full hold the same fields
+V("feature_answer_minimal", "FEATURE_ANSWER grant (decision 1) with success for ask 1 (all fields are required)",
+  {"type": "FEATURE_ANSWER", "ask_id": 1, "decision": 1, "reason": R["success"]})
+V("feature_answer_full", "FEATURE_ANSWER refuse (decision 2) with rejected_by_user for ask 4294967295",
+  {"type": "FEATURE_ANSWER", "ask_id": U32_MAX, "decision": 2, "reason": R["rejected_by_user"]})
+for rn in ("request_timed_out", "feature_denied", "unsupported_feature"):
+    V(f"feature_answer_refuse_{rn}", f"FEATURE_ANSWER refuse with reason {rn} (0x{R[rn]:02x})",
+      {"type": "FEATURE_ANSWER", "ask_id": 2, "decision": 2, "reason": R[rn]})
+V("feature_answer_grant_with_feature_denied", "FEATURE_ANSWER grant with reason feature_denied: decodes; as for "
+  "CONNECTION_RESPONSE, decision alone decides",
+  {"type": "FEATURE_ANSWER", "ask_id": 2, "decision": 1, "reason": R["feature_denied"]})
+
+# --- FEATURE_REVOKE (0x1B, §15.3)
+V("feature_revoke_minimal", "FEATURE_REVOKE of chat, no text", {"type": "FEATURE_REVOKE", "feature": F["chat"]})
+V("feature_revoke_full", "FEATURE_REVOKE of file_share with a text",
+  {"type": "FEATURE_REVOKE", "feature": F["file_share"], "text": "No more files, please"})
+V("feature_revoke_feature_65535", "FEATURE_REVOKE of feature 0xffff (reserved id): any u16 decodes",
+  {"type": "FEATURE_REVOKE", "feature": 0xFFFF, "text": "x"})
+V("feature_revoke_text_256_bytes", "FEATURE_REVOKE text of 256 bytes (maximum)",
+  {"type": "FEATURE_REVOKE", "feature": F["ar_pointer"], "text": "r" * 256})
+
+
+def smsg(**kw):
+    m = {"type": "SESSION_MESSAGE", "message_id": 1, "kind": 1}
+    m.update(kw)
+    return {k: m[k] for k in ("type", "message_id", "kind", "content_type", "body", "transfer_id", "file_name",
+                              "file_size", "offset") if k in m}
+
+
+# --- SESSION_MESSAGE (0x1C, §15.4)
+V("session_message_minimal", "SESSION_MESSAGE chat (kind 1), message 1, body 'Hello'", smsg(body=hx(b"Hello")))
+V("session_message_full", "SESSION_MESSAGE with every field: first part (offset 0) of a 12-byte PDF file",
+  smsg(message_id=7, kind=3, content_type="application/pdf", body=hx(b"%PDF-1.7\n%\xe2\xe3"), transfer_id=1,
+       file_name="manual.pdf", file_size="12", offset="0"))
+V("session_message_chat_utf8", "SESSION_MESSAGE chat whose body is the UTF-8 text 'Gr\u00fc\u00dfe \U0001F6E0'",
+  smsg(message_id=2, body=hx(s("Gr\u00fc\u00dfe \U0001F6E0"))))
+V("session_message_application_json", "SESSION_MESSAGE application message (kind 2) with content_type "
+  "application/json", smsg(message_id=3, kind=2, content_type="application/json", body=hx(b'{"step":4}')))
+V("session_message_file_part_continuation", "SESSION_MESSAGE file part (kind 3) at offset 4096 of transfer 9: "
+  "transfer_id and offset only", smsg(message_id=4, kind=3, body=hx(b"\x00\x01\x02\x03"), transfer_id=9,
+                                      offset="4096"))
+V("session_message_message_id_max", "SESSION_MESSAGE message_id 4294967295",
+  smsg(message_id=U32_MAX, body=hx(b"!")))
+V("session_message_content_type_128_bytes", "SESSION_MESSAGE content_type of 128 bytes (maximum)",
+  smsg(kind=2, content_type="application/" + "x" * 116, body=hx(b"{}")))
+V("session_message_file_name_255_bytes", "SESSION_MESSAGE file_name of 255 bytes (maximum)",
+  smsg(kind=3, body=hx(b"a"), transfer_id=1, file_name="f" * 251 + ".txt", file_size="1", offset="0"))
+V("session_message_file_name_utf8", "SESSION_MESSAGE file_name with multi-byte UTF-8",
+  smsg(kind=3, body=hx(b"a"), transfer_id=2, file_name="Gr\u00fc\u00dfe \U0001F6E0.txt", file_size="1",
+       offset="0"))
+V("session_message_file_size_16777216", "SESSION_MESSAGE file_size 16777216 (16 MiB, the maximum)",
+  smsg(kind=3, body=hx(b"a"), transfer_id=3, file_name="big.bin", file_size="16777216", offset="0"))
+V("session_message_file_size_0", "SESSION_MESSAGE file_size 0: the table sets no minimum, so it decodes (the part "
+  "lies past file_size: a rule of §15.4, message_refused)",
+  smsg(kind=3, body=hx(b"a"), transfer_id=4, file_name="empty.bin", file_size="0", offset="0"))
+V("session_message_offset_max", "SESSION_MESSAGE offset 2^64-1 (any u64; a part past file_size is a rule of "
+  "§15.4, not a decoding error)", smsg(kind=3, body=hx(b"a"), transfer_id=5, offset=str(U64_MAX)))
+V("session_message_transfer_id_0", "SESSION_MESSAGE transfer_id 0: the table gives no range, any u32 decodes",
+  smsg(kind=3, body=hx(b"a"), transfer_id=0, file_name="a", file_size="1", offset="0"))
+# kind-dependent requirements are not decoding errors (§15.4 Rules, first item)
+V("session_message_chat_body_not_utf8", "SESSION_MESSAGE chat (kind 1) whose body C0 AF FF is not UTF-8: decodes "
+  "(kind 1's UTF-8 rule is §15.4's, answered message_refused)", smsg(message_id=5, body="c0afff"))
+V("session_message_chat_body_4097_bytes", "SESSION_MESSAGE chat with a 4097-byte body: decodes (kind 1's 4096-byte "
+  "limit is §15.4's, answered message_refused)", smsg(message_id=6, body=hx(b"c" * 4097)))
+V("session_message_application_without_content_type", "SESSION_MESSAGE application (kind 2) without content_type: "
+  "decodes (a rule of §15.4, answered message_refused)", smsg(message_id=7, kind=2, body=hx(b"{}")))
+V("session_message_file_part_without_file_fields", "SESSION_MESSAGE file part (kind 3) without transfer_id, "
+  "file_name, file_size and offset: decodes (rules of §15.4)", smsg(message_id=8, kind=3, body=hx(b"data")))
+V("session_message_chat_with_file_fields", "SESSION_MESSAGE chat (kind 1) that carries content_type and the file "
+  "fields: decodes, every known field is decoded whatever the kind",
+  smsg(message_id=9, kind=1, content_type="text/plain", body=hx(b"hi"), transfer_id=1, file_name="a.txt",
+       file_size="2", offset="0"))
+# Payload of exactly 16384 bytes: (3+4) + (3+1) + (3+n) = 16384 -> n = 16370
+V("session_message_payload_16384_bytes", "SESSION_MESSAGE whose payload is exactly 16384 bytes (the default maximum "
+  "frame size): a 16370-byte file part", smsg(message_id=10, kind=3, body=hx(bytes(range(256)) * 63 + b"\xaa" * 242)))
+assert len(rsup.encode(valid[-1]["messages"][0])) == 8 + 16384
+
+# --- MESSAGE_ACK (0x1D, §15.4)
+V("message_ack_minimal", "MESSAGE_ACK success for message 1", {"type": "MESSAGE_ACK", "message_id": 1,
+                                                                "reason": R["success"]})
+V("message_ack_full", "MESSAGE_ACK message_refused with a text",
+  {"type": "MESSAGE_ACK", "message_id": 2, "reason": R["message_refused"], "text": "kind 2 needs a content_type"})
+V("message_ack_feature_denied", "MESSAGE_ACK feature_denied (0x08) for message 4294967295",
+  {"type": "MESSAGE_ACK", "message_id": U32_MAX, "reason": R["feature_denied"]})
+V("message_ack_message_id_0", "MESSAGE_ACK message_id 0: the table (\"the message acknowledged\") gives no range, "
+  "any u32 decodes", {"type": "MESSAGE_ACK", "message_id": 0, "reason": R["success"]})
+V("message_ack_text_256_bytes", "MESSAGE_ACK text of 256 bytes (maximum)",
+  {"type": "MESSAGE_ACK", "message_id": 3, "reason": R["message_refused"], "text": "m" * 256})
+
+# --- RESUME (0x1E, §15.5)
+V("resume_minimal", "RESUME with the required fields: state 1 (online)",
+  {"type": "RESUME", "session_code": "483920", "resume_secret": SECRET, "state": 1})
+V("resume_full", "RESUME with every field: state 4 (active) of request 3, last message 12 received",
+  {"type": "RESUME", "session_code": "483920", "resume_secret": SECRET2, "state": 4, "request_id": 3,
+   "last_message_id": 12})
+V("resume_online_with_rejected_request_id", "RESUME state 1 (online) with the request_id the device last rejected",
+  {"type": "RESUME", "session_code": "483920", "resume_secret": SECRET, "state": 1, "request_id": 2})
+V("resume_request_pending", "RESUME state 2 (request_pending) of request 5",
+  {"type": "RESUME", "session_code": "483920", "resume_secret": SECRET, "state": 2, "request_id": 5})
+V("resume_awaiting_start", "RESUME state 3 (awaiting_start) of request 4294967295",
+  {"type": "RESUME", "session_code": "483920", "resume_secret": SECRET, "state": 3, "request_id": U32_MAX})
+V("resume_request_pending_without_request_id", "RESUME state 2 without request_id: decodes (which fields go with "
+  "which state is a rule of §15.5, not of the decoder)",
+  {"type": "RESUME", "session_code": "483920", "resume_secret": SECRET, "state": 2})
+V("resume_session_code_and_secret_64_bytes", "RESUME with a 64-byte session_code and a 64-byte resume_secret",
+  {"type": "RESUME", "session_code": "7" * 64, "resume_secret": "s" * 64, "state": 1})
+V("resume_utf8_session_code", "RESUME with a multi-byte UTF-8 session_code",
+  {"type": "RESUME", "session_code": JUERGEN, "resume_secret": SECRET, "state": 4, "request_id": 1,
+   "last_message_id": 1})
+
+# --- RESUME_RESULT (0x1F, §15.5)
+V("resume_result_minimal", "RESUME_RESULT with only the reason: resume_rejected (0x91)",
+  {"type": "RESUME_RESULT", "reason": R["resume_rejected"]})
+V("resume_result_full", "RESUME_RESULT with every field",
+  {"type": "RESUME_RESULT", "reason": R["success"], "text": "resumed", "resume_secret": SECRET2,
+   "last_message_id": 4, "retry_after_ms": 0})
+V("resume_result_success", "RESUME_RESULT success with the new secret and the last message received",
+  {"type": "RESUME_RESULT", "reason": R["success"], "resume_secret": SECRET2, "last_message_id": 17})
+V("resume_result_rejected_state_mismatch", "RESUME_RESULT resume_rejected with the text 'state mismatch'",
+  {"type": "RESUME_RESULT", "reason": R["resume_rejected"], "text": "state mismatch"})
+V("resume_result_rate_limited", "RESUME_RESULT rate_limited with retry_after_ms 2000",
+  {"type": "RESUME_RESULT", "reason": R["rate_limited"], "retry_after_ms": 2000})
+V("resume_result_internal_error", "RESUME_RESULT internal_error with a 256-byte text",
+  {"type": "RESUME_RESULT", "reason": R["internal_error"], "text": "i" * 256})
+V("resume_result_success_without_secret", "RESUME_RESULT success without resume_secret: decodes (\"present with "
+  "success\" is a sender rule)", {"type": "RESUME_RESULT", "reason": R["success"]})
+V("resume_result_resume_secret_64_bytes", "RESUME_RESULT resume_secret of 64 bytes (maximum)",
+  {"type": "RESUME_RESULT", "reason": R["success"], "resume_secret": "_" * 64})
+
+# --- Non-canonical, decode-only streams (revision 1.1)
+rr_code_type_2 = {"type": "REGISTER_RESULT", "reason": 0, "code_type": 2}
+NC("register_result_unknown_tag_6_not_inspected", "REGISTER_RESULT reason (1), code_type (4), then unknown tag 6 "
+   "whose value C0 AF FF is not UTF-8: skipped unread (tag 5 is resume_secret since 1.1; tag 6 is still unknown)",
+   frame(REGISTER_RESULT, field(1, u8(0)) + field(4, u8(2)) + field(6, b"\xc0\xaf\xff")), [rr_code_type_2])
+NC("ignorable_unknown_type_0x20_garbage_payload", "undefined type 0x20 (the first after the 1.1 types 0x19-0x1f) "
+   "with IGNORABLE whose payload is no field sequence (not inspected), then PONG",
+   frame(0x20, b"\xff\xff", flags=0x01) + rsup.encode(pong7), [pong7])
+sm_hi = smsg(message_id=1, body=hx(b"hi"))
+NC("session_message_unknown_tag_9_skipped", "SESSION_MESSAGE chat then an unknown tag 9: skipped",
+   frame(SESSION_MESSAGE, field(1, u32(1)) + field(2, u8(1)) + field(4, b"hi") + field(9, b"\x00\x01")), [sm_hi])
+fr_chat = {"type": "FEATURE_REQUEST", "ask_id": 1, "feature": F["chat"]}
+NC("feature_request_unknown_tag_0_first", "FEATURE_REQUEST whose first field has tag 0 (unknown, skipped)",
+   frame(FEATURE_REQUEST, field(0, b"?") + field(1, u32(1)) + field(2, u16(F["chat"]))), [fr_chat])
+h11 = hello(features=ALL_EXT)
+ha11 = hello_ack(features=ALL_EXT, resume_grace_ms=30000)
+rr11 = {"type": "REGISTER_RESULT", "reason": R["success"], "code_type": 1, "resume_secret": SECRET}
+cr11 = {"type": "CONNECTION_REQUEST", "request_id": 1, "supporter_name": "Sam", "connection_type": 1,
+        "requested_features": [[F["screen_share"], 1], [F["chat"], 1]], "confirm_features": [[F["chat"], 1]]}
+ss11 = {"type": "SESSION_STARTED", "request_id": 1, "granted_features": [[F["screen_share"], 1], [F["chat"], 1]],
+        "resume_secret": SECRET2}
+NC("stream_1_1_responder_to_device", "what a device reads from a 1.1 supporter node, back to back: HELLO_ACK with "
+   "all extensions, REGISTER_RESULT with a secret, CONNECTION_REQUEST with confirm_features, SESSION_STARTED with "
+   "the grant, SESSION_MESSAGE, MESSAGE_ACK",
+   b"".join(rsup.encode(m) for m in (ha11, rr11, cr11, ss11, sm_hi, {"type": "MESSAGE_ACK", "message_id": 1,
+                                                                     "reason": 0})),
+   [ha11, rr11, cr11, ss11, sm_hi, {"type": "MESSAGE_ACK", "message_id": 1, "reason": 0}])
+
+NEW_VALID_START = OLD_VALID_COUNT
 
 # ------------------------------------------------------------------------------------------------------------
 # Malformed vectors
@@ -682,6 +971,348 @@ M("truncated_payload_after_hello", "HELLO, then a REGISTER header announcing 20 
   "truncated_payload", len(HELLO_DEVICE))
 
 # ------------------------------------------------------------------------------------------------------------
+# Revision 1.1 (SPEC §15): malformed vectors, appended so that every earlier line stays identical
+# ------------------------------------------------------------------------------------------------------------
+OLD_MALFORMED_COUNT = len(malformed)
+
+RR_OK = {1: u8(R["success"]), 2: s("wait"), 3: u32(0), 4: u8(1), 5: s(SECRET)}
+CREQ11_OK = {1: u32(1), 2: s("Sam"), 3: u8(1), 4: feats((5, 1), (6, 1)), 5: feats((5, 1))}
+CRESP11_OK = {1: u32(1), 2: u8(1), 3: u8(R["success"]), 4: feats((1, 1), (6, 1))}
+SS_OK = {1: u32(1), 2: feats((1, 1), (6, 1)), 3: MEDIA, 4: s(SECRET2)}
+FREQ_OK = {1: u32(1), 2: u16(F["chat"]), 3: u8(1), 4: s("May I chat?")}
+FANS_OK = {1: u32(1), 2: u8(1), 3: u8(R["success"])}
+FREV_OK = {1: u16(F["chat"]), 2: s("enough")}
+SMSG_OK = {1: u32(1), 2: u8(3), 3: s("application/pdf"), 4: b"%PDF", 5: u32(1), 6: s("a.pdf"), 7: u64(4),
+           8: u64(0)}
+MACK_OK = {1: u32(1), 2: u8(R["success"]), 3: s("ok")}
+RES_OK = {1: s("483920"), 2: s(SECRET), 3: u8(4), 4: u32(1), 5: u32(3)}
+RRES_OK = {1: u8(R["success"]), 2: s("resumed"), 3: s(SECRET2), 4: u32(2), 5: u32(1000)}
+assert rsup.decode_stream(b"".join(frame(t, b"".join(field(k, v) for k, v in fields(base))) for t, base in (
+    (HELLO_ACK, {**HELLO_ACK_OK, 7: u32(30000)}), (REGISTER_RESULT, RR_OK), (CONNECTION_REQUEST, CREQ11_OK),
+    (CONNECTION_RESPONSE, CRESP11_OK), (SESSION_STARTED, SS_OK), (FEATURE_REQUEST, FREQ_OK),
+    (FEATURE_ANSWER, FANS_OK), (FEATURE_REVOKE, FREV_OK), (SESSION_MESSAGE, SMSG_OK), (MESSAGE_ACK, MACK_OK),
+    (RESUME, RES_OK), (RESUME_RESULT, RRES_OK))))      # the bases themselves are well-formed
+
+
+def bad(name, desc, ftype, base, code, tag, **changes):
+    """Malformed vector: `base` with `changes` (t<N>=bytes / None), error `code` at the tag byte of field `tag`
+    (or, for missing_field, at the frame's first byte)."""
+    pairs = fields(base, **changes)
+    st, f0, offs = build(ftype, pairs)
+    if code == "missing_field":
+        M(name, desc, st, code, f0, tag)
+    else:
+        M(name, desc, st, code, offs[[t for t, _ in pairs].index(tag)], tag)
+
+
+# --- The 1.1 outcome of the three 1.0 vectors whose bytes 1.1 reads differently (REV_1_0_ONLY): same bytes
+M("ignorable_known_type_feature_request_garbage_payload", "the bytes of 1.0 vector ignorable_unknown_type_garbage_"
+  "payload: type 0x19 is FEATURE_REQUEST since 1.1, so its IGNORABLE flag is ignorable_known_type",
+  frame(0x19, b"\xff\xff", flags=0x01) + rsup.encode(pong7), "ignorable_known_type", 1)
+M("missing_field_feature_request_ask_id_only", "the bytes of 1.0 vector unknown_frame_type_0x19: type 0x19 is "
+  "FEATURE_REQUEST since 1.1; it holds only tag 1 (a 1-byte ask_id), so feature (tag 2) is missing, reported "
+  "before the value of tag 1", frame(0x19, field(1, u8(1))), "missing_field", 0, 2)
+M("invalid_utf8_register_result_resume_secret_c0_af_ff", "the bytes of 1.0 vector register_result_unknown_field_"
+  "not_inspected: tag 5 is resume_secret since 1.1, and C0 AF FF is not UTF-8",
+  frame(REGISTER_RESULT, field(1, u8(0)) + field(4, u8(2)) + field(5, b"\xc0\xaf\xff")), "invalid_utf8",
+  8 + 4 + 4, 5)
+
+# --- Header (§3.3) with the 1.1 types
+M("unknown_frame_type_0x20", "type 0x20 without IGNORABLE: undefined (1.1 defines 0x19-0x1f only)",
+  frame(0x20, b""), "unknown_frame_type", 1)
+M("ignorable_known_type_resume_result", "RESUME_RESULT (0x1f) with the IGNORABLE flag",
+  frame(RESUME_RESULT, field(1, u8(0)), flags=1), "ignorable_known_type", 1)
+M("ignorable_known_type_session_message", "SESSION_MESSAGE (0x1c) with the IGNORABLE flag, after a valid PING",
+  PING_OK + frame(SESSION_MESSAGE, field(1, u32(1)) + field(2, u8(1)) + field(4, b"hi"), flags=1),
+  "ignorable_known_type", 19 + 1)
+M("truncated_payload_session_message", "a SESSION_MESSAGE header announcing 100 payload bytes, 14 present",
+  header(SESSION_MESSAGE, 100) + field(1, u32(1)) + field(2, u8(1)) + field(4, b"h", length=93)[:3],
+  "truncated_payload", 0)
+M("frame_too_large_session_message_16385", "a SESSION_MESSAGE whose body makes the payload 16385 bytes (over the "
+  "receiver's maximum: the body's 65535 is the field limit, the frame limit comes first)",
+  frame(SESSION_MESSAGE, field(1, u32(1)) + field(2, u8(3)) + field(4, b"\x00" * 16371)), "frame_too_large", 4)
+
+# --- Field layout (§4.1) in the 1.1 messages
+st, f0, offs = build(SESSION_MESSAGE, [(1, u32(1)), (2, u8(1)), (4, b"a"), (4, b"b")])
+M("duplicate_field_session_message_body", "SESSION_MESSAGE with tag 4 (body) twice", st, "duplicate_field",
+  offs[3], 4)
+st, f0, offs = build(SESSION_MESSAGE, [(1, u32(1)), (2, u8(2)), (4, b"{}"), (3, s("application/json"))])
+M("field_out_of_order_session_message", "SESSION_MESSAGE with content_type (tag 3) after body (tag 4)", st,
+  "field_out_of_order", offs[3], 3)
+st, f0, offs = build(SESSION_STARTED, [(1, u32(1)), (4, s(SECRET)), (2, b"")])
+M("field_out_of_order_session_started_1_1", "SESSION_STARTED with granted_features (tag 2) after resume_secret "
+  "(tag 4)", st, "field_out_of_order", offs[2], 2)
+M("truncated_field_session_message_body", "SESSION_MESSAGE body declaring 100 bytes with 10 present",
+  frame(SESSION_MESSAGE, field(1, u32(1)) + field(2, u8(1)) + field(4, b"0123456789", length=100)),
+  "truncated_field", 8 + 7 + 4, 4)
+M("trailing_bytes_message_ack", "MESSAGE_ACK message_id and reason, then 2 stray bytes",
+  frame(MESSAGE_ACK, field(1, u32(1)) + field(2, u8(0)) + b"\x03\x00"), "trailing_bytes", 8 + 7 + 4)
+
+# --- Required fields of the 1.1 messages
+M("missing_field_feature_request_empty", "FEATURE_REQUEST with an empty payload: lowest missing tag 1",
+  frame(FEATURE_REQUEST, b""), "missing_field", 0, 1)
+bad("missing_field_feature_request_feature", "FEATURE_REQUEST without feature (tag 2)", FEATURE_REQUEST, FREQ_OK,
+    "missing_field", 2, t2=None)
+bad("missing_field_feature_answer_reason", "FEATURE_ANSWER without reason (tag 3)", FEATURE_ANSWER, FANS_OK,
+    "missing_field", 3, t3=None)
+bad("missing_field_feature_answer_decision", "FEATURE_ANSWER without decision (tag 2)", FEATURE_ANSWER, FANS_OK,
+    "missing_field", 2, t2=None)
+bad("missing_field_feature_revoke_only_text", "FEATURE_REVOKE with only a text: feature (tag 1) missing",
+    FEATURE_REVOKE, FREV_OK, "missing_field", 1, t1=None)
+bad("missing_field_session_message_body", "SESSION_MESSAGE with every field but body (tag 4)", SESSION_MESSAGE,
+    SMSG_OK, "missing_field", 4, t4=None)
+bad("missing_field_session_message_kind_and_body", "SESSION_MESSAGE without kind (2) and body (4): lowest tag 2",
+    SESSION_MESSAGE, SMSG_OK, "missing_field", 2, t2=None, t4=None)
+bad("missing_field_session_message_id", "SESSION_MESSAGE without message_id (tag 1)", SESSION_MESSAGE, SMSG_OK,
+    "missing_field", 1, t1=None)
+bad("missing_field_message_ack_reason", "MESSAGE_ACK without reason (tag 2)", MESSAGE_ACK, MACK_OK,
+    "missing_field", 2, t2=None)
+bad("missing_field_message_ack_id", "MESSAGE_ACK without message_id (tag 1)", MESSAGE_ACK, MACK_OK,
+    "missing_field", 1, t1=None)
+bad("missing_field_resume_state", "RESUME without state (tag 3)", RESUME, RES_OK, "missing_field", 3, t3=None)
+bad("missing_field_resume_secret", "RESUME without resume_secret (tag 2)", RESUME, RES_OK, "missing_field", 2,
+    t2=None)
+bad("missing_field_resume_session_code", "RESUME without session_code (tag 1)", RESUME, RES_OK, "missing_field", 1,
+    t1=None)
+bad("missing_field_resume_result_only_text", "RESUME_RESULT without reason (tag 1)", RESUME_RESULT, RRES_OK,
+    "missing_field", 1, t1=None)
+st, f0, offs = build(SESSION_MESSAGE, [(1, u32(1)), (2, u8(0))], prefix=PING_OK)
+M("order_missing_before_value_session_message", "valid PING, then SESSION_MESSAGE with kind 0 and no body: "
+  "missing_field (tag 4) at the second frame's first byte wins over the kind's range", st, "missing_field", 19, 4)
+
+# --- Enumerations and ranges of the 1.1 fields
+bad("value_out_of_range_feature_answer_decision_0", "FEATURE_ANSWER decision 0", FEATURE_ANSWER, FANS_OK,
+    "value_out_of_range", 2, t2=u8(0))
+bad("value_out_of_range_feature_answer_decision_3", "FEATURE_ANSWER decision 3", FEATURE_ANSWER, FANS_OK,
+    "value_out_of_range", 2, t2=u8(3))
+bad("value_out_of_range_session_message_kind_0", "SESSION_MESSAGE kind 0", SESSION_MESSAGE, SMSG_OK,
+    "value_out_of_range", 2, t2=u8(0))
+bad("value_out_of_range_session_message_kind_4", "SESSION_MESSAGE kind 4", SESSION_MESSAGE, SMSG_OK,
+    "value_out_of_range", 2, t2=u8(4))
+bad("value_out_of_range_resume_state_0", "RESUME state 0", RESUME, RES_OK, "value_out_of_range", 3, t3=u8(0))
+bad("value_out_of_range_resume_state_5", "RESUME state 5", RESUME, RES_OK, "value_out_of_range", 3, t3=u8(5))
+bad("value_out_of_range_feature_request_confirm_0", "FEATURE_REQUEST confirm 0 (absent means allow; present is "
+    "exactly 1)", FEATURE_REQUEST, FREQ_OK, "value_out_of_range", 3, t3=u8(0))
+bad("value_out_of_range_feature_request_confirm_2", "FEATURE_REQUEST confirm 2", FEATURE_REQUEST, FREQ_OK,
+    "value_out_of_range", 3, t3=u8(2))
+bad("value_out_of_range_feature_request_ask_id_0", "FEATURE_REQUEST ask_id 0", FEATURE_REQUEST, FREQ_OK,
+    "value_out_of_range", 1, t1=u32(0))
+bad("value_out_of_range_feature_answer_ask_id_0", "FEATURE_ANSWER ask_id 0", FEATURE_ANSWER, FANS_OK,
+    "value_out_of_range", 1, t1=u32(0))
+bad("value_out_of_range_session_message_id_0", "SESSION_MESSAGE message_id 0", SESSION_MESSAGE, SMSG_OK,
+    "value_out_of_range", 1, t1=u32(0))
+bad("value_out_of_range_session_message_file_size_16777217", "SESSION_MESSAGE file_size 16777217 (over the table's "
+    "16 MiB; see README, readings for §15)", SESSION_MESSAGE, SMSG_OK, "value_out_of_range", 7,
+    t7=u64(16777217))
+bad("value_out_of_range_session_message_file_size_max", "SESSION_MESSAGE file_size 2^64-1", SESSION_MESSAGE,
+    SMSG_OK, "value_out_of_range", 7, t7=u64(U64_MAX))
+bad("value_out_of_range_hello_ack_resume_grace_999", "HELLO_ACK resume_grace_ms 999", HELLO_ACK,
+    {**HELLO_ACK_OK, 7: u32(30000)}, "value_out_of_range", 7, t7=u32(999))
+bad("value_out_of_range_hello_ack_resume_grace_600001", "HELLO_ACK resume_grace_ms 600001", HELLO_ACK,
+    {**HELLO_ACK_OK, 7: u32(30000)}, "value_out_of_range", 7, t7=u32(600001))
+bad("value_out_of_range_hello_ack_resume_grace_0", "HELLO_ACK resume_grace_ms 0", HELLO_ACK,
+    {**HELLO_ACK_OK, 7: u32(30000)}, "value_out_of_range", 7, t7=u32(0))
+
+# --- Integer lengths of the 1.1 fields
+bad("invalid_field_length_hello_ack_resume_grace_2_bytes", "HELLO_ACK resume_grace_ms of 2 bytes", HELLO_ACK,
+    {**HELLO_ACK_OK, 7: u32(30000)}, "invalid_field_length", 7, t7=u16(30000))
+bad("invalid_field_length_feature_request_ask_id_3_bytes", "FEATURE_REQUEST ask_id of 3 bytes", FEATURE_REQUEST,
+    FREQ_OK, "invalid_field_length", 1, t1=u32(1)[1:])
+bad("invalid_field_length_feature_request_feature_1_byte", "FEATURE_REQUEST feature (u16) of 1 byte",
+    FEATURE_REQUEST, FREQ_OK, "invalid_field_length", 2, t2=u8(6))
+bad("invalid_field_length_feature_request_feature_4_bytes", "FEATURE_REQUEST feature (u16) of 4 bytes (a features "
+    "entry is not a feature id)", FEATURE_REQUEST, FREQ_OK, "invalid_field_length", 2, t2=feats((6, 1)))
+bad("invalid_field_length_feature_request_confirm_2_bytes", "FEATURE_REQUEST confirm of 2 bytes", FEATURE_REQUEST,
+    FREQ_OK, "invalid_field_length", 3, t3=u16(1))
+bad("invalid_field_length_feature_answer_ask_id_2_bytes", "FEATURE_ANSWER ask_id of 2 bytes", FEATURE_ANSWER,
+    FANS_OK, "invalid_field_length", 1, t1=u16(1))
+bad("invalid_field_length_feature_answer_decision_0_bytes", "FEATURE_ANSWER decision of 0 bytes", FEATURE_ANSWER,
+    FANS_OK, "invalid_field_length", 2, t2=b"")
+bad("invalid_field_length_feature_answer_reason_2_bytes", "FEATURE_ANSWER reason of 2 bytes", FEATURE_ANSWER,
+    FANS_OK, "invalid_field_length", 3, t3=b"\x00\x08")
+bad("invalid_field_length_feature_revoke_feature_3_bytes", "FEATURE_REVOKE feature (u16) of 3 bytes",
+    FEATURE_REVOKE, FREV_OK, "invalid_field_length", 1, t1=b"\x00\x00\x06")
+bad("invalid_field_length_session_message_id_5_bytes", "SESSION_MESSAGE message_id of 5 bytes", SESSION_MESSAGE,
+    SMSG_OK, "invalid_field_length", 1, t1=u32(1) + b"\x00")
+bad("invalid_field_length_session_message_kind_2_bytes", "SESSION_MESSAGE kind of 2 bytes", SESSION_MESSAGE,
+    SMSG_OK, "invalid_field_length", 2, t2=u16(3))
+bad("invalid_field_length_session_message_transfer_id_2_bytes", "SESSION_MESSAGE transfer_id of 2 bytes",
+    SESSION_MESSAGE, SMSG_OK, "invalid_field_length", 5, t5=u16(1))
+bad("invalid_field_length_session_message_file_size_7_bytes", "SESSION_MESSAGE file_size (u64) of 7 bytes",
+    SESSION_MESSAGE, SMSG_OK, "invalid_field_length", 7, t7=u64(4)[1:])
+bad("invalid_field_length_session_message_offset_9_bytes", "SESSION_MESSAGE offset (u64) of 9 bytes",
+    SESSION_MESSAGE, SMSG_OK, "invalid_field_length", 8, t8=b"\x00" + u64(0))
+bad("invalid_field_length_session_message_offset_4_bytes", "SESSION_MESSAGE offset (u64) of 4 bytes",
+    SESSION_MESSAGE, SMSG_OK, "invalid_field_length", 8, t8=u32(0))
+bad("invalid_field_length_message_ack_id_8_bytes", "MESSAGE_ACK message_id of 8 bytes", MESSAGE_ACK, MACK_OK,
+    "invalid_field_length", 1, t1=u64(1))
+bad("invalid_field_length_message_ack_reason_0_bytes", "MESSAGE_ACK reason of 0 bytes", MESSAGE_ACK, MACK_OK,
+    "invalid_field_length", 2, t2=b"")
+bad("invalid_field_length_resume_state_2_bytes", "RESUME state of 2 bytes", RESUME, RES_OK,
+    "invalid_field_length", 3, t3=u16(4))
+bad("invalid_field_length_resume_request_id_3_bytes", "RESUME request_id of 3 bytes", RESUME, RES_OK,
+    "invalid_field_length", 4, t4=u32(1)[1:])
+bad("invalid_field_length_resume_last_message_id_8_bytes", "RESUME last_message_id of 8 bytes", RESUME, RES_OK,
+    "invalid_field_length", 5, t5=u64(3))
+bad("invalid_field_length_resume_result_reason_2_bytes", "RESUME_RESULT reason of 2 bytes", RESUME_RESULT,
+    RRES_OK, "invalid_field_length", 1, t1=b"\x00\x91")
+bad("invalid_field_length_resume_result_last_message_id_1_byte", "RESUME_RESULT last_message_id of 1 byte",
+    RESUME_RESULT, RRES_OK, "invalid_field_length", 4, t4=u8(2))
+bad("invalid_field_length_resume_result_retry_after_3_bytes", "RESUME_RESULT retry_after_ms of 3 bytes",
+    RESUME_RESULT, RRES_OK, "invalid_field_length", 5, t5=u32(1000)[1:])
+
+# --- bytes values (§15.2): empty -> string_empty, over the maximum -> string_too_long
+bad("string_empty_session_started_media_descriptor", "SESSION_STARTED with an empty media_descriptor (bytes)",
+    SESSION_STARTED, SS_OK, "string_empty", 3, t3=b"")
+bad("string_too_long_session_started_media_descriptor_4097", "SESSION_STARTED media_descriptor of 4097 bytes",
+    SESSION_STARTED, SS_OK, "string_too_long", 3, t3=b"\x00" * 4097)
+bad("string_empty_session_message_body", "SESSION_MESSAGE with an empty body (bytes, required)", SESSION_MESSAGE,
+    SMSG_OK, "string_empty", 4, t4=b"")
+st, f0, offs = build(SESSION_MESSAGE, [(1, u32(1)), (2, u8(1)), (4, b"")])
+M("string_empty_session_message_chat_body", "SESSION_MESSAGE chat with only message_id, kind and an empty body", st,
+  "string_empty", offs[2], 4)
+
+# --- Strings of the 1.1 fields: empty
+bad("string_empty_register_result_resume_secret", "REGISTER_RESULT with an empty resume_secret", REGISTER_RESULT,
+    RR_OK, "string_empty", 5, t5=b"")
+bad("string_empty_session_started_resume_secret", "SESSION_STARTED with an empty resume_secret", SESSION_STARTED,
+    SS_OK, "string_empty", 4, t4=b"")
+bad("string_empty_feature_request_text", "FEATURE_REQUEST with an empty text", FEATURE_REQUEST, FREQ_OK,
+    "string_empty", 4, t4=b"")
+bad("string_empty_feature_revoke_text", "FEATURE_REVOKE with an empty text", FEATURE_REVOKE, FREV_OK,
+    "string_empty", 2, t2=b"")
+bad("string_empty_session_message_content_type", "SESSION_MESSAGE with an empty content_type", SESSION_MESSAGE,
+    SMSG_OK, "string_empty", 3, t3=b"")
+bad("string_empty_session_message_file_name", "SESSION_MESSAGE with an empty file_name", SESSION_MESSAGE, SMSG_OK,
+    "string_empty", 6, t6=b"")
+bad("string_empty_message_ack_text", "MESSAGE_ACK with an empty text", MESSAGE_ACK, MACK_OK, "string_empty", 3,
+    t3=b"")
+bad("string_empty_resume_session_code", "RESUME with an empty session_code", RESUME, RES_OK, "string_empty", 1,
+    t1=b"")
+bad("string_empty_resume_resume_secret", "RESUME with an empty resume_secret", RESUME, RES_OK, "string_empty", 2,
+    t2=b"")
+bad("string_empty_resume_result_text", "RESUME_RESULT with an empty text", RESUME_RESULT, RRES_OK, "string_empty",
+    2, t2=b"")
+bad("string_empty_resume_result_resume_secret", "RESUME_RESULT with an empty resume_secret", RESUME_RESULT, RRES_OK,
+    "string_empty", 3, t3=b"")
+
+# --- Strings of the 1.1 fields: over the maximum
+bad("string_too_long_register_result_resume_secret_65", "REGISTER_RESULT resume_secret of 65 bytes",
+    REGISTER_RESULT, RR_OK, "string_too_long", 5, t5=b"s" * 65)
+bad("string_too_long_session_started_resume_secret_65", "SESSION_STARTED resume_secret of 65 bytes",
+    SESSION_STARTED, SS_OK, "string_too_long", 4, t4=b"s" * 65)
+bad("string_too_long_feature_request_text_257", "FEATURE_REQUEST text of 257 bytes", FEATURE_REQUEST, FREQ_OK,
+    "string_too_long", 4, t4=b"t" * 257)
+bad("string_too_long_feature_revoke_text_257", "FEATURE_REVOKE text of 257 bytes", FEATURE_REVOKE, FREV_OK,
+    "string_too_long", 2, t2=b"t" * 257)
+bad("string_too_long_session_message_content_type_129", "SESSION_MESSAGE content_type of 129 bytes",
+    SESSION_MESSAGE, SMSG_OK, "string_too_long", 3, t3=b"application/" + b"x" * 117)
+bad("string_too_long_session_message_file_name_256", "SESSION_MESSAGE file_name of 256 bytes", SESSION_MESSAGE,
+    SMSG_OK, "string_too_long", 6, t6=b"f" * 252 + b".pdf")
+bad("string_too_long_message_ack_text_257", "MESSAGE_ACK text of 257 bytes", MESSAGE_ACK, MACK_OK,
+    "string_too_long", 3, t3=b"t" * 257)
+bad("string_too_long_resume_session_code_65", "RESUME session_code of 65 bytes", RESUME, RES_OK, "string_too_long",
+    1, t1=b"1" * 65)
+bad("string_too_long_resume_resume_secret_65", "RESUME resume_secret of 65 bytes", RESUME, RES_OK,
+    "string_too_long", 2, t2=b"s" * 65)
+bad("string_too_long_resume_result_text_257", "RESUME_RESULT text of 257 bytes", RESUME_RESULT, RRES_OK,
+    "string_too_long", 2, t2=b"t" * 257)
+bad("string_too_long_resume_result_resume_secret_65", "RESUME_RESULT resume_secret of 65 bytes (21 x 3-byte "
+    "character + 2 bytes: the limit is in bytes)", RESUME_RESULT, RRES_OK, "string_too_long", 3,
+    t3=s("\u20ac" * 21 + "ab"))
+bad("order_length_before_utf8_file_name", "SESSION_MESSAGE file_name of 256 bytes that are also not UTF-8: length "
+    "is checked first", SESSION_MESSAGE, SMSG_OK, "string_too_long", 6, t6=b"\xff" * 256)
+
+# --- Strings of the 1.1 fields: not UTF-8
+bad("invalid_utf8_session_message_content_type", "SESSION_MESSAGE content_type with overlong C0 AF",
+    SESSION_MESSAGE, SMSG_OK, "invalid_utf8", 3, t3=b"text\xc0\xafplain")
+bad("invalid_utf8_session_message_file_name", "SESSION_MESSAGE file_name with the encoded surrogate U+DC00 "
+    "(ED B0 80)", SESSION_MESSAGE, SMSG_OK, "invalid_utf8", 6, t6=b"a\xed\xb0\x80.pdf")
+bad("invalid_utf8_session_message_file_name_truncated", "SESSION_MESSAGE file_name ending in F0 9F 9B (an "
+    "incomplete 4-byte sequence)", SESSION_MESSAGE, SMSG_OK, "invalid_utf8", 6, t6=b"tool\xf0\x9f\x9b")
+bad("invalid_utf8_session_started_resume_secret", "SESSION_STARTED resume_secret with byte 0x80",
+    SESSION_STARTED, SS_OK, "invalid_utf8", 4, t4=b"\x80" + s(SECRET)[1:])
+bad("invalid_utf8_register_result_resume_secret_ff", "REGISTER_RESULT resume_secret with byte 0xFF",
+    REGISTER_RESULT, RR_OK, "invalid_utf8", 5, t5=s(SECRET)[:-1] + b"\xff")
+bad("invalid_utf8_resume_session_code", "RESUME session_code with F4 90 80 80 (U+110000)", RESUME, RES_OK,
+    "invalid_utf8", 1, t1=b"48\xf4\x90\x80\x80")
+bad("invalid_utf8_resume_resume_secret", "RESUME resume_secret with overlong E0 80 AF", RESUME, RES_OK,
+    "invalid_utf8", 2, t2=b"\xe0\x80\xaf" + s(SECRET)[3:])
+bad("invalid_utf8_resume_result_resume_secret", "RESUME_RESULT resume_secret with byte F5", RESUME_RESULT, RRES_OK,
+    "invalid_utf8", 3, t3=b"\xf5" + s(SECRET2)[1:])
+bad("invalid_utf8_resume_result_text", "RESUME_RESULT text with a lone continuation byte", RESUME_RESULT, RRES_OK,
+    "invalid_utf8", 2, t2=b"re\x80sumed")
+bad("invalid_utf8_feature_request_text", "FEATURE_REQUEST text with C1 BF", FEATURE_REQUEST, FREQ_OK,
+    "invalid_utf8", 4, t4=b"\xc1\xbf")
+bad("invalid_utf8_feature_revoke_text", "FEATURE_REVOKE text with the encoded surrogate U+D800", FEATURE_REVOKE,
+    FREV_OK, "invalid_utf8", 2, t2=b"\xed\xa0\x80")
+bad("invalid_utf8_message_ack_text", "MESSAGE_ACK text with byte 0xFE", MESSAGE_ACK, MACK_OK, "invalid_utf8", 3,
+    t3=b"\xfe")
+
+# --- features values of the 1.1 fields
+bad("invalid_field_length_confirm_features_6_bytes", "CONNECTION_REQUEST confirm_features of 6 bytes",
+    CONNECTION_REQUEST, CREQ11_OK, "invalid_field_length", 5, t5=feats((5, 1)) + b"\x00\x06")
+pairs = fields(CREQ11_OK, t5=feats((5, 1), (5, 1)))
+st, f0, offs = build(CONNECTION_REQUEST, pairs)
+M("duplicate_feature_confirm_features", "CONNECTION_REQUEST confirm_features with id 5 twice: offset of the second "
+  "entry", st, "duplicate_feature", offs[4] + 3 + 4, 5)
+pairs = fields(CREQ11_OK, t5=feats((6, 1), (5, 1)))
+st, f0, offs = build(CONNECTION_REQUEST, pairs)
+M("feature_out_of_order_confirm_features", "CONNECTION_REQUEST confirm_features 6 then 5", st,
+  "feature_out_of_order", offs[4] + 3 + 4, 5)
+pairs = fields(CREQ11_OK, t5=feats((5, 0)))
+st, f0, offs = build(CONNECTION_REQUEST, pairs)
+M("value_out_of_range_confirm_features_version_0", "CONNECTION_REQUEST confirm_features entry (5, version 0)", st,
+  "value_out_of_range", offs[4] + 3, 5)
+pairs = fields(CREQ11_OK, t4=feats((6, 1), (5, 1)), t5=feats((5, 1), (5, 1)))
+st, f0, offs = build(CONNECTION_REQUEST, pairs)
+M("order_requested_features_before_confirm_features", "CONNECTION_REQUEST with out-of-order requested_features "
+  "(tag 4) and a duplicate in confirm_features (tag 5): tag 4 reported", st, "feature_out_of_order",
+  offs[3] + 3 + 4, 4)
+bad("invalid_field_length_connection_response_granted_features_3_bytes", "CONNECTION_RESPONSE granted_features of "
+    "3 bytes", CONNECTION_RESPONSE, CRESP11_OK, "invalid_field_length", 4, t4=b"\x00\x01\x00")
+pairs = fields(CRESP11_OK, t4=feats((1, 1), (6, 1), (6, 2)))
+st, f0, offs = build(CONNECTION_RESPONSE, pairs)
+M("duplicate_feature_connection_response_granted_features", "CONNECTION_RESPONSE granted_features (1,1),(6,1),(6,2):"
+  " offset of the third entry", st, "duplicate_feature", offs[3] + 3 + 8, 4)
+bad("invalid_field_length_session_started_granted_features_2_bytes", "SESSION_STARTED granted_features of 2 bytes",
+    SESSION_STARTED, SS_OK, "invalid_field_length", 2, t2=b"\x00\x06")
+pairs = fields(SS_OK, t2=feats((6, 1), (1, 1)))
+st, f0, offs = build(SESSION_STARTED, pairs)
+M("feature_out_of_order_session_started_granted_features", "SESSION_STARTED granted_features 6 then 1", st,
+  "feature_out_of_order", offs[1] + 3 + 4, 2)
+pairs = fields(SS_OK, t2=feats((1, 1), (6, 0)))
+st, f0, offs = build(SESSION_STARTED, pairs)
+M("value_out_of_range_session_started_granted_features_version_0", "SESSION_STARTED granted_features: second entry "
+  "has version 0", st, "value_out_of_range", offs[1] + 3 + 4, 2)
+
+# --- Values in ascending tag order (§4.1) within the 1.1 messages
+bad("order_values_session_started_media_before_secret", "SESSION_STARTED with an empty media_descriptor (tag 3) and "
+    "a 65-byte resume_secret (tag 4): tag 3 reported", SESSION_STARTED, SS_OK, "string_empty", 3, t3=b"",
+    t4=b"s" * 65)
+bad("order_values_session_message_kind_before_content_type", "SESSION_MESSAGE with kind 4 (tag 2) and an empty "
+    "content_type (tag 3): tag 2 reported", SESSION_MESSAGE, SMSG_OK, "value_out_of_range", 2, t2=u8(4), t3=b"")
+bad("order_values_session_message_body_before_file_size", "SESSION_MESSAGE with an empty body (tag 4) and a 7-byte "
+    "file_size (tag 7): tag 4 reported", SESSION_MESSAGE, SMSG_OK, "string_empty", 4, t4=b"", t7=u64(4)[1:])
+bad("order_values_resume_state_before_request_id", "RESUME with state 0 (tag 3) and a 3-byte request_id (tag 4): "
+    "tag 3 reported", RESUME, RES_OK, "value_out_of_range", 3, t3=u8(0), t4=u32(1)[1:])
+bad("order_values_hello_ack_old_field_before_resume_grace", "HELLO_ACK with keepalive_ms 99 (tag 5) and "
+    "resume_grace_ms 999 (tag 7): tag 5 reported", HELLO_ACK, {**HELLO_ACK_OK, 7: u32(30000)},
+    "value_out_of_range", 5, t5=u32(99), t7=u32(999))
+
+# --- Errors behind valid 1.1 frames
+SM1 = rsup.encode(smsg(message_id=1, body=hx(b"hi")))
+st, f0, offs = build(MESSAGE_ACK, [(1, u32(1)[1:]), (2, u8(0))], prefix=SM1)
+M("invalid_field_length_message_ack_after_session_message", "a valid SESSION_MESSAGE, then a MESSAGE_ACK whose "
+  "message_id has 3 bytes: offset counts from the stream start", st, "invalid_field_length", len(SM1) + 8, 1)
+assert offs[0] == len(SM1) + 8
+RES1 = rsup.encode({"type": "RESUME", "session_code": "483920", "resume_secret": SECRET, "state": 1})
+st, f0, offs = build(RESUME_RESULT, [(1, u8(R["success"])), (3, b"")], prefix=rsup.encode(hello(features=ALL_EXT))
+                     + RES1)
+M("string_empty_resume_result_after_hello_and_resume", "HELLO and RESUME, then a RESUME_RESULT success with an "
+  "empty resume_secret", st, "string_empty", offs[1], 3)
+
+# ------------------------------------------------------------------------------------------------------------
 # GOAWAY answers (SPEC §10.1): for every malformed vector, the one GOAWAY frame a receiver sends
 # ------------------------------------------------------------------------------------------------------------
 
@@ -708,8 +1339,65 @@ for m in malformed:
 # Self-check
 # ------------------------------------------------------------------------------------------------------------
 
+# 1.0.1 vectors whose bytes a 1.1 decoder reads differently (they use type 0x19 or REGISTER_RESULT tag 5, which
+# revision 1.1 defines). They stay unchanged, byte for byte, and are checked against the 1.0 codec; the 1.1 outcome
+# of the same bytes is the vector named here.
+REV_1_0_ONLY = {
+    "ignorable_unknown_type_garbage_payload": "ignorable_known_type_feature_request_garbage_payload",
+    "register_result_unknown_field_not_inspected": "invalid_utf8_register_result_resume_secret_c0_af_ff",
+    "unknown_frame_type_0x19": "missing_field_feature_request_ask_id_only",
+}
+
+
+def _revision(name):
+    """The codec revision a vector is checked against."""
+    return "1.0" if name in REV_1_0_ONLY else "1.1"
+
+
+def _outcome(data, **kw):
+    try:
+        return ("messages", json.loads(json.dumps(rsup.decode_stream(data, **kw))))
+    except DecodeError as e:
+        return ("error", e.as_dict())
+
+
+def _tag_order_ok(msg):
+    """Keys of a message object: `type`, then field names in ascending tag order."""
+    specs = rsup.MESSAGES[rsup.TYPE_BY_NAME[msg["type"]]][1]
+    order = {s[1]: s[0] for s in specs}
+    keys = list(msg)
+    return keys[0] == "type" and all(k in order for k in keys[1:]) and \
+        [order[k] for k in keys[1:]] == sorted(order[k] for k in keys[1:])
+
+
 def self_check():
     problems = []
+    # --- revision 1.0 vs 1.1: which codec each vector is checked against
+    old_names = {v["name"] for v in valid[:OLD_VALID_COUNT]} | {m["name"] for m in malformed[:OLD_MALFORMED_COUNT]}
+    by_any_name = {r["name"]: r for r in valid + malformed}
+    for old, new in REV_1_0_ONLY.items():
+        if old not in old_names or new not in by_any_name or new in old_names:
+            problems.append(f"REV_1_0_ONLY: {old} -> {new} does not name a 1.0 vector and a 1.1 vector")
+        elif by_any_name[old]["hex"] != by_any_name[new]["hex"]:
+            problems.append(f"REV_1_0_ONLY: {new} does not hold the bytes of {old}")
+    for r in valid[:OLD_VALID_COUNT] + malformed[:OLD_MALFORMED_COUNT]:
+        data = bytes.fromhex(r["hex"])
+        want = ("messages", r["messages"]) if "messages" in r else ("error", r["error"])
+        if _outcome(data, revision="1.0") != want:
+            problems.append(f"1.0 vector {r['name']}: the 1.0 codec gives {_outcome(data, revision='1.0')}")
+        same = _outcome(data, revision="1.1") == want
+        if same == (r["name"] in REV_1_0_ONLY):
+            problems.append(f"1.0 vector {r['name']}: REV_1_0_ONLY is wrong about it")
+    # §15.1, last rule: a §15 field whose extension is not in effect is an unknown field, skipped unread
+    old_rr = next(v for v in valid if v["name"] == "register_result_unknown_field_not_inspected")
+    if _outcome(bytes.fromhex(old_rr["hex"]), extensions=["access_control", "session_messages"]) != \
+            ("messages", old_rr["messages"]):
+        problems.append("extensions: REGISTER_RESULT tag 5 without session_resume is not skipped")
+    # message objects: keys in tag order
+    for v in valid:
+        for msg in v["messages"]:
+            if not _tag_order_ok(msg):
+                problems.append(f"valid {v['name']}: keys not in tag order: {list(msg)}")
     names = [v["name"] for v in valid] + [m["name"] for m in malformed] + [g["name"] for g in goaways]
     for n in names:
         if not re.fullmatch(r"[a-z0-9]+(_[a-z0-9]+)*", n):
@@ -720,7 +1408,7 @@ def self_check():
     for v in valid:
         data = bytes.fromhex(v["hex"])
         try:
-            got = rsup.decode_stream(data)
+            got = rsup.decode_stream(data, revision=_revision(v["name"]))
         except DecodeError as e:
             problems.append(f"valid {v['name']}: decode failed: {e}")
             continue
@@ -740,7 +1428,7 @@ def self_check():
     for m in malformed:
         data = bytes.fromhex(m["hex"])
         try:
-            got = rsup.decode_stream(data, max_payload=16384)
+            got = rsup.decode_stream(data, max_payload=16384, revision=_revision(m["name"]))
             problems.append(f"malformed {m['name']}: decoded without error: {got!r}")
         except DecodeError as e:
             if e.as_dict() != m["error"]:
@@ -784,7 +1472,24 @@ def self_check():
     for bad in ({"type": "PING"}, {"type": "PING", "nonce": 7}, {"type": "PING", "nonce": str(1 << 64)},
                 {"type": "GOAWAY", "reason": 1, "text": ""}, {"type": "VOIP_STATE", "state": 5},
                 {"type": "HELLO", **{k: v for k, v in hello(min_version=2, max_version=1).items() if k != "type"}},
-                {"type": "NOPE"}, {"type": "PING", "nonce": "1", "extra": 1}):
+                {"type": "NOPE"}, {"type": "PING", "nonce": "1", "extra": 1},
+                # revision 1.1
+                {"type": "SESSION_STARTED", "request_id": 1, "media_descriptor": "FF"},
+                {"type": "SESSION_STARTED", "request_id": 1, "media_descriptor": "f"},
+                {"type": "SESSION_STARTED", "request_id": 1, "media_descriptor": ""},
+                {"type": "SESSION_STARTED", "request_id": 1, "media_descriptor": "00" * 4097},
+                {"type": "SESSION_STARTED", "request_id": 1, "media_descriptor": b"\x00"},
+                {"type": "SESSION_STARTED", "request_id": 1, "resume_secret": "s" * 65},
+                {"type": "SESSION_MESSAGE", "message_id": 1, "kind": 1},
+                {"type": "SESSION_MESSAGE", "message_id": 1, "kind": 4, "body": "00"},
+                {"type": "SESSION_MESSAGE", "message_id": 1, "kind": 3, "body": "00", "file_size": "16777217"},
+                {"type": "SESSION_MESSAGE", "message_id": 1, "kind": 3, "body": "00", "offset": 0},
+                {"type": "FEATURE_REQUEST", "ask_id": 1, "feature": 6, "confirm": 2},
+                {"type": "FEATURE_ANSWER", "ask_id": 1, "decision": 3, "reason": 0},
+                {"type": "RESUME", "session_code": "1", "resume_secret": "s", "state": 5},
+                {"type": "HELLO_ACK", **{k: v for k, v in hello_ack(resume_grace_ms=999).items() if k != "type"}},
+                {"type": "CONNECTION_REQUEST", "request_id": 1, "supporter_name": "S", "connection_type": 1,
+                 "requested_features": [], "confirm_features": [[5, 1], [5, 1]]}):
         try:
             rsup.encode(bad)
             problems.append(f"encode accepted an invalid message: {bad!r}")

@@ -1,6 +1,6 @@
-"""Independent reference codec for the RemoteSupport signalling protocol, version 1.
+"""Independent reference codec for the RemoteSupport signalling protocol, version 1, document revision 1.1.
 
-Written from protocol/SPEC.md alone (sections 3, 4, 5, 6 and 10.1). Python 3.11, standard library only.
+Written from protocol/SPEC.md alone (sections 3, 4, 5, 6, 10.1 and 15). Python 3.11, standard library only.
 
 Public API
 ----------
@@ -9,14 +9,24 @@ encode(message) -> bytes
     ascending tag order, absent optional fields are omitted, flags and the reserved byte are 0.
     Raises ValueError if the message is not a valid version-1 message.
 
-decode_stream(data, max_payload=16384) -> list[dict]
+decode_stream(data, max_payload=16384, revision="1.1", extensions=None) -> list[dict]
     Decodes a complete byte stream (that ends after `data`) into message dicts. Frames of undefined
     types carrying the IGNORABLE flag are discarded. Raises DecodeError(code, offset, field) on the
     first decoding error (SPEC §10.1); offsets count from the first byte of `data`.
 
+    revision="1.1" (the default) is the stateless 1.1 codec: it knows the frame types 0x19-0x1F and
+    every field of SPEC §15, whatever extensions a connection negotiated (negotiation is the session
+    layer's business). `extensions`, an iterable of extension names (EXTENSIONS), narrows that: the
+    §15 fields of extensions not listed are then unknown tags, skipped unread (SPEC §15.1, last rule);
+    the §15 frame types stay defined (a §15 frame without its extension is a protocol_error of the
+    session layer, not a decoding error). None = all extensions.
+    revision="1.0" is a 1.0.1 node: §15 frame types are undefined and §15 fields are unknown tags.
+
 Message dicts: {"type": "HELLO", "<field name>": value, ...}. u8/u16/u32 and reason values are ints,
-u64 values (PING/PONG nonce) are strings of decimal digits, strings are str, features are lists of
-[id, version] pairs. Absent optional fields are not in the dict.
+u64 values (PING/PONG nonce, SESSION_MESSAGE file_size and offset) are strings of decimal digits,
+strings are str, bytes values (SESSION_STARTED media_descriptor, SESSION_MESSAGE body) are strings of
+lowercase hex digits, features are lists of [id, version] pairs. Absent optional fields are not in the
+dict.
 
 Low-level helpers used to build hand-made (non-canonical or malformed) streams: header(), frame(),
 field().
@@ -24,12 +34,14 @@ field().
 
 from __future__ import annotations
 
+import re
 import struct
 
 __all__ = [
     "DecodeError", "encode", "decode_stream", "header", "frame", "field",
     "MESSAGES", "TYPE_BY_NAME", "REASONS", "FEATURES", "DEFAULT_MAX_PAYLOAD",
-    "MIN_MAX_PAYLOAD", "MAX_MAX_PAYLOAD", "FLAG_IGNORABLE",
+    "MIN_MAX_PAYLOAD", "MAX_MAX_PAYLOAD", "FLAG_IGNORABLE", "EXTENSIONS", "EXTENSION_TYPES",
+    "EXTENSION_FIELDS", "REVISIONS",
 ]
 
 DEFAULT_MAX_PAYLOAD = 16384          # §3.2
@@ -61,16 +73,26 @@ REASONS = {
     "invalid_session_code": 0x88, "invalid_api_token": 0x89, "session_code_expired": 0x8A,
     "session_code_closed": 0x8B, "session_code_in_use": 0x8C, "rate_limited": 0x8D,
     "unsupported_feature": 0x8E, "feature_version_mismatch": 0x8F, "connection_lost": 0x90,
+    # §15.2 (revision 1.1)
+    "feature_denied": 0x08, "session_moved": 0x09, "resume_rejected": 0x91, "message_refused": 0x92,
 }
 
-# §4.3 features
-FEATURES = {"screen_share": 0x0001, "assist_ar": 0x0002, "voip": 0x0003, "remote_control": 0x0004}
+# §4.3 features (device capabilities, the unit of access control); 0x0005-0x0008 added by §15.2
+FEATURES = {"screen_share": 0x0001, "assist_ar": 0x0002, "voip": 0x0003, "remote_control": 0x0004,
+            "file_share": 0x0005, "chat": 0x0006, "ar_pointer": 0x0007, "app_messages": 0x0008}
+
+# §15.1 protocol extensions (the HELLO / HELLO_ACK `features` id space), all version 1
+EXTENSIONS = {"access_control": 0x0001, "session_messages": 0x0002, "session_resume": 0x0003}
+REVISIONS = ("1.0", "1.1")
 
 # Field spec: (tag, name, type, required, limit)
 #   limit for integer types: (lo, hi) inclusive range, or None = any value of the type
-#   limit for strings: maximum byte length (minimum is always 1, §4.1/§4.2)
+#   limit for strings and bytes: maximum byte length (minimum is always 1, §4.1/§4.2/§15.2)
+#   limit for u64: (lo, hi) or None, as for the other integer types (§15.4 file_size is the only ranged u64)
 U8, U16, U32, U64, STRING, REASON, FEATURES_T = "u8", "u16", "u32", "u64", "string", "reason", "features"
+BYTES = "bytes"                      # §15.2
 REQUEST_ID = (1, U32_MAX)
+ID_1_MAX = (1, U32_MAX)
 
 MESSAGES = {
     0x01: ("HELLO", [
@@ -89,6 +111,7 @@ MESSAGES = {
         (4, "features", FEATURES_T, True, None),
         (5, "keepalive_ms", U32, True, (100, 600000)),
         (6, "max_frame_size", U32, True, (MIN_MAX_PAYLOAD, MAX_MAX_PAYLOAD)),
+        (7, "resume_grace_ms", U32, False, (1000, 600000)),                 # §15.2
     ]),
     0x03: ("PING", [(1, "nonce", U64, True, None)]),
     0x04: ("PONG", [(1, "nonce", U64, True, None)]),
@@ -106,17 +129,20 @@ MESSAGES = {
         (2, "text", STRING, False, 256),
         (3, "retry_after_ms", U32, False, None),
         (4, "code_type", U8, False, (1, 2)),
+        (5, "resume_secret", STRING, False, 64),                            # §15.2
     ]),
     0x12: ("CONNECTION_REQUEST", [
         (1, "request_id", U32, True, REQUEST_ID),
         (2, "supporter_name", STRING, True, 64),
         (3, "connection_type", U8, True, (1, 2)),
         (4, "requested_features", FEATURES_T, True, None),
+        (5, "confirm_features", FEATURES_T, False, None),                   # §15.2
     ]),
     0x13: ("CONNECTION_RESPONSE", [
         (1, "request_id", U32, True, REQUEST_ID),
         (2, "decision", U8, True, (1, 2)),
         (3, "reason", REASON, True, None),
+        (4, "granted_features", FEATURES_T, False, None),                   # §15.2
     ]),
     0x14: ("REQUEST_ABORT", [
         (1, "request_id", U32, True, REQUEST_ID),
@@ -124,7 +150,12 @@ MESSAGES = {
     ]),
     # §5.10 gives no numeric range ("the allowed request"); this codec uses the request_id range of
     # §5.7-§5.9 (1..4294967295). See the ambiguity list in README.md.
-    0x15: ("SESSION_STARTED", [(1, "request_id", U32, True, REQUEST_ID)]),
+    0x15: ("SESSION_STARTED", [
+        (1, "request_id", U32, True, REQUEST_ID),
+        (2, "granted_features", FEATURES_T, False, None),                   # §15.2
+        (3, "media_descriptor", BYTES, False, 4096),                        # §15.2
+        (4, "resume_secret", STRING, False, 64),                            # §15.2
+    ]),
     0x16: ("SESSION_END", [
         (1, "reason", REASON, True, None),
         (2, "text", STRING, False, 256),
@@ -138,9 +169,72 @@ MESSAGES = {
         (1, "state", U8, True, (1, 4)),
         (2, "text", STRING, False, 256),
     ]),
+    # ---- §15 (revision 1.1). Where a table gives no numeric limit, any value of the type is valid (the
+    # decoder enforces only the tables' types, limits and required tags; see README.md, readings for §15).
+    0x19: ("FEATURE_REQUEST", [                                             # §15.3
+        (1, "ask_id", U32, True, ID_1_MAX),
+        (2, "feature", U16, True, None),
+        (3, "confirm", U8, False, (1, 1)),
+        (4, "text", STRING, False, 256),
+    ]),
+    0x1A: ("FEATURE_ANSWER", [                                              # §15.3
+        (1, "ask_id", U32, True, ID_1_MAX),
+        (2, "decision", U8, True, (1, 2)),
+        (3, "reason", REASON, True, None),
+    ]),
+    0x1B: ("FEATURE_REVOKE", [                                              # §15.3
+        (1, "feature", U16, True, None),
+        (2, "text", STRING, False, 256),
+    ]),
+    0x1C: ("SESSION_MESSAGE", [                                             # §15.4
+        (1, "message_id", U32, True, ID_1_MAX),
+        (2, "kind", U8, True, (1, 3)),
+        (3, "content_type", STRING, False, 128),
+        (4, "body", BYTES, True, 65535),
+        (5, "transfer_id", U32, False, None),
+        (6, "file_name", STRING, False, 255),
+        (7, "file_size", U64, False, (0, 16777216)),
+        (8, "offset", U64, False, None),
+    ]),
+    0x1D: ("MESSAGE_ACK", [                                                 # §15.4
+        (1, "message_id", U32, True, None),
+        (2, "reason", REASON, True, None),
+        (3, "text", STRING, False, 256),
+    ]),
+    0x1E: ("RESUME", [                                                      # §15.5
+        (1, "session_code", STRING, True, 64),
+        (2, "resume_secret", STRING, True, 64),
+        (3, "state", U8, True, (1, 4)),
+        (4, "request_id", U32, False, None),
+        (5, "last_message_id", U32, False, None),
+    ]),
+    0x1F: ("RESUME_RESULT", [                                               # §15.5
+        (1, "reason", REASON, True, None),
+        (2, "text", STRING, False, 256),
+        (3, "resume_secret", STRING, False, 64),
+        (4, "last_message_id", U32, False, None),
+        (5, "retry_after_ms", U32, False, None),
+    ]),
 }
 TYPE_BY_NAME = {name: t for t, (name, _) in MESSAGES.items()}
 _INT_WIDTH = {U8: 1, U16: 2, U32: 4, U64: 8, REASON: 1}
+_HEX_RE = re.compile(r"(?:[0-9a-f]{2})*")
+
+# §15: which extension each 1.1 frame type and each 1.1 field on an existing message belongs to
+EXTENSION_TYPES = {
+    0x19: "access_control", 0x1A: "access_control", 0x1B: "access_control",
+    0x1C: "session_messages", 0x1D: "session_messages",
+    0x1E: "session_resume", 0x1F: "session_resume",
+}
+EXTENSION_FIELDS = {
+    (0x02, 7): "session_resume",       # HELLO_ACK resume_grace_ms
+    (0x11, 5): "session_resume",       # REGISTER_RESULT resume_secret
+    (0x12, 5): "access_control",       # CONNECTION_REQUEST confirm_features
+    (0x13, 4): "access_control",       # CONNECTION_RESPONSE granted_features
+    (0x15, 2): "access_control",       # SESSION_STARTED granted_features
+    (0x15, 3): "session_messages",     # SESSION_STARTED media_descriptor
+    (0x15, 4): "session_resume",       # SESSION_STARTED resume_secret
+}
 
 
 class DecodeError(Exception):
@@ -181,7 +275,23 @@ def field(tag: int, value: bytes, length: int | None = None) -> bytes:
 # Decoder
 # ---------------------------------------------------------------------------------------------
 
-def decode_stream(data: bytes, max_payload: int = DEFAULT_MAX_PAYLOAD) -> list[dict]:
+def _known(revision: str, extensions) -> tuple[set[int], set[tuple[int, int]]]:
+    """(frame types defined, (type, tag) pairs of §15 fields that are *not* known) for a decoder profile."""
+    if revision not in REVISIONS:
+        raise ValueError(f"revision must be one of {REVISIONS}")
+    if revision == "1.0":
+        if extensions not in (None, (), [], set(), frozenset()):
+            raise ValueError("revision 1.0 has no extensions")
+        return set(MESSAGES) - set(EXTENSION_TYPES), set(EXTENSION_FIELDS)
+    in_effect = set(EXTENSIONS) if extensions is None else set(extensions)
+    if in_effect - set(EXTENSIONS):
+        raise ValueError(f"unknown extensions {sorted(in_effect - set(EXTENSIONS))}")
+    return set(MESSAGES), {k for k, ext in EXTENSION_FIELDS.items() if ext not in in_effect}
+
+
+def decode_stream(data: bytes, max_payload: int = DEFAULT_MAX_PAYLOAD, revision: str = "1.1",
+                  extensions=None) -> list[dict]:
+    defined, unknown_fields = _known(revision, extensions)
     data = bytes(data)
     messages: list[dict] = []
     pos = 0
@@ -203,7 +313,7 @@ def decode_stream(data: bytes, max_payload: int = DEFAULT_MAX_PAYLOAD) -> list[d
             raise DecodeError("reserved_byte", start + 3)
         if length > max_payload:
             raise DecodeError("frame_too_large", start + 4)
-        known = ftype in MESSAGES
+        known = ftype in defined
         ignorable = bool(flags & FLAG_IGNORABLE)
         if known and ignorable:
             raise DecodeError("ignorable_known_type", start + 1)
@@ -216,12 +326,12 @@ def decode_stream(data: bytes, max_payload: int = DEFAULT_MAX_PAYLOAD) -> list[d
         pos = payload_start + length
         if not known:
             continue  # undefined type with IGNORABLE: discard header and payload
-        messages.append(_decode_payload(ftype, data[payload_start:pos], start, payload_start))
+        specs = [s for s in MESSAGES[ftype][1] if (ftype, s[0]) not in unknown_fields]
+        messages.append(_decode_payload(MESSAGES[ftype][0], specs, data[payload_start:pos], start, payload_start))
     return messages
 
 
-def _decode_payload(ftype: int, payload: bytes, frame_offset: int, base: int) -> dict:
-    name, specs = MESSAGES[ftype]
+def _decode_payload(name: str, specs, payload: bytes, frame_offset: int, base: int) -> dict:
     by_tag = {s[0]: s for s in specs}
     # 1. layout of all fields, in the order they appear (§4.1)
     present: dict[int, tuple[int, bytes]] = {}   # known tag -> (stream offset of tag byte, value)
@@ -272,6 +382,13 @@ def _decode_value(vtype, limit, value: bytes, off: int, tag: int, mname: str, fn
         if mname == "HELLO" and fname == "max_version" and v < msg["min_version"]:
             raise DecodeError("value_out_of_range", off, tag)
         return str(v) if vtype == U64 else v
+    if vtype == BYTES:
+        # §15.2: opaque octets; the string error names are reused
+        if len(value) > limit:
+            raise DecodeError("string_too_long", off, tag)
+        if len(value) == 0:
+            raise DecodeError("string_empty", off, tag)
+        return value.hex()
     if vtype == STRING:
         # length before UTF-8 (§4.2)
         if len(value) > limit:
@@ -344,6 +461,10 @@ def encode(message: dict) -> bytes:
             if not isinstance(v, str):
                 raise ValueError(f"{tname}.{fname}: must be a string")
             raw = v.encode("utf-8")           # raises on lone surrogates
+        elif vtype == BYTES:
+            if not (isinstance(v, str) and _HEX_RE.fullmatch(v)):
+                raise ValueError(f"{tname}.{fname}: bytes must be a string of lowercase hex digit pairs")
+            raw = bytes.fromhex(v)
         elif vtype == FEATURES_T:
             if not isinstance(v, list):
                 raise ValueError(f"{tname}.{fname}: must be a list of [id, version] pairs")
