@@ -28,6 +28,14 @@ public struct DeviceConfiguration: Sendable {
     public var capabilities: FeatureSet = [Feature(.screenShare), Feature(.voip)]
     /// How long a connection request prompt waits for the user before it counts as a reject.
     public var promptTimeout: Duration = .seconds(60)
+    /// The app's access rule per feature (SPEC §15.3): `allow`, `confirm` (the user decides) or `deny`. Default:
+    /// every feature needs the user's confirmation.
+    public var accessRules: FeatureRules = .deviceDefault
+    /// How long a feature ask during a session waits for the user before it counts as refused.
+    public var featurePromptTimeout: Duration = .seconds(30)
+    /// The protocol extensions offered (SPEC §15.1): access control, in-session messages, session resume. `.none`
+    /// speaks protocol 1.0 exactly.
+    public var extensions: ProtocolExtensions = .all
     /// The keepalive interval proposed to the supporter node.
     public var keepaliveInterval: Duration = .seconds(15)
     public var connectTimeout: Duration = .seconds(10)

@@ -8,8 +8,9 @@ import SupportTransport
 /// Leave with ``leave()`` at any time. Dropping the last reference leaves too. After the session ends (ended by
 /// either side, failed, or left) it is over: join again with a new ``DeviceNode/connect(toSessionCode:delegate:)``.
 public final class DeviceSession: @unchecked Sendable {
-    // @unchecked: `machine`, `link`, `promptTimer`, `phase` and `handedOverCallID` are read and written only on
-    // `node.loop` (every entry point hops there with `loop.execute`); `joined` and `delegateBox` are synchronized.
+    // @unchecked: `machine`, `link`, `promptTimer`, `phase`, `forwarder`, the reconnect fields and
+    // `handedOverCallID` are read and written only on `node.loop` (every entry point hops there with `loop.execute`
+    // or `loop.submit`); `joined` and `delegateBox` are synchronized.
     public let code: String
     let node: DeviceNode
     private let queue: DispatchQueue
@@ -24,11 +25,16 @@ public final class DeviceSession: @unchecked Sendable {
     private let joined = Atomic<Bool>(true)
     private let delegateBox: Mutex<WeakDelegate>
     private let continuation: AsyncStream<DeviceSessionEvent>.Continuation
+    /// Reconnecting (SPEC §15.5): when the grace period ends, the next dial's timer, and the attempt count.
+    private var graceDeadline: Deadline?
+    private var resumeGrace: Duration = .seconds(30)
+    private var redialTimer: LoopTimer?
+    private var redialAttempt = 0
     /// Every event of this session, in order; finishes when the session is over and its connection closed: the
     /// goodbye (SESSION_END, GOAWAY, TLS close_notify) has left, so a program may exit as soon as the stream ends.
     public let events: AsyncStream<DeviceSessionEvent>
 
-    private enum Phase { case connecting, attached, over }
+    private enum Phase { case connecting, attached, reconnecting, over }
     private struct WeakDelegate { weak var value: DeviceSessionDelegate? }
 
     init(node: DeviceNode, code: String, delegate: DeviceSessionDelegate?) {
@@ -36,7 +42,8 @@ public final class DeviceSession: @unchecked Sendable {
         self.code = code
         self.queue = node.configuration.delegateQueue ?? DispatchQueue(label: "rsup.device-session")
         self.machine = DeviceSessionMachine(
-            capabilities: node.configuration.capabilities, promptTimeout: node.configuration.promptTimeout)
+            capabilities: node.configuration.capabilities, promptTimeout: node.configuration.promptTimeout,
+            rules: node.configuration.accessRules, featurePromptTimeout: node.configuration.featurePromptTimeout)
         self.delegateBox = Mutex(WeakDelegate(value: delegate))
         (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
     }
@@ -65,17 +72,24 @@ public final class DeviceSession: @unchecked Sendable {
 
     func start(handedOverCallID: String?) {
         let configuration = node.configuration
+        node.loop.execute { [weak self] in
+            if let handedOverCallID { _ = self?.machine.setCallID(handedOverCallID) }
+        }
+        logger.log(.info, "connecting to \(configuration.host):\(configuration.port) for code \(Redact.code(code))")
+        _ = node.loop.execute { [weak self] in self?.dial() }
+    }
+
+    /// Dials the supporter node (loop). Each dial has its own forwarder: events of an older link are told apart and
+    /// ignored.
+    private func dial() {
+        let configuration = node.configuration
         var settings = LinkSettings(role: .device, nodeName: configuration.deviceName)
         settings.keepaliveInterval = configuration.keepaliveInterval
+        settings.extensions = configuration.extensions
         let context = node.context
         let loop = node.loop
         let forwarder = LinkForwarder(session: self)
         self.forwarder = forwarder
-        let code = self.code
-        loop.execute { [weak self] in
-            if let handedOverCallID { _ = self?.machine.setCallID(handedOverCallID) }
-        }
-        logger.log(.info, "connecting to \(configuration.host):\(configuration.port) for code \(Redact.code(code))")
         // The dial holds only the forwarder, whose reference to the session is weak.
         Task {
             do throws(TransportError) {
@@ -83,33 +97,62 @@ public final class DeviceSession: @unchecked Sendable {
                     host: configuration.host, port: configuration.port, context: context, settings: settings,
                     loop: loop, connectTimeout: configuration.connectTimeout, delegate: forwarder)
                 loop.execute {
-                    guard let session = forwarder.session else {
+                    guard let session = forwarder.session, session.forwarder === forwarder else {
                         link.close(reason: .normalClose)
                         return
                     }
                     session.attach(link)
                 }
             } catch {
-                loop.execute { forwarder.session?.failConnecting(error) }
+                loop.execute {
+                    guard let session = forwarder.session, session.forwarder === forwarder else { return }
+                    session.failConnecting(error)
+                }
             }
         }
     }
 
     fileprivate func attach(_ link: FramedLink) {
-        guard phase == .connecting else {
-            link.close(reason: .normalClose)  // left while connecting
-            return
-        }
-        phase = .attached
-        self.link = link
-        do {
-            perform(try machine.register(code: code, token: node.configuration.apiToken))
-        } catch {
-            logger.log(.error, "cannot register: \(error)")
+        switch phase {
+        case .connecting:
+            phase = .attached
+            self.link = link
+            let parameters = link.parameters
+            machine.linkOpened(
+                extensions: parameters?.extensions ?? .none,
+                peerMaxFrameSize: parameters?.peerMaxFrameSize ?? WireLimits.defaultMaxFrameSize)
+            if let grace = parameters?.resumeGrace { resumeGrace = grace }
+            do {
+                perform(try machine.register(code: code, token: node.configuration.apiToken))
+            } catch {
+                logger.log(.error, "cannot register: \(error)")
+            }
+        case .reconnecting:
+            let parameters = link.parameters
+            guard let parameters, parameters.extensions.contains(.sessionResume) else {
+                // SPEC §15.5: session resume must be in effect again; close and keep trying.
+                logger.log(.info, "the supporter node did not offer session resume on the new link")
+                link.close(reason: .normalClose)
+                scheduleRedial()
+                return
+            }
+            self.link = link
+            machine.linkOpened(extensions: parameters.extensions, peerMaxFrameSize: parameters.peerMaxFrameSize)
+            guard let resume = machine.resumeMessage() else { return }
+            do { try link.send(.resume(resume)) } catch {
+                logger.log(.info, "cannot send RESUME: \(error)")
+            }
+        case .attached, .over:
+            link.close(reason: .normalClose)  // left while connecting, or a stray dial
         }
     }
 
     fileprivate func failConnecting(_ error: TransportError) {
+        if phase == .reconnecting {
+            logger.log(.info, "reconnect attempt \(redialAttempt) failed: \(error)")
+            scheduleRedial()
+            return
+        }
         guard phase == .connecting else { return }
         logger.log(.info, "cannot reach the supporter node: \(error)")
         finish(
@@ -128,19 +171,95 @@ public final class DeviceSession: @unchecked Sendable {
                 finish(report: .supporterDisconnected(reason: .endedByDevice, text: nil))
             case .attached:
                 perform(machine.leave())
+            case .reconnecting:
+                // No link to say goodbye on: the session ends here; the node learns by its grace period.
+                redialTimer?.cancel()
+                redialTimer = nil
+                forwarder = nil
+                link?.close(reason: .normalClose)
+                link = nil
+                phase = .attached
+                perform(machine.leave())
             }
         }
     }
 
     /// Answers the pending request (used by ``ConnectionRequestAuthentication``); a second answer is ignored.
-    public func answer(requestID: UInt32, allow: Bool) {
+    ///
+    /// With access control, `grant` is what the user kept of the request's features to confirm (nil: all of them).
+    public func answer(requestID: UInt32, allow: Bool, grant: FeatureSet? = nil) {
         node.loop.execute { [self] in
-            let actions = machine.answer(requestID: requestID, allow: allow)
-            if actions.isEmpty {
+            let wasPending = machine.state.name == "request_pending"
+            let actions = machine.answer(requestID: requestID, allow: allow, grant: grant)
+            if actions.isEmpty && !(wasPending && machine.isReconnecting) {
                 logger.log(.info, "answer to request \(requestID) ignored: it was already answered, aborted or timed out")
             }
             perform(actions)
         }
+    }
+
+    /// Answers a feature ask (``DeviceSessionEvent/featureRequested(_:)``); a second answer is ignored.
+    public func answerFeature(askID: UInt32, grant: Bool) {
+        node.loop.execute { [self] in perform(machine.answerFeature(askID: askID, grant: grant)) }
+    }
+
+    /// Revokes a granted feature at once (SPEC §15.3).
+    public func revoke(_ feature: Feature.ID, text: String? = nil) async throws(DeviceSessionError) {
+        try await onLoop { (machine: inout DeviceSessionMachine) throws(DeviceSessionMachine.Refusal) in
+            (try machine.revoke(feature, text: text), ())
+        }
+    }
+
+    /// Sends chat text to the supporter; needs `chat` granted. Returns once queued (delivery is reported by
+    /// ``DeviceSessionEvent/messageDelivered(id:)``).
+    public func sendChat(_ text: String) async throws(DeviceSessionError) {
+        try await onLoop { (machine: inout DeviceSessionMachine) throws(DeviceSessionMachine.Refusal) in
+            (try machine.sendChat(text), ())
+        }
+    }
+
+    /// Sends an application message (opaque bytes with a content type); needs `app_messages` granted.
+    public func sendApplicationMessage(contentType: String, body: [UInt8]) async throws(DeviceSessionError) {
+        try await onLoop { (machine: inout DeviceSessionMachine) throws(DeviceSessionMachine.Refusal) in
+            (try machine.sendApplication(contentType: contentType, body: body), ())
+        }
+    }
+
+    /// Sends a file (at most 16 MiB) in parts; needs `file_share` granted. Returns the transfer id.
+    @discardableResult
+    public func sendFile(name: String, contentType: String? = nil, bytes: [UInt8]) async throws(DeviceSessionError)
+        -> UInt32
+    {
+        try await onLoop { (machine: inout DeviceSessionMachine) throws(DeviceSessionMachine.Refusal) in
+            let (id, actions) = try machine.sendFile(name: name, contentType: contentType, bytes: bytes)
+            return (actions, id)
+        }
+    }
+
+    /// Runs a machine command on the loop and performs its actions; a refusal comes back as the error.
+    private func onLoop<Result: Sendable>(
+        _ body: @escaping @Sendable (inout DeviceSessionMachine) throws(DeviceSessionMachine.Refusal) -> (
+            [DeviceSessionMachine.Action], Result
+        )
+    ) async throws(DeviceSessionError) -> Result {
+        let outcome: Swift.Result<Result, DeviceSessionError>
+        do {
+            outcome = try await node.loop.submit { [self] () -> Swift.Result<Result, DeviceSessionError> in
+                guard phase == .attached || phase == .reconnecting else {
+                    return .failure(DeviceSessionError("the session is over"))
+                }
+                do throws(DeviceSessionMachine.Refusal) {
+                    let (actions, result) = try body(&machine)
+                    perform(actions)
+                    return .success(result)
+                } catch {
+                    return .failure(DeviceSessionError(error.description))
+                }
+            }
+        } catch {
+            throw DeviceSessionError("the device node is shut down")
+        }
+        return try outcome.get()
     }
 
     func setCallID(_ id: String) { node.loop.execute { [self] in perform(machine.setCallID(id)) } }
@@ -150,16 +269,68 @@ public final class DeviceSession: @unchecked Sendable {
 
     private static func now() -> Duration { Deadline.now().sinceOrigin }
 
-    fileprivate func received(_ message: Message) {
+    fileprivate func received(_ message: Message, from forwarder: LinkForwarder) {
+        guard forwarder === self.forwarder else { return }  // an old link's frame after a RESUME (SPEC §15.5)
+        let wasReconnecting = machine.isReconnecting
         perform(machine.received(message, now: Self.now(), call: node.configuration.callObserver.currentCall()))
+        if wasReconnecting, !machine.isReconnecting, machine.state != .idle, phase == .reconnecting {
+            phase = .attached
+            redialTimer?.cancel()
+            redialTimer = nil
+            graceDeadline = nil
+            redialAttempt = 0
+        }
     }
 
-    fileprivate func linkClosed(_ reason: LinkCloseReason) {
-        guard phase == .attached else {
+    fileprivate func linkClosed(_ reason: LinkCloseReason, from forwarder: LinkForwarder) {
+        guard forwarder === self.forwarder else { return }  // an old link (e.g. GOAWAY `session_moved`)
+        switch phase {
+        case .attached:
+            link = nil
+            if reason.isLinkLoss, machine.canResume {
+                phase = .reconnecting
+                graceDeadline = Deadline.now() + resumeGrace
+                redialAttempt = 0
+                logger.log(.info, "link lost (\(reason)); reconnecting for up to \(resumeGrace)")
+                perform(machine.linkLost(reason: reason.reasonCode, message: "network error: \(reason)"))
+                dial()
+            } else {
+                perform(machine.linkClosed(reason: reason.reasonCode, message: "network error: \(reason)"))
+            }
+        case .reconnecting:
+            link = nil
+            scheduleRedial()
+        case .connecting, .over:
             finishStreamIfWaiting()
+        }
+    }
+
+    /// The next reconnect attempt: 250 ms doubling to 4 s, ±20 % jitter, within the grace period (SPEC §15.5).
+    private func scheduleRedial(notBefore minimum: Duration = .zero) {
+        guard phase == .reconnecting, redialTimer == nil, let graceDeadline else { return }
+        let base = Duration.milliseconds(min(250 << min(redialAttempt, 4), 4_000))
+        let jittered = base * Double.random(in: 0.8...1.2)
+        let at = Deadline.now() + max(jittered, minimum)
+        guard at < graceDeadline else {
+            // Nothing more fits: the grace period ends the session.
+            redialTimer = node.loop.schedule(at: graceDeadline) { [weak self] in
+                guard let self, self.phase == .reconnecting else { return }
+                self.redialTimer = nil
+                self.forwarder = nil
+                self.link?.close(reason: .normalClose)
+                self.link = nil
+                self.phase = .attached
+                self.perform(
+                    self.machine.linkClosed(reason: .connectionLost, message: "the link could not be restored in time"))
+            }
             return
         }
-        perform(machine.linkClosed(reason: reason.reasonCode, message: "network error: \(reason)"))
+        redialAttempt += 1
+        redialTimer = node.loop.schedule(at: at) { [weak self] in
+            guard let self, self.phase == .reconnecting else { return }
+            self.redialTimer = nil
+            self.dial()
+        }
     }
 
     private func perform(_ actions: [DeviceSessionMachine.Action]) {
@@ -182,7 +353,15 @@ public final class DeviceSession: @unchecked Sendable {
                 logger.log(.info, "VoIP started")
             case .stopVoIP:
                 logger.log(.info, "VoIP stopped")
+            case .resumeLater(let milliseconds):
+                link?.close(reason: .normalClose)
+                link = nil
+                forwarder = nil
+                scheduleRedial(notBefore: .milliseconds(Int64(milliseconds)))
             }
+        }
+        if phase == .reconnecting, machine.state == .idle {
+            phase = .attached  // the resume was refused, or the user left: the session is over
         }
         if phase == .attached, machine.state == .idle {
             // The registration ended (either side, or it failed): this session is over.
@@ -215,6 +394,8 @@ public final class DeviceSession: @unchecked Sendable {
         joined.store(false, ordering: .releasing)
         promptTimer?.cancel()
         promptTimer = nil
+        redialTimer?.cancel()
+        redialTimer = nil
         if let event { deliver(event) }
         // Left while still dialing, nothing was said on the wire yet: no goodbye to wait for (nor the dial's end).
         if let link {
@@ -248,16 +429,30 @@ public final class DeviceSession: @unchecked Sendable {
                 delegate.session(self, didReceive: ConnectionRequestAuthentication(info, session: self))
             case .connectionRequestAborted(let id, let reason): delegate.session(self, requestWasAborted: id, reason: reason)
             case .connectionRequestTimedOut(let id): delegate.session(self, requestTimedOut: id)
-            case .supporterConnected(let name, let type): delegate.session(self, supporterDidConnect: name, type: type)
+            case .supporterConnected(let name, let type, let details):
+                delegate.session(self, supporterDidConnect: name, type: type)
+                delegate.session(self, didStartWith: details)
             case .supporterDisconnected(let reason, let text):
                 delegate.session(self, supporterDidDisconnect: reason, text: text)
             case .error(let failure): delegate.session(self, didFail: failure)
             case .sessionError(let reason, let feature, let text):
                 delegate.session(self, sessionError: reason, feature: feature, text: text)
             case .voipStateChanged(let state): delegate.session(self, voipStateDidChange: state)
+            case .featureRequested(let ask): delegate.session(self, didAskFor: ask)
+            case .featureGranted, .featureRefused, .featureRevoked: delegate.session(self, accessDidChange: event)
+            case .messageReceived(let delivery): delegate.session(self, didReceive: delivery)
+            case .messageDelivered, .messageRefused, .messagesUndelivered: delegate.session(self, messageStatus: event)
+            case .reconnecting: delegate.sessionIsReconnecting(self)
+            case .resumed: delegate.sessionDidResume(self)
             }
         }
     }
+}
+
+/// Why the session refused an app's command (nothing was sent): the message says what to change.
+public struct DeviceSessionError: Error, Sendable, Hashable, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
 }
 
 /// The link's delegate: forwards to the session weakly, so neither the link nor a pending dial keeps it alive.
@@ -267,8 +462,8 @@ private final class LinkForwarder: FramedLinkDelegate, @unchecked Sendable {
     init(session: DeviceSession) { self.session = session }
 
     func linkDidOpen(_ link: FramedLink, parameters: LinkParameters) {}
-    func link(_ link: FramedLink, didReceive message: Message) { session?.received(message) }
-    func linkDidClose(_ link: FramedLink, reason: LinkCloseReason) { session?.linkClosed(reason) }
+    func link(_ link: FramedLink, didReceive message: Message) { session?.received(message, from: self) }
+    func linkDidClose(_ link: FramedLink, reason: LinkCloseReason) { session?.linkClosed(reason, from: self) }
 }
 
 extension DeviceSessionEvent {
@@ -280,11 +475,21 @@ extension DeviceSessionEvent {
             "connection request \(info.requestID) from '\(info.supporterName)' (\(info.connectionType))"
         case .connectionRequestAborted(let id, let reason): "request \(id) aborted (\(reason))"
         case .connectionRequestTimedOut(let id): "request \(id) timed out"
-        case .supporterConnected(let name, _): "supporter '\(name)' connected"
+        case .supporterConnected(let name, _, _): "supporter '\(name)' connected"
         case .supporterDisconnected(let reason, _): "supporter disconnected (\(reason))"
         case .error(let failure): "error: \(failure)"
         case .sessionError(let reason, let feature, _): "session error \(reason) \(feature.map { "\($0)" } ?? "")"
         case .voipStateChanged(let state): "VoIP \(state)"
+        case .featureRequested(let ask): "the supporter asks for \(ask.feature) (ask \(ask.askID))"
+        case .featureGranted(let feature): "\(feature) granted"
+        case .featureRefused(let feature, let reason): "\(feature) refused (\(reason))"
+        case .featureRevoked(let feature): "\(feature) revoked"
+        case .messageReceived(let delivery): delivery.logDescription
+        case .messageDelivered(let id): "message \(id) delivered"
+        case .messageRefused(let id, let reason, _): "message \(id) refused (\(reason))"
+        case .messagesUndelivered(let ids): "\(ids.count) message(s) not delivered"
+        case .reconnecting: "link lost; reconnecting"
+        case .resumed: "session resumed"
         }
     }
 }

@@ -23,12 +23,27 @@ public struct AuditEvent: Sendable, Hashable {
         public static let sessionEnded = Kind(rawValue: "session_ended")
         public static let voipState = Kind(rawValue: "voip_state")
         public static let error = Kind(rawValue: "error")
+        /// The code's rules removed a feature from a request or refused an ask (SPEC §15.3).
+        public static let featureDenied = Kind(rawValue: "feature_denied")
+        /// The grant in effect as a session started.
+        public static let featuresGranted = Kind(rawValue: "features_granted")
+        /// The device granted an ask.
+        public static let featureGranted = Kind(rawValue: "feature_granted")
+        /// The device refused an ask.
+        public static let featureRefused = Kind(rawValue: "feature_refused")
+        /// The device revoked a grant.
+        public static let featureRevoked = Kind(rawValue: "feature_revoked")
+        /// The device's link was lost; its session is kept for the grace period (SPEC §15.5).
+        public static let deviceReconnecting = Kind(rawValue: "device_reconnecting")
+        /// The device resumed on a new connection.
+        public static let deviceResumed = Kind(rawValue: "device_resumed")
 
         /// Every kind this version of the node writes.
         public static let known: [Kind] = [
             .codeCreated, .codeUpdated, .codeClosed, .codeExpired, .codeDeleted, .deviceOnline, .deviceOffline,
             .requestSent, .requestAllowed, .requestRejected, .requestAborted, .requestTimedOut, .sessionStarted,
-            .sessionEnded, .voipState, .error,
+            .sessionEnded, .voipState, .error, .featureDenied, .featuresGranted, .featureGranted, .featureRefused,
+            .featureRevoked, .deviceReconnecting, .deviceResumed,
         ]
 
         public var description: String { rawValue }

@@ -46,6 +46,24 @@ extension CodeRegistry {
             return intents
         case .voipState(let voip, _):
             return [audit(.voipState, code, now, ["state": "\(voip)"])]
+        case .featuresDenied(let features):
+            return [audit(.featureDenied, code, now, ["features": Self.names(features), "by": "code_rule"])]
+        case .grantInEffect(let features):
+            return [audit(.featuresGranted, code, now, ["features": Self.names(features)])]
+        case .featureGranted(let feature):
+            return [audit(.featureGranted, code, now, ["feature": "\(feature)"])]
+        case .featureRefused(let feature, let reason):
+            return [audit(.featureRefused, code, now, ["feature": "\(feature)", "reason": "\(reason)"])]
+        case .featureRevoked(let feature):
+            return [audit(.featureRevoked, code, now, ["feature": "\(feature)"])]
+        case .reconnecting:
+            codes[code]?.reconnecting = true
+            return [audit(.deviceReconnecting, code, now, ["source_address": address])]
+        case .resumed:
+            codes[code]?.reconnecting = false
+            return [audit(.deviceResumed, code, now, ["source_address": address])]
+        case .messageReceived, .messageDelivered, .messageRefused, .messagesUndelivered:
+            return []  // message contents are not audited; the grants that allow them are
         case .sessionError(let reason, let feature, _):
             return [
                 audit(
@@ -54,6 +72,9 @@ extension CodeRegistry {
             ]
         }
     }
+
+    /// Feature names for an audit detail: `chat,remote_control`.
+    static func names(_ features: FeatureSet) -> String { features.map { "\($0.id)" }.joined(separator: ",") }
 
     /// The device connection's session machine moved to `state` (request pending, active, …).
     public mutating func machineState(_ state: SupporterSessionMachine.State, on connection: ConnectionID) {

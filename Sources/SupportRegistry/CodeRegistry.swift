@@ -57,6 +57,8 @@ public struct CodeRegistry: Sendable {
         var deviceName: String?
         var deviceAddress: String?
         var activeSince: Date?
+        /// The device's link is lost and its session kept for a resume (SPEC §15.5).
+        var reconnecting = false
         /// Whether the code's expiry is in the audit trail (or happened before this node started).
         var expiryRecorded = false
 
@@ -64,7 +66,9 @@ public struct CodeRegistry: Sendable {
             let shown: SessionCodeState = committed ? live : .open
             let state: SessionCodeState =
                 record.isClosed ? .closed : (shown == .open && now >= record.validUntil) ? .expired : shown
-            return SessionCodeInfo(record: record, state: state, deviceName: state.isLive ? deviceName : nil)
+            var info = SessionCodeInfo(record: record, state: state, deviceName: state.isLive ? deviceName : nil)
+            info.reconnecting = state.isLive && reconnecting
+            return info
         }
     }
 
@@ -194,6 +198,7 @@ public struct CodeRegistry: Sendable {
         entry.deviceName = nil
         entry.deviceAddress = nil
         entry.activeSince = nil
+        entry.reconnecting = false
         codes[code] = entry
     }
 }

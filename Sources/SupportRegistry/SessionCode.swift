@@ -25,6 +25,8 @@ public struct SessionCodeInfo: Sendable, Hashable {
     public var state: SessionCodeState
     /// The name the device on the code gave in HELLO, while one is on it.
     public var deviceName: String?
+    /// The device's link is lost and its session is kept while it reconnects (SPEC §15.5).
+    public var reconnecting = false
 
     /// Whether a device is on the code now.
     public var online: Bool { [.online, .requestPending, .active].contains(state) }

@@ -21,6 +21,8 @@ public struct DeviceSessionMachine: Sendable {
         case startVoIP
         /// Stop the app's VoIP.
         case stopVoIP
+        /// RESUME_RESULT `rate_limited`: dial again no sooner than this, within the grace period (SPEC §15.5).
+        case resumeLater(milliseconds: UInt32)
     }
 
     /// Something the app asked that the current state does not allow; nothing was sent.
@@ -37,16 +39,53 @@ public struct DeviceSessionMachine: Sendable {
     public private(set) var handedOverCallID: String?
     /// Whether our VoIP runs.
     public private(set) var voipRunning = false
+    /// The app's access rules (SPEC §15.3).
+    public let rules: FeatureRules
+    /// How long a feature ask's prompt stays unanswered before it counts as refused.
+    public let featurePromptTimeout: Duration
+    /// The extensions in effect on the current link (SPEC §15.1).
+    public private(set) var extensions: ProtocolExtensions = .none
+    /// With access control: the features granted in the active session.
+    public private(set) var granted: FeatureSet = []
+    /// The in-session message channel of the current registration (SPEC §15.4).
+    public private(set) var channel = MessageChannel()
+    /// Asks for features waiting for the user, by ask id, with their deadlines.
+    public private(set) var featureAsks: [UInt32: (ask: FeatureAsk, deadline: Duration)] = [:]
+    /// With session resume: the last secret the node gave; nil when the session cannot be resumed.
+    public private(set) var resumeSecret: String?
+    /// The joined code (for RESUME).
+    public private(set) var code: String?
+    /// Whether the link was lost and the session waits for a RESUME to be answered or sent (SPEC §15.5).
+    public private(set) var isReconnecting = false
+    /// The last request this device rejected or let time out, for RESUME's `request_id` in state online.
+    private var lastRefusedRequestID: UInt32?
+    /// The grant sent with the allow, until SESSION_STARTED says what is in effect.
+    private var grantSent: FeatureSet?
+    private var peerMaxFrameSize = WireLimits.defaultMaxFrameSize
 
-    public init(capabilities: FeatureSet, promptTimeout: Duration = .seconds(60)) {
+    public init(
+        capabilities: FeatureSet, promptTimeout: Duration = .seconds(60), rules: FeatureRules = .deviceDefault,
+        featurePromptTimeout: Duration = .seconds(30)
+    ) {
         self.capabilities = capabilities
         self.promptTimeout = promptTimeout
+        self.rules = rules
+        self.featurePromptTimeout = featurePromptTimeout
     }
 
-    /// When ``tick(now:)`` should run next: the prompt deadline, as time since an arbitrary origin the caller uses.
+    /// When ``tick(now:)`` should run next: the earliest prompt deadline, as time since an arbitrary origin the caller
+    /// uses.
     public var nextDeadline: Duration? {
-        if case .requestPending(_, let deadline) = state { return deadline }
-        return nil
+        var deadlines = featureAsks.values.map(\.deadline)
+        if case .requestPending(_, let deadline) = state { deadlines.append(deadline) }
+        return deadlines.min()
+    }
+
+    /// A link opened with these extensions in effect and a peer receiving `peerMaxFrameSize`-byte payloads.
+    public mutating func linkOpened(extensions: ProtocolExtensions, peerMaxFrameSize: Int) {
+        self.extensions = extensions
+        self.peerMaxFrameSize = peerMaxFrameSize
+        channel.partSize = MessageChannel.partSize(forPeerMaxFrameSize: peerMaxFrameSize)
     }
 
     /// Whether a code is joined (registering, waiting, prompt shown, or active).
@@ -67,27 +106,62 @@ public struct DeviceSessionMachine: Sendable {
                     + "and every capability a version of 1 or more")
         }
         state = .registering
+        self.code = code
+        resumeSecret = nil
+        channel = MessageChannel(peerMaxFrameSize: peerMaxFrameSize)
         return [.send(message)]
     }
 
     /// The user's answer to the pending request. An answer counts once: any other is ignored (and returns nothing).
-    public mutating func answer(requestID: UInt32, allow: Bool) -> [Action] {
+    ///
+    /// With access control, `grant` is what the user kept of the request's ``ConnectionRequestInfo/featuresToConfirm``
+    /// (nil: all of them); features granted with the connection are always included, denied ones never.
+    public mutating func answer(requestID: UInt32, allow: Bool, grant: FeatureSet? = nil) -> [Action] {
         guard case .requestPending(let request, _) = state, request.requestID == requestID else { return [] }
+        let actions = sendAnswer(request, allow: allow, grant: grant)
+        if isReconnecting { return [] }  // carried by the RESUME's state (SPEC §15.5)
+        return actions
+    }
+
+    private mutating func sendAnswer(_ request: ConnectionRequestInfo, allow: Bool, grant: FeatureSet?) -> [Action] {
         if allow {
             state = .awaitingStart(request)
-            return [.send(.connectionResponse(ConnectionResponse(requestID: requestID, decision: .allow)))]
+            var response = ConnectionResponse(requestID: request.requestID, decision: .allow)
+            if extensions.contains(.accessControl) {
+                let kept = (grant ?? request.featuresToConfirm).filter { request.featuresToConfirm.contains($0.id) }
+                let features = FeatureSet(request.grantedWithConnection.map { $0 } + kept)
+                response.grantedFeatures = features
+                grantSent = features
+            }
+            return [.send(.connectionResponse(response))]
         }
         state = .online
-        return [.send(.connectionResponse(ConnectionResponse(requestID: requestID, decision: .reject)))]
+        lastRefusedRequestID = request.requestID
+        return [.send(.connectionResponse(ConnectionResponse(requestID: request.requestID, decision: .reject)))]
     }
 
     /// The user leaves, in any joined state: SESSION_END `ended_by_device`, and the app hears it too.
     public mutating func leave() -> [Action] {
         guard state != .idle else { return [] }
-        var actions: [Action] = [.send(.sessionEnd(SessionEnd(reason: .endedByDevice)))]
-        actions += stopVoIPIfRunning()
-        state = .idle
+        // While reconnecting there is no link: the session ends here, and the node learns by its grace period.
+        var actions: [Action] = isReconnecting ? [] : [.send(.sessionEnd(SessionEnd(reason: .endedByDevice)))]
+        actions += endSession()
         actions.append(.report(.supporterDisconnected(reason: .endedByDevice, text: nil)))
+        return actions
+    }
+
+    /// Leaves every session state: VoIP stops, the channel reports what it could not deliver, asks are dropped.
+    private mutating func endSession() -> [Action] {
+        var actions = stopVoIPIfRunning()
+        state = .idle
+        isReconnecting = false
+        resumeSecret = nil
+        granted = []
+        grantSent = nil
+        featureAsks = [:]
+        lastRefusedRequestID = nil
+        let undelivered = channel.close()
+        if !undelivered.isEmpty { actions.append(.report(.messagesUndelivered(undelivered))) }
         return actions
     }
 
@@ -107,22 +181,76 @@ public struct DeviceSessionMachine: Sendable {
 
     /// Time passed (`now` on the caller's monotonic origin): the prompt may time out.
     public mutating func tick(now: Duration) -> [Action] {
-        guard case .requestPending(let request, let deadline) = state, now >= deadline else { return [] }
+        var actions: [Action] = []
+        for (id, entry) in featureAsks.sorted(by: { $0.key < $1.key }) where now >= entry.deadline {
+            actions += answerFeature(askID: id, grant: false, reason: .requestTimedOut)
+        }
+        guard case .requestPending(let request, let deadline) = state, now >= deadline else { return actions }
         state = .online
-        return [
-            .send(
-                .connectionResponse(
-                    ConnectionResponse(requestID: request.requestID, decision: .reject, reason: .requestTimedOut))),
-            .report(.connectionRequestTimedOut(requestID: request.requestID)),
-        ]
+        lastRefusedRequestID = request.requestID
+        if !isReconnecting {
+            actions.append(
+                .send(
+                    .connectionResponse(
+                        ConnectionResponse(requestID: request.requestID, decision: .reject, reason: .requestTimedOut)))
+            )
+        }
+        actions.append(.report(.connectionRequestTimedOut(requestID: request.requestID)))
+        return actions
+    }
+
+    /// Whether a lost link may be resumed (SPEC §15.5): session resume was in effect, the node gave a secret, and a
+    /// code is joined past registering.
+    public var canResume: Bool {
+        extensions.contains(.sessionResume) && resumeSecret != nil && state != .idle && state != .registering
+    }
+
+    /// The link was lost (not closed by a GOAWAY or SESSION_END). With ``canResume`` the session is kept and the app
+    /// hears ``DeviceSessionEvent/reconnecting``; otherwise this is ``linkClosed(reason:message:)``.
+    public mutating func linkLost(reason: ReasonCode, message: String) -> [Action] {
+        guard canResume else { return linkClosed(reason: reason, message: message) }
+        guard !isReconnecting else { return [] }
+        isReconnecting = true
+        // Asks pending at a link loss are withdrawn on both sides (SPEC §15.5).
+        var actions: [Action] = [.report(.reconnecting)]
+        for (_, entry) in featureAsks.sorted(by: { $0.key < $1.key }) {
+            actions.append(.report(.featureRefused(entry.ask.feature, reason: .connectionLost)))
+        }
+        featureAsks = [:]
+        return actions
+    }
+
+    /// The RESUME to send first on a new link while reconnecting; nil when there is nothing to resume.
+    public func resumeMessage() -> Resume? {
+        guard isReconnecting, let code, let resumeSecret else { return nil }
+        let last = channel.lastReceivedID == 0 ? nil : channel.lastReceivedID
+        switch state {
+        case .online:
+            return Resume(
+                sessionCode: code, resumeSecret: resumeSecret, state: .online, requestID: lastRefusedRequestID,
+                lastMessageID: last)
+        case .requestPending(let request, _):
+            return Resume(
+                sessionCode: code, resumeSecret: resumeSecret, state: .requestPending, requestID: request.requestID,
+                lastMessageID: last)
+        case .awaitingStart(let request):
+            return Resume(
+                sessionCode: code, resumeSecret: resumeSecret, state: .awaitingStart, requestID: request.requestID,
+                lastMessageID: last)
+        case .active(let request):
+            return Resume(
+                sessionCode: code, resumeSecret: resumeSecret, state: .active, requestID: request.requestID,
+                lastMessageID: last)
+        case .idle, .registering:
+            return nil
+        }
     }
 
     /// The link under the session closed: the session is over.
     public mutating func linkClosed(reason: ReasonCode, message: String) -> [Action] {
         let previous = state
         guard previous != .idle else { return [] }
-        var actions = stopVoIPIfRunning()
-        state = .idle
+        var actions = endSession()
         switch previous {
         case .active:
             actions.append(.report(.supporterDisconnected(reason: reason, text: message)))
@@ -151,12 +279,17 @@ public struct DeviceSessionMachine: Sendable {
         case .connectionOnly: return []
         case .violation(let text): return [.protocolViolation(text)]
         }
+        if let extensionNeeded = message.frameType.requiredExtension, !extensions.contains(extensionNeeded) {
+            return [.protocolViolation("\(message.frameType.specName) needs \(extensionNeeded), not in effect (SPEC §15.1)")]
+        }
+        if case .resumeResult(let result) = message { return resumed(result) }
         switch (state, message) {
         case (.idle, _):
             return []  // crossed our SESSION_END
         case (.registering, .registerResult(let result)):
             if result.reason == .success {
                 state = .online
+                if extensions.contains(.sessionResume) { resumeSecret = result.resumeSecret }
                 return [.report(.sessionCodeOnline(codeType: result.codeType, waitingMessage: result.text))]
             }
             state = .idle
@@ -168,9 +301,7 @@ public struct DeviceSessionMachine: Sendable {
                             retryAfterMilliseconds: result.retryAfterMilliseconds)))
             ]
         case (.online, .connectionRequest(let request)):
-            let info = ConnectionRequestInfo(
-                requestID: request.requestID, supporterName: request.supporterName,
-                connectionType: request.connectionType, requestedFeatures: request.requestedFeatures)
+            let info = requestInfo(request)
             state = .requestPending(info, deadline: now.saturatingAdding(promptTimeout))
             return [.report(.connectionRequest(info))] + featureMismatches(for: request)
         case (.online, .requestAbort), (.active, .requestAbort):
@@ -182,8 +313,18 @@ public struct DeviceSessionMachine: Sendable {
             return [.report(.connectionRequestAborted(requestID: abort.requestID, reason: abort.reason))]
         case (.awaitingStart(let pending), .sessionStarted(let started)) where started.requestID == pending.requestID:
             state = .active(pending)
+            if extensions.contains(.sessionResume), let secret = started.resumeSecret { resumeSecret = secret }
+            var details = SessionDetails()
+            if extensions.contains(.accessControl) {
+                granted = started.grantedFeatures ?? grantSent ?? []
+                details.grantedFeatures = granted
+            }
+            if extensions.contains(.sessionMessages) { details.mediaDescriptor = started.mediaDescriptor }
+            grantSent = nil
             var actions: [Action] = [
-                .report(.supporterConnected(supporterName: pending.supporterName, connectionType: pending.connectionType))
+                .report(
+                    .supporterConnected(
+                        supporterName: pending.supporterName, connectionType: pending.connectionType, details: details))
             ]
             let voip = VoIPDecision.decide(
                 deviceHasVoIP: capabilities.contains(.voip),
@@ -198,8 +339,7 @@ public struct DeviceSessionMachine: Sendable {
             return actions
         case (.online, .sessionEnd(let end)), (.requestPending, .sessionEnd(let end)),
             (.awaitingStart, .sessionEnd(let end)), (.active, .sessionEnd(let end)):
-            var actions = stopVoIPIfRunning()
-            state = .idle
+            var actions = endSession()
             if end.reason.isError {
                 actions.append(.report(.error(DeviceSessionFailure(reason: end.reason, message: Self.describe(end)))))
             } else {
@@ -208,9 +348,174 @@ public struct DeviceSessionMachine: Sendable {
             return actions
         case (_, .sessionError(let error)):
             return [.report(.sessionError(reason: error.reason, feature: error.feature, text: error.text))]
+        case (.active, .featureRequest(let ask)):
+            return featureAsked(ask, now: now)
+        case (.active, .sessionMessage(let incoming)):
+            let receipt = channel.received(incoming, granted: granted)
+            if let violation = receipt.violation { return [.protocolViolation(violation)] }
+            var actions: [Action] = []
+            if let delivery = receipt.delivery { actions.append(.report(.messageReceived(delivery))) }
+            if let ack = receipt.ack { actions.append(.send(.messageAck(ack))) }
+            return actions
+        case (.active, .messageAck(let ack)):
+            let (outcome, release) = channel.acknowledged(ack)
+            var actions: [Action]
+            switch outcome {
+            case .violation(let text): return [.protocolViolation(text)]
+            case .delivered(let id): actions = [.report(.messageDelivered(id: id))]
+            case .refused(let id, let reason, let text): actions = [.report(.messageRefused(id: id, reason: reason, text: text))]
+            }
+            return actions + release.map { .send(.sessionMessage($0)) }
         default:
             return [.protocolViolation("\(message.frameType.specName) is not allowed in device state \(state.name)")]
         }
+    }
+
+    /// The request as the user sees it; with access control, sorted by effective rule (SPEC §15.3).
+    private func requestInfo(_ request: ConnectionRequest) -> ConnectionRequestInfo {
+        var info = ConnectionRequestInfo(
+            requestID: request.requestID, supporterName: request.supporterName,
+            connectionType: request.connectionType, requestedFeatures: request.requestedFeatures)
+        guard extensions.contains(.accessControl) else { return info }
+        var wanted = request.requestedFeatures.map(\.id)
+        if !wanted.contains(request.connectionType.requiredFeature) { wanted.append(request.connectionType.requiredFeature) }
+        var allowed: [Feature] = []
+        var confirm: [Feature] = []
+        var denied: [Feature] = []
+        for id in wanted {
+            let codeRule: AccessRule = request.confirmFeatures?.contains(id) == true ? .confirm : .allow
+            guard let version = capabilities.version(of: id) else {
+                denied.append(Feature(id))
+                continue
+            }
+            switch rules.rule(for: id).stricter(codeRule) {
+            case .allow: allowed.append(Feature(id, version: version))
+            case .confirm: confirm.append(Feature(id, version: version))
+            case .deny: denied.append(Feature(id))
+            }
+        }
+        info.grantedWithConnection = FeatureSet(allowed)
+        info.featuresToConfirm = FeatureSet(confirm)
+        info.deniedFeatures = FeatureSet(denied)
+        return info
+    }
+
+    /// A FEATURE_REQUEST in an active session: answered at once by rule, or shown to the user.
+    private mutating func featureAsked(_ request: FeatureRequest, now: Duration) -> [Action] {
+        let ask = FeatureAsk(askID: request.askID, feature: request.feature, text: request.text)
+        guard let version = capabilities.version(of: request.feature) else {
+            return refuseAsk(ask, reason: .unsupportedFeature)
+        }
+        if granted.contains(request.feature) { return grantAsk(ask, version: version) }
+        switch rules.rule(for: request.feature).stricter(request.confirm ? .confirm : .allow) {
+        case .allow: return grantAsk(ask, version: version)
+        case .deny: return refuseAsk(ask, reason: .featureDenied)
+        case .confirm:
+            featureAsks[request.askID] = (ask, now.saturatingAdding(featurePromptTimeout))
+            return [.report(.featureRequested(ask))]
+        }
+    }
+
+    private mutating func grantAsk(_ ask: FeatureAsk, version: UInt16) -> [Action] {
+        granted.insert(Feature(ask.feature, version: version))
+        return [
+            .send(.featureAnswer(FeatureAnswer(askID: ask.askID, decision: .grant))),
+            .report(.featureGranted(ask.feature)),
+        ]
+    }
+
+    private func refuseAsk(_ ask: FeatureAsk, reason: ReasonCode) -> [Action] {
+        [
+            .send(.featureAnswer(FeatureAnswer(askID: ask.askID, decision: .refuse, reason: reason))),
+            .report(.featureRefused(ask.feature, reason: reason)),
+        ]
+    }
+
+    /// The user's answer to a feature ask (``DeviceSessionEvent/featureRequested(_:)``). Counts once; an answer to an
+    /// ask that is no longer pending returns nothing.
+    public mutating func answerFeature(askID: UInt32, grant: Bool) -> [Action] {
+        answerFeature(askID: askID, grant: grant, reason: .rejectedByUser)
+    }
+
+    private mutating func answerFeature(askID: UInt32, grant: Bool, reason: ReasonCode) -> [Action] {
+        guard let entry = featureAsks.removeValue(forKey: askID), case .active = state, !isReconnecting else {
+            return []
+        }
+        if grant, let version = capabilities.version(of: entry.ask.feature) {
+            return grantAsk(entry.ask, version: version)
+        }
+        return refuseAsk(entry.ask, reason: reason)
+    }
+
+    /// Revokes a grant (SPEC §15.3): refused when nothing is granted under that id or no link carries the revoke.
+    public mutating func revoke(_ feature: Feature.ID, text: String? = nil) throws(Refusal) -> [Action] {
+        guard case .active = state, extensions.contains(.accessControl), !isReconnecting else {
+            throw Refusal(description: "no active session with access control to revoke a feature in")
+        }
+        guard granted.contains(feature) else { throw Refusal(description: "\(feature) is not granted") }
+        let message = Message.featureRevoke(FeatureRevoke(feature: feature, text: text))
+        guard message.encodesWithinDefaultLimit else { throw Refusal(description: "a text needs 1–256 bytes") }
+        granted = FeatureSet(granted.filter { $0.id != feature })
+        return [.send(message), .report(.featureRevoked(feature))]
+    }
+
+    /// Sends chat text (SPEC §15.4); refused unless a session is active with `chat` granted.
+    public mutating func sendChat(_ text: String) throws(Refusal) -> [Action] {
+        try checkMessaging(.chat)
+        do throws(MessageChannel.Refusal) {
+            return try channel.sendChat(text).map { .send(.sessionMessage($0)) }
+        } catch { throw Refusal(description: error.description) }
+    }
+
+    /// Sends an application message; refused unless `app_messages` is granted.
+    public mutating func sendApplication(contentType: String, body: [UInt8]) throws(Refusal) -> [Action] {
+        try checkMessaging(.appMessages)
+        do throws(MessageChannel.Refusal) {
+            return try channel.sendApplication(contentType: contentType, body: body).map { .send(.sessionMessage($0)) }
+        } catch { throw Refusal(description: error.description) }
+    }
+
+    /// Sends a file in parts; refused unless `file_share` is granted. Returns the transfer id with the actions.
+    public mutating func sendFile(
+        name: String, contentType: String?, bytes: [UInt8]
+    ) throws(Refusal) -> (transferID: UInt32, actions: [Action]) {
+        try checkMessaging(.fileShare)
+        do throws(MessageChannel.Refusal) {
+            let (id, parts) = try channel.sendFile(name: name, contentType: contentType, bytes: bytes)
+            return (id, parts.map { .send(.sessionMessage($0)) })
+        } catch { throw Refusal(description: error.description) }
+    }
+
+    private func checkMessaging(_ feature: Feature.ID) throws(Refusal) {
+        guard case .active = state, extensions.contains(.sessionMessages) else {
+            throw Refusal(description: "messages need an active session with session_messages in effect")
+        }
+        guard !isReconnecting else { throw Refusal(description: "the link is being re-established; try again") }
+        guard granted.contains(feature) else { throw Refusal(description: "\(feature) is not granted") }
+    }
+
+    /// RESUME_RESULT on the new link (SPEC §15.5).
+    private mutating func resumed(_ result: ResumeResult) -> [Action] {
+        guard isReconnecting else {
+            return [.protocolViolation("RESUME_RESULT without a RESUME (SPEC §15.5)")]
+        }
+        if result.reason == .rateLimited {
+            return [.resumeLater(milliseconds: result.retryAfterMilliseconds ?? 1_000)]
+        }
+        guard result.reason == .success, let secret = result.resumeSecret else {
+            var actions = endSession()
+            let failure = DeviceSessionFailure(
+                reason: result.reason == .success ? .resumeRejected : result.reason,
+                message: "the session could not be resumed" + (result.text.map { ": \($0)" } ?? ""),
+                retryAfterMilliseconds: result.retryAfterMilliseconds)
+            actions.append(.report(.error(failure)))
+            return actions
+        }
+        isReconnecting = false
+        resumeSecret = secret
+        var actions: [Action] = [.report(.resumed)]
+        actions += channel.resend(after: result.lastMessageID).map { .send(.sessionMessage($0)) }
+        return actions
     }
 
     /// SESSION_ERRORs for what the request wants and this device lacks (SPEC §8), sent and reported.

@@ -16,6 +16,28 @@ public enum SupporterSessionEvent: Sendable, Hashable {
     case voipState(VoIPCallState, text: String?)
     /// Informative: a feature mismatch the device reported; the session goes on.
     case sessionError(reason: ReasonCode, feature: Feature.ID?, text: String?)
+    /// With access control (SPEC §15.3): the code's rules removed these features from a request or an ask.
+    case featuresDenied(FeatureSet)
+    /// With access control: the grant in effect as the session starts.
+    case grantInEffect(FeatureSet)
+    /// The device granted an ask.
+    case featureGranted(Feature.ID)
+    /// The device refused an ask (`rejected_by_user`, `request_timed_out`, `feature_denied`, …).
+    case featureRefused(Feature.ID, reason: ReasonCode)
+    /// The device revoked a grant.
+    case featureRevoked(Feature.ID)
+    /// A message from the device (SPEC §15.4).
+    case messageReceived(MessageChannel.Delivery)
+    /// The device acknowledged our message.
+    case messageDelivered(id: UInt32)
+    /// The device refused our message.
+    case messageRefused(id: UInt32, reason: ReasonCode, text: String?)
+    /// The registration ended with these of our messages not acknowledged.
+    case messagesUndelivered([UInt32])
+    /// The device's link was lost; the session is kept for the grace period (SPEC §15.5).
+    case reconnecting
+    /// The device resumed on a new connection.
+    case resumed
 }
 
 /// The node's answer to a REGISTER: accept the code, or refuse with a reason.

@@ -30,9 +30,41 @@ public struct SupporterSessionMachine: Sendable {
     private var lastRequestID: UInt32 = 0
     /// The device sent SESSION_END on this connection: it must not register on it again (SPEC §5.11).
     public private(set) var deviceSentSessionEnd = false
+    /// The extensions in effect on the device's current link (SPEC §15.1).
+    public private(set) var extensions: ProtocolExtensions = .none
+    /// With access control: the features granted in the active session.
+    public private(set) var granted: FeatureSet = []
+    /// The in-session message channel of the registration (SPEC §15.4).
+    public private(set) var channel = MessageChannel()
+    /// Feature asks sent and not answered, by ask id.
+    public private(set) var pendingAsks: [UInt32: Feature.ID] = [:]
+    private var lastAskID: UInt32 = 0
+    /// With session resume: the secret that resumes this registration; nil when it cannot be resumed.
+    public private(set) var resumeSecret: String?
+    /// Whether the device's link is lost and the session waits for its RESUME (SPEC §15.5).
+    public private(set) var isReconnecting = false
+    /// The media descriptor for the pending request's SESSION_STARTED.
+    private var mediaDescriptor: [UInt8]?
+    /// The last request that ended without a session (id, the REQUEST_ABORT reason), for a resume's reconciliation.
+    private var lastEndedRequest: (id: UInt32, reason: ReasonCode)?
+    private let secretSource: @Sendable () -> String
+    private var peerMaxFrameSize = WireLimits.defaultMaxFrameSize
 
-    public init(requestTimeout: Duration = .seconds(90)) {
+    /// `secretSource` makes resume secrets (SPEC §15.2: at least 128 random bits, printable ASCII, 32–64 bytes); the
+    /// node passes a cryptographic one, tests a predictable one.
+    public init(
+        requestTimeout: Duration = .seconds(90),
+        secretSource: @escaping @Sendable () -> String = { String(repeating: "0", count: 43) }
+    ) {
         self.requestTimeout = requestTimeout
+        self.secretSource = secretSource
+    }
+
+    /// The device's link opened with these extensions in effect and a device receiving `peerMaxFrameSize` bytes.
+    public mutating func linkOpened(extensions: ProtocolExtensions, peerMaxFrameSize: Int) {
+        self.extensions = extensions
+        self.peerMaxFrameSize = peerMaxFrameSize
+        channel.partSize = MessageChannel.partSize(forPeerMaxFrameSize: peerMaxFrameSize)
     }
 
     /// The joined code, if any.
@@ -51,10 +83,14 @@ public struct SupporterSessionMachine: Sendable {
 
     // MARK: local commands
 
-    /// Sends a connection request as `supporterName`.
+    /// Sends a connection request as `supporterName`. With access control, `codeRules` (the code's, SPEC §15.3)
+    /// drop denied features (reported) and mark those to confirm; `mediaDescriptor` goes out with SESSION_STARTED
+    /// when session messages are in effect.
     public mutating func requestConnection(
-        supporterName: String, type: ConnectionType, features: FeatureSet = [], now: Duration
+        supporterName: String, type: ConnectionType, features: FeatureSet = [], now: Duration,
+        codeRules: FeatureRules = .codeDefault, mediaDescriptor: [UInt8]? = nil
     ) throws(Refusal) -> [Action] {
+        guard !isReconnecting else { throw Refusal(description: "the device is reconnecting; try again shortly") }
         guard case .online(let code) = state else {
             switch state {
             case .idle: throw Refusal(description: "no device has this code online")
@@ -63,17 +99,36 @@ public struct SupporterSessionMachine: Sendable {
             }
         }
         guard lastRequestID < UInt32.max else { throw Refusal(description: "request ids exhausted on this connection") }
-        let request = ConnectionRequest(
+        var request = ConnectionRequest(
             requestID: lastRequestID + 1, supporterName: supporterName, connectionType: type,
             requestedFeatures: features)
+        var denied: [Feature] = []
+        if extensions.contains(.accessControl) {
+            denied = features.filter { codeRules.rule(for: $0.id) == .deny }
+            guard codeRules.rule(for: type.requiredFeature) != .deny else {
+                throw Refusal(description: "the code's rules deny \(type.requiredFeature), which this connection type needs")
+            }
+            request.requestedFeatures = FeatureSet(features.filter { codeRules.rule(for: $0.id) != .deny })
+            var confirm = request.requestedFeatures.filter { codeRules.rule(for: $0.id) == .confirm }
+            if codeRules.rule(for: type.requiredFeature) == .confirm, !confirm.contains(where: { $0.id == type.requiredFeature }) {
+                confirm.append(Feature(type.requiredFeature))
+            }
+            request.confirmFeatures = confirm.isEmpty ? nil : FeatureSet(confirm)
+        }
         guard Message.connectionRequest(request).encodesWithinDefaultLimit else {
             throw Refusal(
                 description: "CONNECTION_REQUEST would not encode: the supporter name needs 1–64 bytes, and every "
                     + "feature a version of 1 or more")
         }
+        if let mediaDescriptor, !(1...WireLimits.mediaDescriptorLength).contains(mediaDescriptor.count) {
+            throw Refusal(description: "a media descriptor needs 1–\(WireLimits.mediaDescriptorLength) bytes")
+        }
         lastRequestID += 1
+        self.mediaDescriptor = extensions.contains(.sessionMessages) ? mediaDescriptor : nil
         state = .requestPending(code: code, request: request, deadline: now.saturatingAdding(requestTimeout))
-        return [.send(.connectionRequest(request))]
+        var actions: [Action] = [.send(.connectionRequest(request))]
+        if !denied.isEmpty { actions.append(.report(.featuresDenied(FeatureSet(denied)))) }
+        return actions
     }
 
     /// Withdraws the pending request.
@@ -82,6 +137,7 @@ public struct SupporterSessionMachine: Sendable {
             throw Refusal(description: "no request is pending")
         }
         state = .online(code: code)
+        lastEndedRequest = (request.requestID, .abortedBySupporter)
         return [.send(.requestAbort(RequestAbort(requestID: request.requestID, reason: .abortedBySupporter)))]
     }
 
@@ -91,14 +147,28 @@ public struct SupporterSessionMachine: Sendable {
         guard Message.sessionEnd(SessionEnd(reason: reason, text: text)).encodesWithinDefaultLimit else {
             throw Refusal(description: "SESSION_END would not encode: a text needs 1–256 bytes")
         }
+        return [.send(.sessionEnd(SessionEnd(reason: reason, text: text)))] + endRegistration()
+            + [.report(.ended(reason: reason, text: text))]
+    }
+
+    /// Leaves every registration state: grants, asks and secret go; the channel reports what it could not deliver.
+    private mutating func endRegistration() -> [Action] {
         state = .idle
-        return [.send(.sessionEnd(SessionEnd(reason: reason, text: text))), .report(.ended(reason: reason, text: text))]
+        granted = []
+        pendingAsks = [:]
+        resumeSecret = nil
+        isReconnecting = false
+        mediaDescriptor = nil
+        lastEndedRequest = nil
+        let undelivered = channel.close()
+        return undelivered.isEmpty ? [] : [.report(.messagesUndelivered(undelivered))]
     }
 
     /// Time passed: the pending request may time out.
     public mutating func tick(now: Duration) -> [Action] {
         guard case .requestPending(let code, let request, let deadline) = state, now >= deadline else { return [] }
         state = .online(code: code)
+        lastEndedRequest = (request.requestID, .requestTimedOut)
         return [
             .send(.requestAbort(RequestAbort(requestID: request.requestID, reason: .requestTimedOut))),
             .report(.requestTimedOut(requestID: request.requestID)),
@@ -108,8 +178,81 @@ public struct SupporterSessionMachine: Sendable {
     /// The device's link closed: the registration ends.
     public mutating func linkClosed(reason: ReasonCode, text: String?) -> [Action] {
         guard state != .idle else { return [] }
-        state = .idle
-        return [.report(.ended(reason: reason, text: text))]
+        return endRegistration() + [.report(.ended(reason: reason, text: text))]
+    }
+
+    /// Whether a lost link keeps the session for a RESUME (SPEC §15.5).
+    public var canResume: Bool { extensions.contains(.sessionResume) && resumeSecret != nil && state != .idle }
+
+    /// The device's link was lost (EOF, reset, keepalive; not a GOAWAY from it, not a protocol error). With
+    /// ``canResume`` the session is kept, reconnecting; otherwise this is ``linkClosed(reason:text:)``.
+    public mutating func linkLost(reason: ReasonCode, text: String?) -> [Action] {
+        guard canResume else { return linkClosed(reason: reason, text: text) }
+        guard !isReconnecting else { return [] }
+        isReconnecting = true
+        return [.report(.reconnecting)]
+    }
+
+    /// Asks the device for a feature during the active session (SPEC §15.3). Refused locally for a feature already
+    /// granted or asked for, and for one the code's rules deny (reported as denied).
+    public mutating func askFeature(
+        _ feature: Feature.ID, text: String? = nil, codeRules: FeatureRules = .codeDefault
+    ) throws(Refusal) -> [Action] {
+        guard case .active = state, extensions.contains(.accessControl) else {
+            throw Refusal(description: "no active session with access control to ask a feature in")
+        }
+        guard !isReconnecting else { throw Refusal(description: "the device is reconnecting; try again shortly") }
+        guard !granted.contains(feature) else { throw Refusal(description: "\(feature) is already granted") }
+        guard !pendingAsks.values.contains(feature) else {
+            throw Refusal(description: "\(feature) was already asked for; wait for the answer")
+        }
+        let rule = codeRules.rule(for: feature)
+        guard rule != .deny else {
+            throw Refusal(description: "the code's rules deny \(feature)")
+        }
+        guard lastAskID < UInt32.max else { throw Refusal(description: "ask ids exhausted on this connection") }
+        let request = FeatureRequest(askID: lastAskID + 1, feature: feature, confirm: rule == .confirm, text: text)
+        guard Message.featureRequest(request).encodesWithinDefaultLimit else {
+            throw Refusal(description: "a text needs 1–256 bytes")
+        }
+        lastAskID += 1
+        pendingAsks[request.askID] = feature
+        return [.send(.featureRequest(request))]
+    }
+
+    /// Sends chat text to the device (SPEC §15.4).
+    public mutating func sendChat(_ text: String) throws(Refusal) -> [Action] {
+        try checkMessaging(.chat)
+        do throws(MessageChannel.Refusal) {
+            return try channel.sendChat(text).map { .send(.sessionMessage($0)) }
+        } catch { throw Refusal(description: error.description) }
+    }
+
+    /// Sends an application message to the device.
+    public mutating func sendApplication(contentType: String, body: [UInt8]) throws(Refusal) -> [Action] {
+        try checkMessaging(.appMessages)
+        do throws(MessageChannel.Refusal) {
+            return try channel.sendApplication(contentType: contentType, body: body).map { .send(.sessionMessage($0)) }
+        } catch { throw Refusal(description: error.description) }
+    }
+
+    /// Sends a file to the device in parts; returns its transfer id with the actions.
+    public mutating func sendFile(
+        name: String, contentType: String?, bytes: [UInt8]
+    ) throws(Refusal) -> (transferID: UInt32, actions: [Action]) {
+        try checkMessaging(.fileShare)
+        do throws(MessageChannel.Refusal) {
+            let (id, parts) = try channel.sendFile(name: name, contentType: contentType, bytes: bytes)
+            return (id, parts.map { .send(.sessionMessage($0)) })
+        } catch { throw Refusal(description: error.description) }
+    }
+
+    private func checkMessaging(_ feature: Feature.ID) throws(Refusal) {
+        guard case .active = state, extensions.contains(.sessionMessages) else {
+            throw Refusal(description: "messages need an active session with session_messages in effect")
+        }
+        guard !isReconnecting else { throw Refusal(description: "the device is reconnecting; try again shortly") }
+        guard granted.contains(feature) else { throw Refusal(description: "\(feature) is not granted") }
     }
 
     // MARK: frames
@@ -126,6 +269,9 @@ public struct SupporterSessionMachine: Sendable {
         case .connectionOnly: return []
         case .violation(let text): return [.protocolViolation(text)]
         }
+        if let extensionNeeded = message.frameType.requiredExtension, !extensions.contains(extensionNeeded) {
+            return [.protocolViolation("\(message.frameType.specName) needs \(extensionNeeded), not in effect (SPEC §15.1)")]
+        }
         switch (state, message) {
         case (.idle, .register) where deviceSentSessionEnd:
             // Errata 1.0.1 no. 9: answers to the old registration may still be in flight to the device, which would
@@ -140,9 +286,15 @@ public struct SupporterSessionMachine: Sendable {
             case .accept(let codeType, let waitingMessage):
                 state = .online(code: register.sessionCode)
                 deviceCapabilities = register.capabilities
+                channel = MessageChannel(peerMaxFrameSize: peerMaxFrameSize)
                 let text = waitingMessage.flatMap(Self.wireText)
+                var result = RegisterResult(reason: .success, text: text, codeType: codeType)
+                if extensions.contains(.sessionResume) {
+                    resumeSecret = secretSource()
+                    result.resumeSecret = resumeSecret
+                }
                 return [
-                    .send(.registerResult(RegisterResult(reason: .success, text: text, codeType: codeType))),
+                    .send(.registerResult(result)),
                     .report(.deviceOnline(code: register.sessionCode, capabilities: register.capabilities)),
                 ]
             case .refuse(var reason, let text, let retryAfter):
@@ -164,22 +316,50 @@ public struct SupporterSessionMachine: Sendable {
         case (.requestPending(let code, let request, _), .connectionResponse(let response))
         where response.requestID == request.requestID:
             if response.decision == .allow {
-                state = .active(code: code, request: request)
-                return [
-                    .send(.sessionStarted(SessionStarted(requestID: request.requestID))),
-                    .report(.connected(requestID: request.requestID)),
-                ]
+                return start(code: code, request: request, grant: response.grantedFeatures ?? [])
             }
             // Errata 1.0.1 no. 7: `decision` alone decides; a reject that says `success` is a plain user rejection.
             state = .online(code: code)
+            lastEndedRequest = (request.requestID, .rejectedByUser)
             let reason = response.reason == .success ? ReasonCode.rejectedByUser : response.reason
             return [.report(.rejected(requestID: request.requestID, reason: reason))]
         case (_, .connectionResponse):
             return []  // an answer to a request we already aborted or timed out
         case (_, .sessionEnd(let end)):
-            state = .idle
             deviceSentSessionEnd = true
-            return [.report(.ended(reason: end.reason, text: end.text))]
+            return endRegistration() + [.report(.ended(reason: end.reason, text: end.text))]
+        case (.idle, .featureAnswer), (.idle, .featureRevoke), (.idle, .sessionMessage), (.idle, .messageAck):
+            return []  // crossed our SESSION_END
+        case (_, .featureAnswer(let answer)):
+            guard let feature = pendingAsks.removeValue(forKey: answer.askID), case .active = state else { return [] }
+            if answer.decision == .grant {
+                granted.insert(Feature(feature, version: deviceCapabilities.version(of: feature) ?? 1))
+                return [.report(.featureGranted(feature))]
+            }
+            return [.report(.featureRefused(feature, reason: answer.reason == .success ? .rejectedByUser : answer.reason))]
+        case (.active, .featureRevoke(let revoke)):
+            guard granted.contains(revoke.feature) else { return [] }
+            granted = FeatureSet(granted.filter { $0.id != revoke.feature })
+            return [.report(.featureRevoked(revoke.feature))]
+        case (.online, .featureRevoke), (.requestPending, .featureRevoke):
+            return []
+        case (.active, .sessionMessage(let incoming)):
+            let receipt = channel.received(incoming, granted: granted)
+            if let violation = receipt.violation { return [.protocolViolation(violation)] }
+            var actions: [Action] = []
+            if let delivery = receipt.delivery { actions.append(.report(.messageReceived(delivery))) }
+            if let ack = receipt.ack { actions.append(.send(.messageAck(ack))) }
+            return actions
+        case (.active, .messageAck(let ack)):
+            let (outcome, release) = channel.acknowledged(ack)
+            var actions: [Action]
+            switch outcome {
+            case .violation(let text): return [.protocolViolation(text)]
+            case .delivered(let id): actions = [.report(.messageDelivered(id: id))]
+            case .refused(let id, let reason, let text):
+                actions = [.report(.messageRefused(id: id, reason: reason, text: text))]
+            }
+            return actions + release.map { .send(.sessionMessage($0)) }
         case (_, .sessionError(let error)):
             return [.report(.sessionError(reason: error.reason, feature: error.feature, text: error.text))]
         case (.active, .voipState(let voip)):
@@ -187,6 +367,124 @@ public struct SupporterSessionMachine: Sendable {
         default:
             return [.protocolViolation("\(message.frameType.specName) is not allowed in supporter state \(state.name)")]
         }
+    }
+}
+
+extension SupporterSessionMachine {
+    /// The allowed request starts: the grant in effect is what the device granted of what was asked (and the
+    /// connection type's own feature), never anything else (SPEC §15.3).
+    private mutating func start(code: String, request: ConnectionRequest, grant: FeatureSet) -> [Action] {
+        state = .active(code: code, request: request)
+        var started = SessionStarted(requestID: request.requestID)
+        var actions: [Action] = []
+        if extensions.contains(.accessControl) {
+            let asked = Set(request.requestedFeatures.map(\.id) + [request.connectionType.requiredFeature])
+            granted = FeatureSet(
+                grant.filter { asked.contains($0.id) && deviceCapabilities.contains($0.id) }
+                    .map { Feature($0.id, version: deviceCapabilities.version(of: $0.id) ?? $0.version) })
+            started.grantedFeatures = granted
+        }
+        if extensions.contains(.sessionMessages) { started.mediaDescriptor = mediaDescriptor }
+        if extensions.contains(.sessionResume), resumeSecret != nil {
+            resumeSecret = secretSource()
+            started.resumeSecret = resumeSecret
+        }
+        actions.append(.send(.sessionStarted(started)))
+        actions.append(.report(.connected(requestID: request.requestID)))
+        if extensions.contains(.accessControl) { actions.append(.report(.grantInEffect(granted))) }
+        return actions
+    }
+
+    /// How a RESUME for this machine's registration went (SPEC §15.5).
+    public enum ResumeOutcome: Sendable {
+        /// The registration continues on the new link: the machine to use there, and what to do first (RESUME_RESULT
+        /// `success`, the reconciliation, resent messages).
+        case accepted(SupporterSessionMachine, [Action])
+        /// Refused (`resume_rejected`); `endsRegistration` when the states disagree and the registration must end.
+        case rejected(ResumeResult, endsRegistration: Bool)
+    }
+
+    /// A device presents `resume` on a new link with `extensions` in effect there. Pure: the caller moves the
+    /// returned machine to the new connection and closes the old link (GOAWAY `session_moved`) if it is still open.
+    public func resumed(
+        by resume: Resume, extensions newExtensions: ProtocolExtensions, peerMaxFrameSize: Int, now: Duration
+    ) -> ResumeOutcome {
+        guard let secret = resumeSecret, Self.constantTimeEqual(secret, resume.resumeSecret),
+            newExtensions.contains(.sessionResume)
+        else {
+            return .rejected(
+                ResumeResult(reason: .resumeRejected, text: "no resumable session for that code and secret"),
+                endsRegistration: false)
+        }
+        var next = self
+        next.linkOpened(extensions: newExtensions, peerMaxFrameSize: peerMaxFrameSize)
+        next.isReconnecting = false
+        next.deviceSentSessionEnd = false
+        // Asks pending at the link loss are withdrawn on both sides.
+        var afterward: [Action] = next.pendingAsks.sorted { $0.key < $1.key }.map {
+            .report(.featureRefused($0.value, reason: .connectionLost))
+        }
+        next.pendingAsks = [:]
+        // The new secret first: a SESSION_STARTED the reconciliation sends rotates it again, and the device keeps the
+        // last one it receives.
+        next.resumeSecret = next.secretSource()
+        let result = ResumeResult(
+            reason: .success, resumeSecret: next.resumeSecret,
+            lastMessageID: next.channel.lastReceivedID == 0 ? nil : next.channel.lastReceivedID)
+        switch (state, resume.state) {
+        case (.online, .online):
+            break
+        case (.online, .requestPending), (.online, .awaitingStart):
+            if let id = resume.requestID {
+                let reason = lastEndedRequest.flatMap { $0.id == id ? $0.reason : nil } ?? .abortedBySupporter
+                afterward.append(.send(.requestAbort(RequestAbort(requestID: id, reason: reason))))
+            }
+        case (.requestPending(_, let request, _), .online):
+            if resume.requestID == request.requestID {
+                next.state = .online(code: resume.sessionCode)
+                next.lastEndedRequest = (request.requestID, .rejectedByUser)
+                afterward.append(.report(.rejected(requestID: request.requestID, reason: .rejectedByUser)))
+            } else if (resume.requestID ?? 0) < request.requestID {
+                afterward.append(.send(.connectionRequest(request)))
+            } else {
+                return stateMismatch()
+            }
+        case (.requestPending(_, let request, _), .requestPending) where resume.requestID == request.requestID:
+            break
+        case (.requestPending(let code, let request, _), .awaitingStart) where resume.requestID == request.requestID:
+            // The allow was lost with its grant: only what needs no confirmation is granted.
+            let grant = request.requestedFeatures.filter { request.confirmFeatures?.contains($0.id) != true }
+            let confirmsAny = request.confirmFeatures.map { !$0.isEmpty } ?? false
+            afterward += next.start(code: code, request: request, grant: confirmsAny ? [] : FeatureSet(grant))
+        case (.active(_, let request), .awaitingStart) where resume.requestID == request.requestID:
+            var started = SessionStarted(requestID: request.requestID)
+            if next.extensions.contains(.accessControl) { started.grantedFeatures = next.granted }
+            if next.extensions.contains(.sessionMessages) { started.mediaDescriptor = next.mediaDescriptor }
+            afterward.append(.send(.sessionStarted(started)))
+        case (.active(_, let request), .active) where resume.requestID == request.requestID:
+            break
+        default:
+            return stateMismatch()
+        }
+        var actions: [Action] = [.send(.resumeResult(result)), .report(.resumed)]
+        actions += afterward
+        actions += next.channel.resend(after: resume.lastMessageID).map { .send(.sessionMessage($0)) }
+        return .accepted(next, actions)
+    }
+
+    private func stateMismatch() -> ResumeOutcome {
+        .rejected(ResumeResult(reason: .resumeRejected, text: "state mismatch"), endsRegistration: true)
+    }
+
+    /// Compares two secrets without an early exit on the first difference.
+    static func constantTimeEqual(_ lhs: String, _ rhs: String) -> Bool {
+        let a = Array(lhs.utf8)
+        let b = Array(rhs.utf8)
+        var difference = UInt8(truncatingIfNeeded: a.count ^ b.count)
+        for index in 0..<max(a.count, b.count) {
+            difference |= (index < a.count ? a[index] : 0) ^ (index < b.count ? b[index] : 0)
+        }
+        return difference == 0
     }
 }
 

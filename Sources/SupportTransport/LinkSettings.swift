@@ -5,8 +5,11 @@ public struct LinkSettings: Sendable, Hashable {
     public var role: NodeRole
     /// This node's name: for a device, the name supporters see. 1–64 bytes.
     public var nodeName: String
-    /// Protocol extensions (none in version 1).
-    public var extensions: FeatureSet = []
+    /// The protocol extensions this node supports and announces (SPEC §15.1); `.none` is 1.0 mode.
+    public var extensions: ProtocolExtensions = .all
+    /// Responder with session resume: how long a session whose link was lost is kept (HELLO_ACK
+    /// `resume_grace_ms`, SPEC §15.5); 1–600 s.
+    public var resumeGrace: Duration = .seconds(30)
     /// The keepalive interval this node proposes (initiator) or requires at least (responder).
     public var keepaliveInterval: Duration = .seconds(15)
     /// Responder: the largest keepalive interval accepted from a peer's HELLO. A HELLO proposing more is refused with
@@ -33,6 +36,10 @@ public struct LinkParameters: Sendable, Hashable {
     public var peerRole: NodeRole
     public var peerName: String
     public var peerExtensions: FeatureSet
+    /// The extensions in effect on this connection (SPEC §15.1).
+    public var extensions: ProtocolExtensions = .none
+    /// With session resume in effect: the responder's grace period for a lost link.
+    public var resumeGrace: Duration?
     /// The effective keepalive interval.
     public var keepaliveInterval: Duration
     /// The largest payload the peer accepts: our encoder's limit.

@@ -92,7 +92,7 @@ public struct LinkStateMachine: Sendable {
             .send(
                 .hello(
                     Hello(
-                        role: settings.role, nodeName: settings.nodeName, features: settings.extensions,
+                        role: settings.role, nodeName: settings.nodeName, features: settings.extensions.announcement,
                         keepaliveMilliseconds: keepaliveMilliseconds, maxFrameSize: maxFrameSize)))
         ]
     }
@@ -122,10 +122,28 @@ public struct LinkStateMachine: Sendable {
             guard ack.role != settings.role else {
                 return fail(.roleMismatch, "the peer is a \(ack.role) like us")
             }
-            let parameters = LinkParameters(
+            var inEffect = ProtocolExtensions(announced: ack.features)
+            guard settings.extensions.isSuperset(of: inEffect) else {
+                return fail(
+                    .protocolError,
+                    "HELLO_ACK lists extensions this node did not offer: \(inEffect.subtracting(settings.extensions)) "
+                        + "(SPEC §15.1)")
+            }
+            var grace: Duration?
+            if inEffect.contains(.sessionResume) {
+                // SPEC §15.2: without resume_grace_ms, session resume is not in effect.
+                if let milliseconds = ack.resumeGraceMilliseconds {
+                    grace = .milliseconds(Int64(milliseconds))
+                } else {
+                    inEffect.remove(.sessionResume)
+                }
+            }
+            var parameters = LinkParameters(
                 version: ack.version, peerRole: ack.role, peerName: ack.nodeName, peerExtensions: ack.features,
                 keepaliveInterval: .milliseconds(Int64(ack.keepaliveMilliseconds)),
                 peerMaxFrameSize: Int(ack.maxFrameSize))
+            parameters.extensions = inEffect
+            parameters.resumeGrace = grace
             state = .open(parameters)
             return [.open(parameters)]
         case (.awaitingHello, _), (.awaitingHelloAck, _):
@@ -158,14 +176,21 @@ public struct LinkStateMachine: Sendable {
                     + "\(cap) ms (maxPeerKeepaliveInterval)")
         }
         let effective = max(hello.keepaliveMilliseconds, keepaliveMilliseconds)
-        let parameters = LinkParameters(
+        let inEffect = settings.extensions.inEffect(offered: ProtocolExtensions(announced: hello.features))
+        let graceMilliseconds =
+            inEffect.contains(.sessionResume)
+            ? min(max(UInt32(clamping: settings.resumeGrace.millisecondsClamped), 1_000), 600_000) : nil
+        var parameters = LinkParameters(
             version: WireLimits.protocolVersion, peerRole: hello.role, peerName: hello.nodeName,
             peerExtensions: hello.features, keepaliveInterval: .milliseconds(Int64(effective)),
             peerMaxFrameSize: Int(hello.maxFrameSize))
+        parameters.extensions = inEffect
+        parameters.resumeGrace = graceMilliseconds.map { .milliseconds(Int64($0)) }
         state = .open(parameters)
         let ack = HelloAck(
             version: WireLimits.protocolVersion, role: settings.role, nodeName: settings.nodeName,
-            features: settings.extensions, keepaliveMilliseconds: effective, maxFrameSize: maxFrameSize)
+            features: inEffect.announcement, keepaliveMilliseconds: effective, maxFrameSize: maxFrameSize,
+            resumeGraceMilliseconds: graceMilliseconds)
         return [.send(.helloAck(ack)), .open(parameters)]
     }
 
@@ -250,6 +275,16 @@ public enum LinkCloseReason: Sendable, Hashable, CustomStringConvertible {
     case transport(TransportError)
 
     /// The SPEC §6 reason a session ended by this close reports.
+    /// Whether this is a *link loss* of SPEC §15.5 that a session may survive by a resume: the transport failed or
+    /// ended without GOAWAY, the keepalive expired here, or the peer's keepalive did (GOAWAY `keepalive_timeout`).
+    public var isLinkLoss: Bool {
+        switch self {
+        case .transport, .keepaliveTimeout: true
+        case .peerWentAway(let code, _): code == .keepaliveTimeout
+        case .local, .protocolError, .helloTimeout: false
+        }
+    }
+
     public var reasonCode: ReasonCode {
         switch self {
         case .local(let code), .peerWentAway(let code, _), .protocolError(let code, _): code

@@ -53,7 +53,8 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         self.link = link
         self.node = node
         self.sourceAddress = sourceAddress
-        self.machine = SupporterSessionMachine(requestTimeout: node.configuration.requestTimeout)
+        self.machine = SupporterSessionMachine(
+            requestTimeout: node.configuration.requestTimeout, secretSource: { ResumeSecret.make() })
     }
 
     static func now() -> Duration { Deadline.now().sinceOrigin }
@@ -62,7 +63,11 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
 
     func linkDidOpen(_ link: FramedLink, parameters: LinkParameters) {
         deviceName = parameters.peerName
-        node?.logger.log(.debug, "device '\(parameters.peerName)' connected from \(sourceAddress)")
+        machine.linkOpened(extensions: parameters.extensions, peerMaxFrameSize: parameters.peerMaxFrameSize)
+        node?.logger.log(
+            .debug,
+            "device '\(TerminalText.escaped(parameters.peerName))' connected from \(sourceAddress) "
+                + "(extensions: \(parameters.extensions))")
         armRegistrationDeadline()
     }
 

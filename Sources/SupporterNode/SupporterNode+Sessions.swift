@@ -16,15 +16,17 @@ extension SupporterNode {
     @discardableResult
     public func requestConnection(
         code: String, supporterName: String, type: ConnectionType, features: FeatureSet = [],
-        by actor: AuditActor = .local
+        mediaDescriptor: [UInt8]? = nil, by actor: AuditActor = .local
     ) async throws(SupporterNodeError) -> UInt32 {
         guard (1...WireLimits.nameLength).contains(supporterName.utf8.count) else {
             throw SupporterNodeError("a supporter name has 1 to \(WireLimits.nameLength) bytes", kind: .invalid)
         }
         let connection = try connection(for: code)
         let id = try await connection.runAudited { [self] machine throws(SupporterSessionMachine.Refusal) in
+            let rules = codeRules(code)
             let actions = try machine.requestConnection(
-                supporterName: supporterName, type: type, features: features, now: DeviceConnection.now())
+                supporterName: supporterName, type: type, features: features, now: DeviceConnection.now(),
+                codeRules: rules, mediaDescriptor: mediaDescriptor)
             var id: UInt32 = 0
             if case .requestPending(_, let request, _) = machine.state { id = request.requestID }
             let intents = state.withLock {
@@ -56,6 +58,47 @@ extension SupporterNode {
         let connection = try connection(for: code)
         try await connection.run { machine throws(SupporterSessionMachine.Refusal) in
             (try machine.end(reason: .endedBySupporter, text: text), ())
+        }
+    }
+
+    /// The code's feature rules (SPEC §15.3), as they are now.
+    func codeRules(_ code: String) -> FeatureRules {
+        state.withLock { $0.registry.info(code, now: .now)?.record.featureRules } ?? .codeDefault
+    }
+
+    /// Asks the device on `code` for a feature during the active session (SPEC §15.3). The answer arrives as an
+    /// event (`featureGranted`, `featureRefused`); the code's rules may refuse it here.
+    public func askFeature(code: String, feature: Feature.ID, text: String? = nil) async throws(SupporterNodeError) {
+        let connection = try connection(for: code)
+        let rules = codeRules(code)
+        try await connection.run { machine throws(SupporterSessionMachine.Refusal) in
+            (try machine.askFeature(feature, text: text, codeRules: rules), ())
+        }
+    }
+
+    /// Sends chat text to the device on `code` (SPEC §15.4); needs `chat` granted. Delivery arrives as an event.
+    public func sendChat(code: String, text: String) async throws(SupporterNodeError) {
+        let connection = try connection(for: code)
+        try await connection.run { machine throws(SupporterSessionMachine.Refusal) in (try machine.sendChat(text), ()) }
+    }
+
+    /// Sends an application message to the device on `code`; needs `app_messages` granted.
+    public func sendApplicationMessage(code: String, contentType: String, body: [UInt8]) async throws(SupporterNodeError) {
+        let connection = try connection(for: code)
+        try await connection.run { machine throws(SupporterSessionMachine.Refusal) in
+            (try machine.sendApplication(contentType: contentType, body: body), ())
+        }
+    }
+
+    /// Sends a file (at most 16 MiB) to the device on `code` in parts; needs `file_share` granted.
+    @discardableResult
+    public func sendFile(code: String, name: String, contentType: String? = nil, bytes: [UInt8])
+        async throws(SupporterNodeError) -> UInt32
+    {
+        let connection = try connection(for: code)
+        return try await connection.run { machine throws(SupporterSessionMachine.Refusal) in
+            let (id, actions) = try machine.sendFile(name: name, contentType: contentType, bytes: bytes)
+            return (actions, id)
         }
     }
 }

@@ -74,6 +74,7 @@ public final class SupporterNode: Sendable {
     public func start() throws(SupporterNodeError) {
         var settings = LinkSettings(role: .supporter, nodeName: configuration.nodeName)
         settings.keepaliveInterval = configuration.keepaliveInterval
+        settings.extensions = configuration.extensions
         do {
             let log = handshakeLog
             let logger = self.logger

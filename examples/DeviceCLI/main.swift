@@ -9,7 +9,9 @@ let usage = """
                                [options]
 
     Joins a session code on a RemoteSupport supporter node as a device, shows what happens, and asks you to allow or
-    reject connection requests. Ctrl-C (or typing 'leave') leaves the code, in any state.
+    reject connection requests. Ctrl-C (or typing 'leave') leaves the code, in any state. During a session, type
+    'say TEXT' to chat, 'send FILE' to send a file (at most 16 MiB), 'revoke FEATURE' to withdraw a grant; answer a
+    supporter's feature ask with y or n. A lost link is resumed within the node's grace period (protocol 1.1).
 
       --code CODE              the session code, e.g. 123-456-789
       --token-file FILE        the API token the supporter node issued ('rsup-supporter token'), on FILE's first line
@@ -25,6 +27,10 @@ let usage = """
       --auto-reject            reject every request without asking (scripts)
       --prompt-timeout DUR     how long a request waits for your answer (default 60s)
       --keepalive DURATION     keepalive interval to propose (default 15s)
+      --rule FEATURE=RULE      this device's access rule for a feature: allow, confirm or deny (repeatable; default
+                               confirm: you decide at the prompt). Features: screen_share, assist_ar, voip,
+                               remote_control, file_share, chat, ar_pointer, app_messages
+      --protocol 1.0|1.1       the protocol to speak (default 1.1; 1.0 offers no extension)
       --log-level LEVEL        error, warning, info, debug or trace (default error: failures are the one 'error:' line)
       --json                   events as JSON lines
 
@@ -44,7 +50,7 @@ func run() throws(CLIError) -> Int32 {
         arguments,
         valueOptions: [
             "code", "token", "token-file", "ca", "pin", "server-name", "name", "cert", "key", "prompt-timeout",
-            "keepalive", "log-level",
+            "keepalive", "log-level", "protocol", "rule",
         ],
         flagOptions: ["auto-accept", "auto-reject", "json"])
     if parsed.has("help") {
@@ -82,7 +88,16 @@ func run() throws(CLIError) -> Int32 {
         host: target.host, port: target.port, tls: tls, apiToken: token, deviceName: String(name.prefix(64)))
     configuration.promptTimeout = try parsed.duration("prompt-timeout", default: .seconds(60))
     configuration.keepaliveInterval = try parsed.duration("keepalive", default: .seconds(15))
-    configuration.capabilities = [Feature(.screenShare), Feature(.assistAR), Feature(.voip)]
+    configuration.capabilities = [
+        Feature(.screenShare), Feature(.assistAR), Feature(.voip), Feature(.fileShare), Feature(.chat),
+        Feature(.appMessages),
+    ]
+    configuration.accessRules = try accessRules(parsed.allOptions["rule"] ?? [])
+    switch parsed.options["protocol"] ?? "1.1" {
+    case "1.1": configuration.extensions = .all
+    case "1.0": configuration.extensions = .none
+    case let other: throw .usage("--protocol '\(other)': say 1.0 or 1.1")
+    }
     configuration.logger = Logging.logger(level: try Logging.level(parsed.options["log-level"], default: .error), component: "device")
     let console = Console(json: parsed.has("json"))
     let node: DeviceNode
@@ -90,6 +105,23 @@ func run() throws(CLIError) -> Int32 {
     let answerMode: DeviceRun.AnswerMode =
         parsed.has("auto-accept") ? .allow : parsed.has("auto-reject") ? .reject : .ask
     return try DeviceRun(node: node, console: console, mode: answerMode, target: target).run(code: code)
+}
+
+/// `--rule FEATURE=RULE` options as the device's rules; every other feature needs confirmation.
+func accessRules(_ options: [String]) throws(CLIError) -> FeatureRules {
+    var rules = FeatureRules.deviceDefault
+    for option in options {
+        let parts = option.split(separator: "=", maxSplits: 1).map(String.init)
+        guard parts.count == 2 else { throw .usage("--rule '\(option)': write FEATURE=RULE, e.g. remote_control=deny") }
+        guard let feature = Feature.ID(name: parts[0]) else {
+            throw .usage("--rule: unknown feature '\(parts[0])'")
+        }
+        guard let rule = AccessRule(name: parts[1]) else {
+            throw .usage("--rule: unknown rule '\(parts[1])'; say allow, confirm or deny")
+        }
+        rules.set(rule, for: feature)
+    }
+    return rules
 }
 
 do {

@@ -1,0 +1,301 @@
+/// One side's in-session message channel (SPEC §15.4): numbering, the window of 16 unacknowledged messages, a bounded
+/// local queue, files cut into parts as the window opens, and the receiving side's order, grant and file rules.
+///
+/// A pure value used by both session machines; it knows nothing of sockets or time.
+public struct MessageChannel: Sendable, Hashable {
+    /// Messages the application may have queued beyond the window before a send is refused.
+    public static let queueLimit = 64
+    /// Files being received at once; a further offset-0 part is refused.
+    public static let incomingFileLimit = 2
+
+    /// A send the channel refused; nothing was queued.
+    public struct Refusal: Error, Sendable, Hashable, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// What the receiving side does with one SESSION_MESSAGE.
+    public struct Receipt: Sendable, Hashable {
+        /// The acknowledgement to send (nil for a repeat: it is acknowledged again by `repeatAck`).
+        public var ack: MessageAck?
+        /// What to tell the application, if anything.
+        public var delivery: Delivery?
+        /// Set when the peer broke the numbering rule: close with `protocol_error`.
+        public var violation: String?
+    }
+
+    /// A message handed to the application.
+    public enum Delivery: Sendable, Hashable {
+        case chat(id: UInt32, text: String)
+        case application(id: UInt32, contentType: String, body: [UInt8])
+        /// A part of a file arrived: `received` of `total` bytes.
+        case fileProgress(transferID: UInt32, name: String, received: UInt64, total: UInt64)
+        /// The whole file arrived.
+        case file(transferID: UInt32, name: String, contentType: String?, bytes: [UInt8])
+    }
+
+    /// What an acknowledgement meant to the sending side.
+    public enum AckOutcome: Sendable, Hashable {
+        case delivered(id: UInt32)
+        case refused(id: UInt32, reason: ReasonCode, text: String?)
+        /// An ack for nothing outstanding: the peer broke §15.4.
+        case violation(String)
+    }
+
+    private struct OutgoingFile: Sendable, Hashable {
+        let transferID: UInt32
+        let name: String
+        let contentType: String?
+        let bytes: [UInt8]
+        var offset: Int
+    }
+
+    private struct IncomingFile: Sendable, Hashable {
+        let name: String
+        let contentType: String?
+        let size: UInt64
+        var bytes: [UInt8]
+    }
+
+    /// The largest body of one file part, from the peer's announced maximum frame size.
+    public var partSize: Int
+
+    private var nextID: UInt32 = 1
+    private var nextTransferID: UInt32 = 1
+    /// Sent and not yet acknowledged, oldest first; at most ``WireLimits/messageWindow``.
+    public private(set) var unacknowledged: [SessionMessage] = []
+    /// Accepted from the application, not yet sent (window full); at most ``queueLimit``.
+    private var queued: [SessionMessage] = []
+    private var outgoingFiles: [OutgoingFile] = []
+    /// The id of the last message received from the peer (0: none).
+    public private(set) var lastReceivedID: UInt32 = 0
+    private var incomingFiles: [UInt32: IncomingFile] = [:]
+
+    /// A channel whose file parts fit frames of `peerMaxFrameSize` payload bytes.
+    public init(peerMaxFrameSize: Int = WireLimits.defaultMaxFrameSize) {
+        partSize = Self.partSize(forPeerMaxFrameSize: peerMaxFrameSize)
+    }
+
+    /// Body bytes per file part for a peer that receives `maxFrameSize`-byte payloads: the frame minus room for the
+    /// other fields, and at most what a `u16` field length holds.
+    public static func partSize(forPeerMaxFrameSize maxFrameSize: Int) -> Int {
+        min(max(maxFrameSize, WireLimits.defaultMaxFrameSize) - 512, Int(UInt16.max))
+    }
+
+    /// The last id the peer received from us is `id`: what the sender must resend after a resume (SPEC §15.5).
+    public var lastSentID: UInt32 { nextID - 1 }
+
+    /// Whether anything is waiting to go out or to be acknowledged.
+    public var isIdle: Bool { unacknowledged.isEmpty && queued.isEmpty && outgoingFiles.isEmpty }
+
+    // MARK: sending
+
+    /// Queues chat text; returns the frames that may go out now.
+    public mutating func sendChat(_ text: String) throws(Refusal) -> [SessionMessage] {
+        let body = Array(text.utf8)
+        guard !body.isEmpty, body.count <= WireLimits.chatTextLength else {
+            throw Refusal(description: "chat text needs 1–\(WireLimits.chatTextLength) bytes of UTF-8")
+        }
+        return try enqueue(kind: .chat, contentType: nil, body: body)
+    }
+
+    /// Queues an application message; returns the frames that may go out now.
+    public mutating func sendApplication(contentType: String, body: [UInt8]) throws(Refusal) -> [SessionMessage] {
+        guard (1...WireLimits.contentTypeLength).contains(contentType.utf8.count) else {
+            throw Refusal(description: "a content type needs 1–\(WireLimits.contentTypeLength) bytes")
+        }
+        guard (1...partSize).contains(body.count) else {
+            throw Refusal(description: "an application message needs 1–\(partSize) bytes")
+        }
+        return try enqueue(kind: .application, contentType: contentType, body: body)
+    }
+
+    /// Queues a file (at most 16 MiB), sent in parts as the window opens. Returns its transfer id and the frames that
+    /// may go out now.
+    public mutating func sendFile(
+        name: String, contentType: String?, bytes: [UInt8]
+    ) throws(Refusal) -> (transferID: UInt32, messages: [SessionMessage]) {
+        guard (1...WireLimits.fileNameLength).contains(name.utf8.count) else {
+            throw Refusal(description: "a file name needs 1–\(WireLimits.fileNameLength) bytes")
+        }
+        guard !bytes.isEmpty, UInt64(bytes.count) <= WireLimits.largestFileSize else {
+            throw Refusal(description: "a file needs 1 byte to 16 MiB")
+        }
+        if let contentType, !(1...WireLimits.contentTypeLength).contains(contentType.utf8.count) {
+            throw Refusal(description: "a content type needs 1–\(WireLimits.contentTypeLength) bytes")
+        }
+        guard outgoingFiles.count < 4 else { throw Refusal(description: "4 files are already being sent") }
+        let id = nextTransferID
+        nextTransferID &+= 1
+        outgoingFiles.append(
+            OutgoingFile(transferID: id, name: name, contentType: contentType, bytes: bytes, offset: 0))
+        return (id, release())
+    }
+
+    private mutating func enqueue(kind: MessageKind, contentType: String?, body: [UInt8]) throws(Refusal)
+        -> [SessionMessage]
+    {
+        guard queued.count < Self.queueLimit else {
+            throw Refusal(description: "\(Self.queueLimit) messages are already waiting to be sent")
+        }
+        guard nextID < UInt32.max else { throw Refusal(description: "message ids exhausted in this session") }
+        queued.append(SessionMessage(messageID: nextID, kind: kind, contentType: contentType, body: body))
+        nextID += 1
+        return release()
+    }
+
+    /// Moves queued messages, then file parts, into the window while it has room.
+    private mutating func release() -> [SessionMessage] {
+        var out: [SessionMessage] = []
+        while unacknowledged.count < WireLimits.messageWindow {
+            if !queued.isEmpty {
+                let message = queued.removeFirst()
+                unacknowledged.append(message)
+                out.append(message)
+            } else if !outgoingFiles.isEmpty, nextID < UInt32.max {
+                var file = outgoingFiles[0]
+                let end = min(file.offset + partSize, file.bytes.count)
+                let first = file.offset == 0
+                let part = SessionMessage(
+                    messageID: nextID, kind: .filePart, contentType: first ? file.contentType : nil,
+                    body: Array(file.bytes[file.offset..<end]), transferID: file.transferID,
+                    fileName: first ? file.name : nil, fileSize: first ? UInt64(file.bytes.count) : nil,
+                    offset: UInt64(file.offset))
+                nextID += 1
+                file.offset = end
+                if end == file.bytes.count { outgoingFiles.removeFirst() } else { outgoingFiles[0] = file }
+                unacknowledged.append(part)
+                out.append(part)
+            } else {
+                break
+            }
+        }
+        return out
+    }
+
+    /// An acknowledgement arrived. Returns what it meant and the frames the opened window lets out.
+    public mutating func acknowledged(_ ack: MessageAck) -> (AckOutcome, [SessionMessage]) {
+        guard let index = unacknowledged.firstIndex(where: { $0.messageID == ack.messageID }) else {
+            if ack.messageID <= lastSentID { return (.delivered(id: ack.messageID), []) }  // a repeat after a resume
+            return (.violation("MESSAGE_ACK for message \(ack.messageID), which was never sent (SPEC §15.4)"), [])
+        }
+        let message = unacknowledged.remove(at: index)
+        if message.kind == .filePart, ack.reason != .success {
+            outgoingFiles.removeAll { $0.transferID == message.transferID }  // the receiver ended that transfer
+        }
+        let outcome: AckOutcome =
+            ack.reason == .success
+            ? .delivered(id: ack.messageID) : .refused(id: ack.messageID, reason: ack.reason, text: ack.text)
+        return (outcome, release())
+    }
+
+    /// After a resume: the unacknowledged messages above `peerLast`, to send again in order (SPEC §15.5).
+    public func resend(after peerLast: UInt32?) -> [SessionMessage] {
+        unacknowledged.filter { $0.messageID > (peerLast ?? 0) }
+    }
+
+    /// The session ended: every message not acknowledged is undelivered. Empties the channel.
+    public mutating func close() -> [UInt32] {
+        let ids = unacknowledged.map(\.messageID) + queued.map(\.messageID)
+        unacknowledged = []
+        queued = []
+        outgoingFiles = []
+        incomingFiles = [:]
+        return ids
+    }
+
+    // MARK: receiving
+
+    /// A SESSION_MESSAGE arrived while the session is active with `granted` in effect.
+    public mutating func received(_ message: SessionMessage, granted: FeatureSet) -> Receipt {
+        if message.messageID <= lastReceivedID {
+            // A repeat after a resume: already handed over; acknowledge it again.
+            return Receipt(ack: MessageAck(messageID: message.messageID), delivery: nil, violation: nil)
+        }
+        guard message.messageID == lastReceivedID + 1 else {
+            return Receipt(
+                ack: nil, delivery: nil,
+                violation: "SESSION_MESSAGE \(message.messageID) after \(lastReceivedID): ids increase by 1 (SPEC §15.4)")
+        }
+        lastReceivedID = message.messageID
+        let id = message.messageID
+        guard granted.contains(message.kind.requiredFeature) else {
+            if let transfer = message.transferID { incomingFiles[transfer] = nil }
+            return refuse(id, .featureDenied, "\(message.kind.requiredFeature) is not granted")
+        }
+        switch message.kind {
+        case .chat:
+            guard message.body.count <= WireLimits.chatTextLength,
+                let text = String(validating: message.body, as: UTF8.self)
+            else { return refuse(id, .messageRefused, "chat text must be UTF-8 of at most 4096 bytes") }
+            return deliver(id, .chat(id: id, text: text))
+        case .application:
+            guard let type = message.contentType else {
+                return refuse(id, .messageRefused, "an application message needs a content_type")
+            }
+            return deliver(id, .application(id: id, contentType: type, body: message.body))
+        case .filePart:
+            return receivedPart(message)
+        }
+    }
+
+    private mutating func receivedPart(_ message: SessionMessage) -> Receipt {
+        let id = message.messageID
+        guard let transfer = message.transferID, let offset = message.offset else {
+            return refuse(id, .messageRefused, "a file part needs transfer_id and offset")
+        }
+        var file: IncomingFile
+        if offset == 0 {
+            guard let name = message.fileName, let size = message.fileSize else {
+                return refuse(id, .messageRefused, "the first part of a file needs file_name and file_size")
+            }
+            guard size <= WireLimits.largestFileSize else {
+                return refuse(id, .messageRefused, "a file may hold at most 16 MiB")
+            }
+            guard incomingFiles[transfer] == nil, incomingFiles.count < Self.incomingFileLimit else {
+                return refuse(id, .messageRefused, "too many files at once, or this transfer already started")
+            }
+            file = IncomingFile(name: name, contentType: message.contentType, size: size, bytes: [])
+            file.bytes.reserveCapacity(Int(size))
+        } else {
+            guard let existing = incomingFiles[transfer], offset == UInt64(existing.bytes.count) else {
+                incomingFiles[transfer] = nil
+                return refuse(id, .messageRefused, "a file part out of order or of an unknown transfer")
+            }
+            file = existing
+        }
+        guard UInt64(file.bytes.count) + UInt64(message.body.count) <= file.size else {
+            incomingFiles[transfer] = nil
+            return refuse(id, .messageRefused, "a file part past the announced file_size")
+        }
+        file.bytes += message.body
+        if UInt64(file.bytes.count) == file.size {
+            incomingFiles[transfer] = nil
+            return deliver(
+                id, .file(transferID: transfer, name: file.name, contentType: file.contentType, bytes: file.bytes))
+        }
+        incomingFiles[transfer] = file
+        return deliver(
+            id,
+            .fileProgress(transferID: transfer, name: file.name, received: UInt64(file.bytes.count), total: file.size))
+    }
+
+    private func deliver(_ id: UInt32, _ delivery: Delivery) -> Receipt {
+        Receipt(ack: MessageAck(messageID: id), delivery: delivery, violation: nil)
+    }
+
+    private func refuse(_ id: UInt32, _ reason: ReasonCode, _ text: String) -> Receipt {
+        Receipt(ack: MessageAck(messageID: id, reason: reason, text: text), delivery: nil, violation: nil)
+    }
+}
+
+extension MessageChannel.Delivery {
+    /// One line for logs: kind, id and size, never the content.
+    public var logDescription: String {
+        switch self {
+        case .chat(let id, let text): "chat message \(id) (\(text.utf8.count) bytes)"
+        case .application(let id, _, let body): "application message \(id) (\(body.count) bytes)"
+        case .fileProgress(let transfer, _, let received, let total): "file \(transfer): \(received) of \(total) bytes"
+        case .file(let transfer, _, _, let bytes): "file \(transfer) received (\(bytes.count) bytes)"
+        }
+    }
+}
