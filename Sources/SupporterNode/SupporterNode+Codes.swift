@@ -116,12 +116,25 @@ extension SupporterNode {
     public func setFeatureRules(
         _ code: String, _ rules: FeatureRules, by actor: AuditActor = .local
     ) async throws(SupporterNodeError) -> SessionCodeInfo {
+        try await changeFeatureRules(code, by: actor) { $0 = rules }
+    }
+
+    /// Changes a code's rules with `change`, applied to the rules the code has at that moment (so two changes made at
+    /// once both count); otherwise as ``setFeatureRules(_:_:by:)``.
+    @discardableResult
+    public func changeFeatureRules(
+        _ code: String, by actor: AuditActor = .local, _ change: (inout FeatureRules) -> Void
+    ) async throws(SupporterNodeError) -> SessionCodeInfo {
         let now = Date()
-        let (info, previous, intents) = try state.withLock { state throws(SupporterNodeError) in
+        let (info, previous, rules, intents) = try state.withLock { state throws(SupporterNodeError) in
+            guard let previous = state.registry.featureRules(of: code) else {
+                throw SupporterNodeError(registry: RegistryError(.notFound, "no such code"))
+            }
+            var rules = previous
+            change(&rules)
             do throws(RegistryError) {
-                let previous = state.registry.featureRules(of: code)
                 let (info, intents) = try state.registry.setFeatureRules(code, rules, by: actor, now: now)
-                return (info, previous, intents)
+                return (info, previous, rules, intents)
             } catch {
                 throw SupporterNodeError(registry: error)
             }
@@ -131,9 +144,7 @@ extension SupporterNode {
             try await commit(intents)
         } catch {
             // Not stored, so not in effect: put the previous rules back (unless a later change replaced them).
-            if let previous {
-                state.withLock { $0.registry.revertFeatureRules(code, to: previous, ifStill: rules) }
-            }
+            state.withLock { $0.registry.revertFeatureRules(code, to: previous, ifStill: rules) }
             throw error
         }
         logger.log(.info, "code \(Redact.code(code)): code rules now \(rules.auditText)")
