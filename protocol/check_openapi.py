@@ -358,9 +358,38 @@ def valid_values(name, schema):
     elif "integer" in kinds:
         low, high = schema.get("minimum", 0), schema.get("maximum", 1000)
         values += [low, high, (low + high) // 2]
+    elif "object" in kinds and isinstance(schema.get("properties"), dict):
+        # Every member with its first value first (so that "all members" bodies are rich), then none (unless some
+        # are required), then each member alone with each of its values.
+        members = schema["properties"]
+        everything = {}
+        for sub_name, sub in members.items():
+            sub_values = valid_values(sub_name, sub)
+            if sub_values:
+                everything[sub_name] = sub_values[0]
+        values.append(everything)
+        if not schema.get("required"):
+            values.append({})
+        for sub_name, sub in members.items():
+            for value in valid_values(sub_name, sub):
+                values.append({sub_name: value})
     if "null" in kinds:
         values.append(None)
     return values
+
+
+def with_defaults(value, schema):
+    """`value` with the `default`s of its object schema's absent members filled in, recursively: what an answer
+    shows for a request member whose left-out members take their defaults."""
+    if not isinstance(value, dict) or not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
+        return value
+    out = dict(value)
+    for sub_name, sub in schema["properties"].items():
+        if sub_name in out:
+            out[sub_name] = with_defaults(out[sub_name], sub)
+        elif "default" in sub:
+            out[sub_name] = copy.deepcopy(sub["default"])
+    return out
 
 
 def invalid_values(name, schema):
@@ -399,12 +428,23 @@ def invalid_values(name, schema):
         if "maximum" in schema:
             out.append(("above maximum", schema["maximum"] + 1))
         out.append(("fraction", (schema.get("minimum", 0) + 0.5)))
+    if "object" in kinds and isinstance(schema.get("properties"), dict):
+        # One broken member at a time, one level down (and further, recursively), then an unknown member.
+        for sub_name, sub in schema["properties"].items():
+            for label, value in invalid_values(sub_name, sub):
+                out.append(("%s: %s" % (sub_name, label), {sub_name: value}))
+        if schema.get("additionalProperties") is False:
+            out.append(("unknown member", {"bogus": "allow"}))
+            out.append(("member in other case", {next(iter(schema["properties"])).upper(): {}}))
     return out
 
 
-def session_matches(checker, what, session, body, before=None):
-    """The answer shows what `body` set; members absent from `body` are as `before`."""
+def session_matches(checker, what, session, body, before=None, schema=None):
+    """The answer shows what `body` set; members absent from `body` are as `before`. `schema`, the request body's
+    schema (as JSON Schema), gives the defaults of members left out of object values."""
     for key, value in body.items():
+        if schema is not None:
+            value = with_defaults(value, (schema.get("properties") or {}).get(key))
         if key in ("valid_for_seconds",):
             created = parse_time(session.get("created_at"))
             until = parse_time(session.get("valid_until"))
@@ -489,7 +529,8 @@ def run(args):
     for body in valid_bodies:
         response = checker.call("createSession", 201, body=body, label="valid body")
         if response.status == 201:
-            session_matches(checker, "createSession body=" + shorten(json.dumps(body)), response.json or {}, body)
+            session_matches(checker, "createSession body=" + shorten(json.dumps(body)), response.json or {}, body,
+                            schema=spec.json_schema(create_schema))
 
     # Invalid create bodies: every one must be 422.
     for label, body in invalid_bodies(spec, create_schema, {}):
@@ -544,11 +585,12 @@ def run(args):
             response = checker.call("updateSession", 200, {"code": target_code}, body=body, label="valid body")
             if response.status == 200:
                 session_matches(checker, "updateSession body=" + shorten(json.dumps(body)), response.json or {}, body,
-                                before)
+                                before, schema=spec.json_schema(update_schema))
                 before = response.json
     everything = {name: valid_values(name, schema)[0] for name, schema in update_properties.items()}
     response = checker.call("updateSession", 200, {"code": target_code}, body=everything, label="all members")
-    session_matches(checker, "updateSession all members", response.json or {}, everything, before)
+    session_matches(checker, "updateSession all members", response.json or {}, everything, before,
+                    schema=spec.json_schema(update_schema))
     before = response.json or before
     # Invalid update bodies: 422, and nothing changes.
     for label, body in invalid_bodies(spec, update_schema, {}):

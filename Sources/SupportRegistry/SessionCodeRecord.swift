@@ -23,11 +23,15 @@ public struct SessionCodeRecord: Sendable, Hashable {
     public var closedAt: Date?
     /// The supporter the code is assigned to.
     public var assignedSupporter: String?
+    /// The code rules (SPEC §15.3): how each feature may be granted in a session on this code, set by the supporter
+    /// team. ``FeatureRules/codeDefault`` (`allow` for every feature) unless set.
+    public var featureRules: FeatureRules
 
     public init(
         code: String, type: SessionCodeType = .remoteSupport, description: String? = nil, customerName: String? = nil,
         customerEmail: String? = nil, waitingMessage: String? = nil, isClosed: Bool = false, createdAt: Date,
-        validUntil: Date, closedAt: Date? = nil, assignedSupporter: String? = nil
+        validUntil: Date, closedAt: Date? = nil, assignedSupporter: String? = nil,
+        featureRules: FeatureRules = .codeDefault
     ) {
         self.code = code
         self.type = type
@@ -40,5 +44,6 @@ public struct SessionCodeRecord: Sendable, Hashable {
         self.validUntil = validUntil
         self.closedAt = closedAt
         self.assignedSupporter = assignedSupporter
+        self.featureRules = featureRules
     }
 }

@@ -116,7 +116,7 @@ public final class SessionStore: Sendable {
 
     static let codeColumns = """
         code, type, description, customer_name, customer_email, waiting_message, is_closed, created_at, valid_until, \
-        closed_at, assigned_supporter
+        closed_at, assigned_supporter, default_feature_rule
         """
 
     /// Stores a new code. Throws ``StoreError/Kind/duplicate`` when the code exists already.
@@ -148,7 +148,9 @@ public final class SessionStore: Sendable {
             let statement = try connection.prepare("SELECT \(Self.codeColumns) FROM session_codes WHERE code = ?")
             try statement.bind(code, at: 1)
             guard try statement.step() else { return nil }
-            return try Self.record(from: statement)
+            var record = try Self.record(from: statement)
+            record.featureRules.rules = try Self.featureRules(of: code, connection)
+            return record
         }
     }
 
@@ -165,18 +167,25 @@ public final class SessionStore: Sendable {
             try page.bind(Int64(max(0, offset)), at: 2)
             var records: [SessionCodeRecord] = []
             while try page.step() { records.append(try Self.record(from: page)) }
+            for index in records.indices {
+                records[index].featureRules.rules = try Self.featureRules(of: records[index].code, connection)
+            }
             return (records, total)
         }
     }
 
     /// Every stored code, ordered by creation time then code.
     public func allRecords() throws(StoreError) -> [SessionCodeRecord] {
-        try perform("list session codes") {
+        try perform("list session codes", transaction: .deferred) {
             (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) -> [SessionCodeRecord] in
             let statement = try connection.prepare(
                 "SELECT \(Self.codeColumns) FROM session_codes ORDER BY created_at, code")
             var records: [SessionCodeRecord] = []
             while try statement.step() { records.append(try Self.record(from: statement)) }
+            let rules = try Self.allFeatureRules(connection)
+            for index in records.indices {
+                records[index].featureRules.rules = rules[records[index].code] ?? [:]
+            }
             return records
         }
     }
@@ -195,8 +204,11 @@ public final class SessionStore: Sendable {
         try statement.bind(record.validUntil.unixMilliseconds, at: 9)
         try statement.bind(record.closedAt?.unixMilliseconds, at: 10)
         try statement.bind(record.assignedSupporter, at: 11)
+        try statement.bind(Int64(record.featureRules.defaultRule.rawValue), at: 12)
     }
 
+    /// The code's row, with its default rule but without its per-feature rules (read those with
+    /// ``featureRules(of:_:)``).
     static func record(from row: borrowing SQLiteDatabase.Statement) throws(StoreError) -> SessionCodeRecord {
         guard let code = row.text(at: 0), let rawType = row.int64(at: 1), let closed = row.int64(at: 6),
             let createdAt = row.int64(at: 7), let validUntil = row.int64(at: 8)
@@ -204,11 +216,13 @@ public final class SessionStore: Sendable {
         guard let typeValue = UInt8(exactly: rawType), let type = SessionCodeType(rawValue: typeValue) else {
             throw invalidData("a session code has the unknown type \(rawType)")
         }
+        let defaultRule = try accessRule(row.int64(at: 11), of: code)
         return SessionCodeRecord(
             code: code, type: type, description: row.text(at: 2), customerName: row.text(at: 3),
             customerEmail: row.text(at: 4), waitingMessage: row.text(at: 5), isClosed: closed != 0,
             createdAt: Date(unixMilliseconds: createdAt), validUntil: Date(unixMilliseconds: validUntil),
-            closedAt: row.int64(at: 9).map(Date.init(unixMilliseconds:)), assignedSupporter: row.text(at: 10))
+            closedAt: row.int64(at: 9).map(Date.init(unixMilliseconds:)), assignedSupporter: row.text(at: 10),
+            featureRules: FeatureRules(default: defaultRule))
     }
 
     // MARK: audit log

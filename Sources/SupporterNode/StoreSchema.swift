@@ -113,6 +113,20 @@ public enum StoreSchema {
                 UPDATE api_tokens SET id = lower(hex(randomblob(6)));
                 CREATE UNIQUE INDEX api_tokens_by_id ON api_tokens (id);
                 """),
+        Migration(
+            version: 5,
+            summary: "code rules (SPEC §15.3): a default rule per code, and a rule per feature where one is set",
+            sql: """
+                -- 1 allow, 2 confirm, 3 deny (AccessRule's raw values). Existing codes get the code default: allow.
+                ALTER TABLE session_codes ADD COLUMN default_feature_rule INTEGER NOT NULL DEFAULT 1
+                    CHECK (default_feature_rule IN (1, 2, 3));
+                CREATE TABLE session_code_feature_rules (
+                    code TEXT NOT NULL REFERENCES session_codes (code) ON DELETE CASCADE ON UPDATE CASCADE,
+                    feature INTEGER NOT NULL CHECK (feature BETWEEN 0 AND 65535),
+                    rule INTEGER NOT NULL CHECK (rule IN (1, 2, 3)),
+                    PRIMARY KEY (code, feature)
+                ) STRICT, WITHOUT ROWID;
+                """),
     ]
 
     /// The triggers that keep the audit trail append-only, by name, exactly as the store creates them;

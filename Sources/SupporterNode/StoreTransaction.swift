@@ -41,17 +41,19 @@ public struct StoreTransaction: ~Copyable {
 
     // MARK: session codes
 
-    /// Stores a new code. Throws ``StoreError/Kind/duplicate`` when the code exists already.
+    /// Stores a new code with its code rules. Throws ``StoreError/Kind/duplicate`` when the code exists already.
     public mutating func insert(_ record: SessionCodeRecord) throws(StoreError) {
         try run("insert session code") { (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) in
             let statement = try connection.prepare(
-                "INSERT INTO session_codes (\(SessionStore.codeColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+                "INSERT INTO session_codes (\(SessionStore.codeColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
             try SessionStore.bind(record, to: statement)
             try statement.run()
+            try SessionStore.saveFeatureRules(of: record, connection)
         }
     }
 
-    /// Replaces every field of the stored code `record.code`. Throws ``StoreError/Kind/notFound`` when there is none.
+    /// Replaces every field of the stored code `record.code`, its code rules included. Throws
+    /// ``StoreError/Kind/notFound`` when there is none.
     public mutating func update(_ record: SessionCodeRecord) throws(StoreError) {
         let changed = try run("update session code") {
             (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) -> Int in
@@ -59,12 +61,14 @@ public struct StoreTransaction: ~Copyable {
                 """
                 UPDATE session_codes SET type = ?2, description = ?3, customer_name = ?4, customer_email = ?5,
                     waiting_message = ?6, is_closed = ?7, created_at = ?8, valid_until = ?9, closed_at = ?10,
-                    assigned_supporter = ?11
+                    assigned_supporter = ?11, default_feature_rule = ?12
                 WHERE code = ?1
                 """)
             try SessionStore.bind(record, to: statement)
             try statement.run()
-            return connection.changes
+            let changed = connection.changes
+            if changed > 0 { try SessionStore.saveFeatureRules(of: record, connection) }
+            return changed
         }
         guard changed > 0 else {
             throw StoreError(
@@ -91,7 +95,9 @@ public struct StoreTransaction: ~Copyable {
                 "SELECT \(SessionStore.codeColumns) FROM session_codes WHERE code = ?")
             try statement.bind(code, at: 1)
             guard try statement.step() else { return nil }
-            return try SessionStore.record(from: statement)
+            var record = try SessionStore.record(from: statement)
+            record.featureRules.rules = try SessionStore.featureRules(of: code, connection)
+            return record
         }
     }
 

@@ -9,15 +9,18 @@ public struct SessionCodeDetails: Sendable, Hashable {
     public var customerEmail: String?
     /// Shown to the device's user while waiting (sent with REGISTER_RESULT).
     public var waitingMessage: String?
+    /// The code rules (SPEC §15.3); `allow` for every feature unless given.
+    public var featureRules: FeatureRules
 
     public init(
         description: String? = nil, customerName: String? = nil, customerEmail: String? = nil,
-        waitingMessage: String? = nil
+        waitingMessage: String? = nil, featureRules: FeatureRules = .codeDefault
     ) {
         self.description = description
         self.customerName = customerName
         self.customerEmail = customerEmail
         self.waitingMessage = waitingMessage
+        self.featureRules = featureRules
     }
 }
 
@@ -48,7 +51,7 @@ extension SupporterNode {
                 code: code, type: type, description: details.description, customerName: details.customerName,
                 customerEmail: details.customerEmail, waitingMessage: details.waitingMessage, isClosed: false,
                 createdAt: now, validUntil: validUntil ?? now.addingTimeInterval(seconds), closedAt: nil,
-                assignedSupporter: nil)
+                assignedSupporter: nil, featureRules: details.featureRules)
             do throws(RegistryError) {
                 return (record, try state.registry.createCode(record, by: actor))
             } catch {
@@ -85,7 +88,8 @@ extension SupporterNode {
         return state.withLock { $0.registry.info(code, now: now) }
     }
 
-    /// Changes a code's stored metadata (not its state: see ``closeCode(_:by:)``); returns once stored and audited.
+    /// Changes a code's stored metadata (not its state: see ``closeCode(_:by:)``; not its rules: see
+    /// ``setFeatureRules(_:_:by:)``); returns once stored and audited.
     @discardableResult
     public func updateCode(
         _ code: String, by actor: AuditActor = .local, _ change: @Sendable (inout SessionCodeRecord) -> Void
@@ -99,6 +103,51 @@ extension SupporterNode {
             }
         }
         try await commit(intents)
+        return info
+    }
+
+    /// Replaces a code's rules (SPEC §15.3); returns once stored and audited (`code_updated`, `what:
+    /// code_feature_rules_changed`). A device registered on the code is held to the new rules from its next connection
+    /// request or feature ask on. Rules equal to the current ones change and record nothing.
+    ///
+    /// Waits for the node's store writer to commit: call it from a task, never on an event loop. When the write
+    /// fails, the code keeps its previous rules and the error is thrown.
+    @discardableResult
+    public func setFeatureRules(
+        _ code: String, _ rules: FeatureRules, by actor: AuditActor = .local
+    ) async throws(SupporterNodeError) -> SessionCodeInfo {
+        try await changeFeatureRules(code, by: actor) { $0 = rules }
+    }
+
+    /// Changes a code's rules with `change`, applied to the rules the code has at that moment (so two changes made at
+    /// once both count); otherwise as ``setFeatureRules(_:_:by:)``.
+    @discardableResult
+    public func changeFeatureRules(
+        _ code: String, by actor: AuditActor = .local, _ change: (inout FeatureRules) -> Void
+    ) async throws(SupporterNodeError) -> SessionCodeInfo {
+        let now = Date()
+        let (info, previous, rules, intents) = try state.withLock { state throws(SupporterNodeError) in
+            guard let previous = state.registry.featureRules(of: code) else {
+                throw SupporterNodeError(registry: RegistryError(.notFound, "no such code"))
+            }
+            var rules = previous
+            change(&rules)
+            do throws(RegistryError) {
+                let (info, intents) = try state.registry.setFeatureRules(code, rules, by: actor, now: now)
+                return (info, previous, rules, intents)
+            } catch {
+                throw SupporterNodeError(registry: error)
+            }
+        }
+        guard !intents.isEmpty else { return info }
+        do {
+            try await commit(intents)
+        } catch {
+            // Not stored, so not in effect: put the previous rules back (unless a later change replaced them).
+            state.withLock { $0.registry.revertFeatureRules(code, to: previous, ifStill: rules) }
+            throw error
+        }
+        logger.log(.info, "code \(Redact.code(code)): code rules now \(rules.auditText)")
         return info
     }
 

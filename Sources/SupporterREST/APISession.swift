@@ -55,6 +55,8 @@ public struct APISession: Codable, Sendable, Hashable {
     public var assignedSupporter: String?
     /// The name of the device on the code, while one is on it.
     public var deviceName: String?
+    /// The code rules (SPEC §15.3).
+    public var featureRules: FeatureRules
 
     /// The API's view of the node's code.
     public init(_ info: SessionCodeInfo) {
@@ -73,6 +75,7 @@ public struct APISession: Codable, Sendable, Hashable {
         closedAt = record.closedAt
         assignedSupporter = record.assignedSupporter
         deviceName = info.deviceName
+        featureRules = record.featureRules
     }
 
     enum CodingKeys: String, CodingKey {
@@ -80,6 +83,7 @@ public struct APISession: Codable, Sendable, Hashable {
         case customerName = "customer_name", customerEmail = "customer_email", waitingMessage = "waiting_message"
         case liveState = "live_state", createdAt = "created_at", validUntil = "valid_until", closedAt = "closed_at"
         case assignedSupporter = "assigned_supporter", deviceName = "device_name"
+        case featureRules = "feature_rules"
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -99,6 +103,7 @@ public struct APISession: Codable, Sendable, Hashable {
         try container.encode(closedAt.map(RESTTime.format), forKey: .closedAt)
         try container.encode(assignedSupporter, forKey: .assignedSupporter)
         try container.encode(deviceName, forKey: .deviceName)
+        try container.encode(APIFeatureRules(featureRules), forKey: .featureRules)
     }
 
     /// Reads an answer (for clients and tests); times must be RFC 3339.
@@ -125,6 +130,7 @@ public struct APISession: Codable, Sendable, Hashable {
         closedAt = try container.decodeNil(forKey: .closedAt) ? nil : try time(.closedAt)
         assignedSupporter = try container.decodeIfPresent(String.self, forKey: .assignedSupporter)
         deviceName = try container.decodeIfPresent(String.self, forKey: .deviceName)
+        featureRules = try container.decode(APIFeatureRules.self, forKey: .featureRules).value
     }
 }
 

@@ -4,7 +4,8 @@ import SupporterNode
 /// `SessionCreate` of protocol/openapi.yaml: the body of `POST /sessions`.
 ///
 /// Decoding is strict (``StrictJSON``): unknown members, wrong types, `null`, strings out of their length, a
-/// malformed email address, a lifetime out of range, an unreadable time, or both lifetime members are refused with
+/// malformed email address, a lifetime out of range, an unreadable time, both lifetime members, or `feature_rules` that
+/// ``APIFeatureRules`` refuses (an unknown feature name or rule) are refused with
 /// ``RESTError/Kind/unprocessable`` naming the member; a body that is not a JSON object with
 /// ``RESTError/Kind/badRequest``. Whether `valid_until` lies in the future depends on the clock: see
 /// ``validated(now:)``. Encoding leaves absent members out.
@@ -17,11 +18,13 @@ public struct APISessionCreate: Codable, Sendable, Hashable {
     /// Lifetime from now, 60 to 31 536 000 seconds.
     public var validForSeconds: Int?
     public var validUntil: Date?
+    /// The code rules (SPEC §15.3); the code default (`allow` for every feature) when absent.
+    public var featureRules: FeatureRules?
 
     public init(
         type: APISessionType? = nil, description: String? = nil, customerName: String? = nil,
         customerEmail: String? = nil, waitingMessage: String? = nil, validForSeconds: Int? = nil,
-        validUntil: Date? = nil
+        validUntil: Date? = nil, featureRules: FeatureRules? = nil
     ) {
         self.type = type
         self.description = description
@@ -30,6 +33,7 @@ public struct APISessionCreate: Codable, Sendable, Hashable {
         self.waitingMessage = waitingMessage
         self.validForSeconds = validForSeconds
         self.validUntil = validUntil
+        self.featureRules = featureRules
     }
 
     /// Shortest and longest lifetime `valid_for_seconds` may ask for.
@@ -39,6 +43,7 @@ public struct APISessionCreate: Codable, Sendable, Hashable {
         case type, description
         case customerName = "customer_name", customerEmail = "customer_email", waitingMessage = "waiting_message"
         case validForSeconds = "valid_for_seconds", validUntil = "valid_until"
+        case featureRules = "feature_rules"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -57,6 +62,7 @@ public struct APISessionCreate: Codable, Sendable, Hashable {
         }
         validForSeconds = try object.integer("valid_for_seconds", in: Self.lifetimeRange)
         validUntil = try object.time("valid_until")
+        featureRules = try object.featureRules()
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -68,6 +74,7 @@ public struct APISessionCreate: Codable, Sendable, Hashable {
         try container.encodeIfPresent(waitingMessage, forKey: .waitingMessage)
         try container.encodeIfPresent(validForSeconds, forKey: .validForSeconds)
         try container.encodeIfPresent(validUntil.map(RESTTime.format), forKey: .validUntil)
+        try container.encodeIfPresent(featureRules.map(APIFeatureRules.init), forKey: .featureRules)
     }
 
     /// The checks that depend on the clock: `valid_until` must lie after `now`.
@@ -83,7 +90,7 @@ public struct APISessionCreate: Codable, Sendable, Hashable {
     public var details: SessionCodeDetails {
         SessionCodeDetails(
             description: description, customerName: customerName, customerEmail: customerEmail,
-            waitingMessage: waitingMessage)
+            waitingMessage: waitingMessage, featureRules: featureRules ?? .codeDefault)
     }
 
     /// The lifetime asked for, if any (else the node's default, or ``validUntil``).

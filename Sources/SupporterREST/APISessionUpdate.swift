@@ -17,11 +17,15 @@ public struct APISessionUpdate: Codable, Sendable, Hashable {
     public var validUntil: Date?
     /// `closed` closes the code for good; `open` only confirms an open code (a closed one cannot be reopened).
     public var state: APIStoredState?
+    /// New code rules (SPEC §15.3), replacing the code's rules as a whole; nil keeps them. Applied with
+    /// ``SupporterNode/setFeatureRules(_:_:by:)`` (audited on their own), not by ``apply(to:)``.
+    public var featureRules: FeatureRules?
 
     public init(
         description: FieldChange<String> = .keep, customerName: FieldChange<String> = .keep,
         customerEmail: FieldChange<String> = .keep, waitingMessage: FieldChange<String> = .keep,
-        assignedSupporter: FieldChange<String> = .keep, validUntil: Date? = nil, state: APIStoredState? = nil
+        assignedSupporter: FieldChange<String> = .keep, validUntil: Date? = nil, state: APIStoredState? = nil,
+        featureRules: FeatureRules? = nil
     ) {
         self.description = description
         self.customerName = customerName
@@ -30,12 +34,14 @@ public struct APISessionUpdate: Codable, Sendable, Hashable {
         self.assignedSupporter = assignedSupporter
         self.validUntil = validUntil
         self.state = state
+        self.featureRules = featureRules
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case description, state
         case customerName = "customer_name", customerEmail = "customer_email", waitingMessage = "waiting_message"
         case validUntil = "valid_until", assignedSupporter = "assigned_supporter"
+        case featureRules = "feature_rules"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -52,6 +58,7 @@ public struct APISessionUpdate: Codable, Sendable, Hashable {
         }
         validUntil = try object.time("valid_until")
         state = try object.choice("state", APIStoredState.self)
+        featureRules = try object.featureRules()
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -63,6 +70,7 @@ public struct APISessionUpdate: Codable, Sendable, Hashable {
         try container.encode(assignedSupporter, forKey: .assignedSupporter)
         try container.encodeIfPresent(validUntil.map(RESTTime.format), forKey: .validUntil)
         try container.encodeIfPresent(state, forKey: .state)
+        try container.encodeIfPresent(featureRules.map(APIFeatureRules.init), forKey: .featureRules)
     }
 
     /// The checks that depend on the clock: `valid_until` must lie after `now`.
@@ -71,7 +79,7 @@ public struct APISessionUpdate: Codable, Sendable, Hashable {
         return self
     }
 
-    /// Whether stored metadata changes (not the state).
+    /// Whether stored metadata changes (not the state, not the code rules).
     public var changesMetadata: Bool {
         description.isChange || customerName.isChange || customerEmail.isChange || waitingMessage.isChange
             || assignedSupporter.isChange || validUntil != nil

@@ -133,6 +133,7 @@ struct RESTRouter: Sendable {
             if change.changesMetadata {
                 try await node.updateCode(code, by: actor) { record in change.apply(to: &record) }
             }
+            if let rules = change.featureRules { try await node.setFeatureRules(code, rules, by: actor) }
             if change.state == .closed, !current.record.isClosed { try await node.closeCode(code, by: actor) }
         } catch {
             throw RESTError(error)

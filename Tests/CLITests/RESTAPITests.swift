@@ -346,6 +346,65 @@ struct RESTAPITests {
         }
     }
 
+    @Test("feature_rules: set on create, shown by GET, replaced by PUT and audited with the token; bad names are 422")
+    func codeRules() async throws {
+        try await withRESTNode { api in
+            let created = try await api.curl(
+                "POST", "/sessions",
+                json: #"{"feature_rules":{"default":"allow","rules":{"chat":"deny","remote_control":"confirm"}}}"#)
+            #expect(created.status == 201, "\(created)")
+            let code = try #require(created.object?["code"] as? String, "\(created)")
+            let rules = created.object?["feature_rules"] as? [String: Any]
+            #expect(rules?["default"] as? String == "allow", "\(created)")
+            #expect(rules?["rules"] as? [String: String] == ["chat": "deny", "remote_control": "confirm"], "\(created)")
+            let fetched = try await api.curl("GET", "/sessions/\(code)")
+            #expect(fetched.body == created.body, "GET differs from the 201 body")
+            let plain = try await api.curl("POST", "/sessions", json: "{}")
+            let defaults = plain.object?["feature_rules"] as? [String: Any]
+            #expect(defaults?["default"] as? String == "allow", "\(plain)")
+            #expect(defaults?["rules"] as? [String: String] == [:], "\(plain)")
+
+            let changed = try await api.curl(
+                "PUT", "/sessions/\(code)",
+                json: #"{"description":"printer","feature_rules":{"default":"confirm","rules":{"file_share":"deny"}}}"#)
+            #expect(changed.status == 200, "\(changed)")
+            #expect(changed.object?["description"] as? String == "printer")
+            let now = changed.object?["feature_rules"] as? [String: Any]
+            #expect(now?["default"] as? String == "confirm", "\(changed)")
+            #expect(now?["rules"] as? [String: String] == ["file_share": "deny"], "\(changed)")
+
+            let before = try await api.curl("GET", "/sessions/\(code)")
+            for (body, words) in [
+                (#"{"feature_rules":{"rules":{"telepathy":"deny"}}}"#, "unknown feature 'telepathy'"),
+                (#"{"feature_rules":{"rules":{"chat":"maybe"}}}"#, "feature_rules.rules.chat"),
+                (#"{"feature_rules":{"default":"never"}}"#, "feature_rules.default"),
+                (#"{"feature_rules":null}"#, "feature_rules cannot be null"),
+                (#"{"feature_rules":{"chat":"deny"}}"#, "unknown member 'feature_rules.chat'"),
+            ] {
+                let put = try await api.curl("PUT", "/sessions/\(code)", json: body)
+                #expect(put.errorStatus == 422, "PUT \(body): \(put)")
+                #expect(put.body.contains(words), "PUT \(body): \(put)")
+                let post = try await api.curl("POST", "/sessions", json: body)
+                #expect(post.errorStatus == 422, "POST \(body): \(post)")
+            }
+            #expect(try await api.curl("GET", "/sessions/\(code)").body == before.body, "a refused change was applied")
+
+            await api.server.close(keepingData: true)
+            let events = try await api.audit()
+            let rows = events.filter {
+                $0["code"] as? String == code
+                    && ($0["details"] as? [String: Any])?["what"] as? String == "code_feature_rules_changed"
+            }
+            #expect(rows.count == 1, "\(events)")
+            let details = rows.first?["details"] as? [String: Any]
+            #expect(details?["actor"] as? String == "rest", "\(rows)")
+            #expect(details?["actor_token"] is String, "\(rows)")
+            #expect(details?["actor_address"] as? String == "127.0.0.1", "\(rows)")
+            #expect((details?["feature_rules"] as? String)?.hasPrefix("default=confirm ") == true, "\(rows)")
+            #expect((details?["previous_feature_rules"] as? String)?.hasPrefix("default=allow ") == true, "\(rows)")
+        }
+    }
+
     @Test("protocol/check_openapi.py finds no mismatch between the spec and the node")
     func openAPIConformance() async throws {
         try await withRESTNode { api in

@@ -1,6 +1,7 @@
 import CLIKit
 import Foundation
 import SupporterNode
+import SupporterREST
 
 /// The supporter's commands, the same whether they come from the console or from another `rsup-supporter` process
 /// through the control socket. Each takes and returns plain JSON-ready values.
@@ -33,6 +34,52 @@ struct SupporterCommands: Sendable {
         }
     }
 
+    /// One `NAME=RULE` of `--feature-rule` or of `rules`: a feature name (SPEC §4.3, §15.2; `-` may stand for `_`)
+    /// and `allow`, `confirm` or `deny`, or, where `allowDefault`, `default` (nil: the feature follows the default
+    /// rule again).
+    static func ruleAssignment(_ text: String, allowDefault: Bool) throws(CLIError) -> (Feature.ID, AccessRule?) {
+        let parts = text.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
+            throw .usage(
+                "'\(TerminalText.escaped(text))' is not NAME=RULE, e.g. chat=deny (features: "
+                    + "\(FeatureRuleNames.featureList); rules: \(FeatureRuleNames.ruleList)"
+                    + (allowDefault ? ", or default to follow the default rule)" : ")"))
+        }
+        let name = parts[0].replacingOccurrences(of: "-", with: "_")
+        do throws(FeatureRuleNameError) {
+            let feature = try FeatureRuleNames.feature(named: name)
+            if allowDefault, parts[1] == "default" { return (feature, nil) }
+            return (feature, try FeatureRuleNames.rule(named: String(parts[1])))
+        } catch {
+            throw .usage("in '\(TerminalText.escaped(text))': \(error)" + (allowDefault && error.kind == .unknownRule ? " (or default)" : ""))
+        }
+    }
+
+    /// `allow`, `confirm` or `deny` as given to `--default-rule`.
+    static func defaultRule(_ text: String) throws(CLIError) -> AccessRule {
+        do throws(FeatureRuleNameError) { return try FeatureRuleNames.rule(named: text) } catch {
+            throw .usage("--default-rule: \(error)")
+        }
+    }
+
+    /// The rules of `--feature-rule` and `--default-rule` at creation, from the code default (allow everything).
+    static func featureRules(_ assignments: [String], default text: String?) throws(CLIError) -> FeatureRules {
+        var rules = FeatureRules.codeDefault
+        if let text { rules.defaultRule = try defaultRule(text) }
+        for assignment in assignments {
+            let (feature, rule) = try ruleAssignment(assignment, allowDefault: false)
+            if let rule { rules.set(rule, for: feature) }
+        }
+        return rules
+    }
+
+    /// The rules as JSON, as the REST API writes them.
+    static func describe(_ rules: FeatureRules) -> [String: Any] {
+        var named: [String: String] = [:]
+        for (feature, rule) in rules.rules { named[FeatureRuleNames.name(of: feature)] = rule.description }
+        return ["default": rules.defaultRule.description, "rules": named]
+    }
+
     static func describe(_ info: SessionCodeInfo) -> [String: Any] {
         var object: [String: Any] = [
             "code": info.code, "type": info.type == .remoteSupport ? "remote_support" : "assist_ar",
@@ -41,6 +88,7 @@ struct SupporterCommands: Sendable {
         if let description = info.description { object["description"] = description }
         if let device = info.deviceName { object["device"] = device }
         if let supporter = info.assignedSupporter { object["supporter"] = supporter }
+        object["feature_rules"] = describe(info.featureRules)
         return object
     }
 
@@ -54,13 +102,34 @@ struct SupporterCommands: Sendable {
                 guard let type = Self.codeType(request["type"] as? String) else {
                     return ["ok": false, "error": "type must be remote or assist"]
                 }
+                let rules = try Self.featureRules(
+                    request["feature-rule"] as? [String] ?? [], default: request["default-rule"] as? String)
                 let details = SessionCodeDetails(
                     description: request["description"] as? String, customerName: request["customer"] as? String,
-                    customerEmail: request["email"] as? String, waitingMessage: request["waiting-message"] as? String)
+                    customerEmail: request["email"] as? String, waitingMessage: request["waiting-message"] as? String,
+                    featureRules: rules)
                 let info = try await node.createCode(type: type, details: details)
                 return ["ok": true, "code": Self.describe(info)]
             case "list":
                 return ["ok": true, "codes": node.codes().map(Self.describe)]
+            case "rules":
+                let assignments = try (request["set"] as? [String] ?? []).map { (text) throws(CLIError) in
+                    try Self.ruleAssignment(text, allowDefault: true)
+                }
+                let newDefault = try (request["default-rule"] as? String).map(Self.defaultRule)
+                let reset = request["reset"] as? Bool ?? false
+                let info: SessionCodeInfo
+                if assignments.isEmpty, newDefault == nil, !reset {
+                    guard let found = node.code(code) else { return ["ok": false, "error": "no such code \(code)"] }
+                    info = found
+                } else {
+                    info = try await node.changeFeatureRules(code) { rules in
+                        if reset { rules = .codeDefault }
+                        if let newDefault { rules.defaultRule = newDefault }
+                        for (feature, rule) in assignments { rules.rules[feature] = rule }
+                    }
+                }
+                return ["ok": true, "code": info.code, "feature_rules": Self.describe(info.featureRules)]
             case "connect":
                 guard let name = request["as"] as? String, !name.isEmpty else {
                     return ["ok": false, "error": "a supporter name is required (--as NAME)"]
@@ -111,8 +180,10 @@ struct SupporterCommands: Sendable {
             default:
                 return ["ok": false, "error": "unknown command '\(command)'"]
             }
-        } catch {
+        } catch let error as CLIError {
             return ["ok": false, "error": error.description]
+        } catch {
+            return ["ok": false, "error": "\(error)"]
         }
     }
 }

@@ -12,7 +12,10 @@ let usage = """
       serve     listen for devices (interactive console on a terminal, or --non-interactive)
       create    create a session code             [--type remote|assist] [--description TEXT]
                                                   [--customer NAME] [--email ADDRESS] [--waiting-message TEXT]
+                                                  [--feature-rule NAME=RULE]... [--default-rule RULE]
       list      list codes with their live state
+      rules     show or change a code's rules     --code CODE [NAME=RULE|NAME=default]... [--default-rule RULE]
+                                                  [--reset]   (rules: allow, confirm, deny; see 'rules --help')
       connect   send a connection request         --code CODE --as NAME [--type screen|assist]
                                                   [--features voip,remote_control] (default: voip)
       cancel    cancel the pending request        --code CODE
@@ -68,18 +71,27 @@ func dataFolder(_ arguments: ParsedArguments) throws(CLIError) -> String {
     return folder
 }
 
-/// Sends one command to the node serving `--data` and prints its answer.
-func remote(_ command: String, _ arguments: [String], required: [String], optional: [String]) throws(CLIError) {
-    let parsed = try ParsedArguments(arguments, valueOptions: Set(required + optional + ["data"]), flagOptions: ["json"])
+/// Sends one command to the node serving `--data` and prints its answer. `repeatable` options may be given more than
+/// once and are sent as lists; `check` sees the parsed arguments first and throws a usage error for bad input, so
+/// that nothing is sent.
+func remote(
+    _ command: String, _ arguments: [String], required: [String], optional: [String], repeatable: [String] = [],
+    check: (ParsedArguments) throws(CLIError) -> Void = { _ throws(CLIError) in }
+) throws(CLIError) {
+    let parsed = try ParsedArguments(
+        arguments, valueOptions: Set(required + optional + repeatable + ["data"]), flagOptions: ["json"])
     if parsed.has("help") {
         print("usage: rsup-supporter \(command) " + required.map { "--\($0) VALUE" }.joined(separator: " ")
-            + optional.map { " [--\($0) VALUE]" }.joined() + " [--data DIR] [--json]")
+            + optional.map { " [--\($0) VALUE]" }.joined() + repeatable.map { " [--\($0) VALUE]..." }.joined()
+            + " [--data DIR] [--json]")
         return
     }
     guard parsed.positionals.isEmpty else { throw .usage("unexpected argument '\(parsed.positionals[0])'") }
+    try check(parsed)
     var request: [String: Any] = ["command": command]
     for name in required { request[name] = try parsed.require(name) }
     for name in optional { if let value = parsed.options[name] { request[name] = value } }
+    for name in repeatable { if let values = parsed.allOptions[name] { request[name] = values } }
     if let code = request["code"] as? String, !SessionCodeFormat.isWellFormed(code) {
         throw .usage("'\(code)' is not a session code (the format is 123-456-789)")
     }
@@ -139,8 +151,14 @@ func main() -> Int32 {
         case "create":
             try remote(
                 "create", arguments, required: [],
-                optional: ["type", "description", "customer", "email", "waiting-message"])
+                optional: ["type", "description", "customer", "email", "waiting-message", "default-rule"],
+                repeatable: ["feature-rule"]
+            ) { parsed throws(CLIError) in
+                _ = try SupporterCommands.featureRules(
+                    parsed.allOptions["feature-rule"] ?? [], default: parsed.options["default-rule"])
+            }
         case "list": try remote("list", arguments, required: [], optional: [])
+        case "rules": try Rules.run(arguments)
         case "connect": try remote("connect", arguments, required: ["code", "as"], optional: ["type", "features"])
         case "cancel": try remote("cancel", arguments, required: ["code"], optional: [])
         case "end": try remote("end", arguments, required: ["code"], optional: [])
