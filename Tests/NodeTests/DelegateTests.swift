@@ -68,7 +68,7 @@ extension NodeIntegration {
                 case .sessionCodeOnline: "online"
                 case .connectionRequest(let info): "request \(info.supporterName)"
                 case .sessionError(let reason, _, _): "session error \(reason)"
-                case .supporterConnected(let name, _): "connected \(name)"
+                case .supporterConnected(let name, _, _): "connected \(name)"
                 case .voipStateChanged(let state): "voip \(state)"
                 case .supporterDisconnected(let reason, _): "disconnected \(reason)"
                 default: "other"

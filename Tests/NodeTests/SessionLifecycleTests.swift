@@ -34,7 +34,7 @@ extension NodeIntegration {
             #expect(request.connectionType == .screenShare)
             #expect(harness.supporter.code(code)?.state == .requestPending)
             device.session.answer(requestID: request.requestID, allow: true)
-            #expect(await device.event { $0 == .supporterConnected(supporterName: "Alice", connectionType: .screenShare) } != nil)
+            #expect(await device.event { if case .supporterConnected("Alice", .screenShare, _) = $0 { true } else { false } } != nil)
             #expect(await harness.supporterEvent(on: code) { $0 == .connected(requestID: id) } != nil)
             #expect(harness.supporter.code(code)?.state == .active)
             try await harness.supporter.endSession(code: code)

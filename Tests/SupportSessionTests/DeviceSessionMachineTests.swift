@@ -97,7 +97,7 @@ enum DeviceExpectation: Equatable {
             return .next(
                 .active(DeviceFixture.info),
                 [
-                    .report(.supporterConnected(supporterName: "Alice", connectionType: .screenShare)),
+                    .report(.supporterConnected(supporterName: "Alice", connectionType: .screenShare, details: SessionDetails())),
                     .startVoIP,
                     .send(.voipState(VoIPState(state: .started, text: "VoIP started"))),
                     .report(.voipStateChanged(.started)),

@@ -64,7 +64,7 @@ import Testing
         let actions = machine.received(.sessionStarted(SessionStarted(requestID: 1)), now: t0, call: row.call)
         let info = ConnectionRequestInfo(
             requestID: 1, supporterName: "S", connectionType: .screenShare, requestedFeatures: request.requestedFeatures)
-        var expected: [DeviceSessionMachine.Action] = [.report(.supporterConnected(supporterName: "S", connectionType: .screenShare))]
+        var expected: [DeviceSessionMachine.Action] = [.report(.supporterConnected(supporterName: "S", connectionType: .screenShare, details: SessionDetails()))]
         if row.expected == .started { expected.append(.startVoIP) }
         expected.append(.send(.voipState(VoIPState(state: row.expected, text: DeviceSessionMachine.describe(row.expected)))))
         expected.append(.report(.voipStateChanged(row.expected)))

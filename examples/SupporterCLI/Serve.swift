@@ -154,6 +154,49 @@ enum Serve {
             console.event(
                 "session_error", "\(code): session error \(reason)" + (text.map { ": \($0)" } ?? ""),
                 ["code": code, "reason": "\(reason)", "feature": feature.map { "\($0)" } ?? ""])
+        case .featuresDenied(let features):
+            let names = features.map { "\($0.id)" }.joined(separator: ",")
+            console.event("features_denied", "\(code): denied by the code's rules: \(names)", ["code": code, "features": names])
+        case .grantInEffect(let features):
+            let names = features.isEmpty ? "none" : features.map { "\($0.id)" }.joined(separator: ",")
+            console.event("granted", "\(code): granted: \(names)", ["code": code, "features": names])
+        case .featureGranted(let feature):
+            console.event("feature_granted", "\(code): \(feature) granted", ["code": code, "feature": "\(feature)"])
+        case .featureRefused(let feature, let reason):
+            console.event(
+                "feature_refused", "\(code): \(feature) refused (\(reason))",
+                ["code": code, "feature": "\(feature)", "reason": "\(reason)"])
+        case .featureRevoked(let feature):
+            console.event("feature_revoked", "\(code): \(feature) revoked by the device", ["code": code, "feature": "\(feature)"])
+        case .messageReceived(let delivery):
+            switch delivery {
+            case .chat(let id, let text):
+                console.event("chat", "\(code): device: \(text)", ["code": code, "message_id": Int(id), "text": text])
+            case .application(let id, let type, let body):
+                console.event(
+                    "app_message", "\(code): application message (\(type), \(body.count) bytes)",
+                    ["code": code, "message_id": Int(id), "content_type": type, "bytes": body.count])
+            case .fileProgress(let transfer, let name, let received, let total):
+                console.event(
+                    "file_progress", "\(code): receiving '\(name)': \(received) of \(total) bytes",
+                    ["code": code, "transfer_id": Int(transfer), "received": Int(received), "total": Int(total)])
+            case .file(let transfer, let name, _, let bytes):
+                console.event(
+                    "file", "\(code): received file '\(name)' (\(bytes.count) bytes)",
+                    ["code": code, "transfer_id": Int(transfer), "name": name, "bytes": bytes.count])
+            }
+        case .messageDelivered(let id):
+            console.event("delivered", "\(code): message \(id) delivered", ["code": code, "message_id": Int(id)])
+        case .messageRefused(let id, let reason, _):
+            console.event(
+                "message_refused", "\(code): message \(id) refused (\(reason))",
+                ["code": code, "message_id": Int(id), "reason": "\(reason)"])
+        case .messagesUndelivered(let ids):
+            console.event("undelivered", "\(code): \(ids.count) message(s) not delivered", ["code": code, "count": ids.count])
+        case .reconnecting:
+            console.event("reconnecting", "\(code): the device's link was lost; waiting for it to resume", ["code": code])
+        case .resumed:
+            console.event("resumed", "\(code): the device resumed", ["code": code])
         }
     }
 }
@@ -194,7 +237,8 @@ struct InteractiveConsole {
 
     static let help = """
         commands: create [remote|assist] [description…] · list · connect CODE NAME [screen|assist] ·
-                  cancel CODE · end CODE · close CODE · token · help · quit
+                  cancel CODE · end CODE · close CODE · say CODE TEXT · send CODE FILE · ask CODE FEATURE ·
+                  token · help · quit
         """
 
     func run(onQuit: @escaping () -> Void) {
@@ -221,6 +265,14 @@ struct InteractiveConsole {
                 request["code"] = words[1]
                 request["as"] = words[2]
                 if words.count > 3 { request["type"] = words[3] }
+            case "say", "send", "ask":
+                guard words.count >= 3 else {
+                    console.error("\(first) CODE \(first == "say" ? "TEXT" : first == "send" ? "FILE" : "FEATURE")")
+                    continue
+                }
+                request["code"] = words[1]
+                let rest = words[2...].joined(separator: " ")
+                request[first == "say" ? "text" : first == "send" ? "file" : "feature"] = rest
             case "cancel", "end", "close":
                 guard words.count == 2 else {
                     console.error("\(first) CODE")

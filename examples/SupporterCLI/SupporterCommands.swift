@@ -25,13 +25,7 @@ struct SupporterCommands: Sendable {
     }
 
     static func feature(_ name: String) -> Feature.ID? {
-        switch name {
-        case "screen_share", "screen-share": .screenShare
-        case "assist_ar", "assist-ar": .assistAR
-        case "voip": .voip
-        case "remote_control", "remote-control": .remoteControl
-        default: nil
-        }
+        Feature.ID(name: name.replacingOccurrences(of: "-", with: "_"))
     }
 
     /// One `NAME=RULE` of `--feature-rule` or of `rules`: a feature name (SPEC §4.3, §15.2; `-` may stand for `_`)
@@ -140,7 +134,10 @@ struct SupporterCommands: Sendable {
                 var features = FeatureSet()
                 for name in (request["features"] as? String ?? "voip").split(separator: ",") where !name.isEmpty {
                     guard let id = Self.feature(String(name)) else {
-                        return ["ok": false, "error": "unknown feature '\(name)' (screen_share, assist_ar, voip, remote_control)"]
+                        return [
+                            "ok": false,
+                            "error": "unknown feature '\(name)' (\(Feature.ID.defined.compactMap(\.name).joined(separator: ", ")))",
+                        ]
                     }
                     features.insert(Feature(id))
                 }
@@ -149,6 +146,25 @@ struct SupporterCommands: Sendable {
                 return ["ok": true, "request_id": Int(id)]
             case "cancel":
                 try await node.abortRequest(code: code)
+                return ["ok": true]
+            case "say":
+                guard let text = request["text"] as? String, !text.isEmpty else {
+                    return ["ok": false, "error": "say needs a text"]
+                }
+                try await node.sendChat(code: code, text: text)
+                return ["ok": true]
+            case "send":
+                guard let path = request["file"] as? String, let data = FileManager.default.contents(atPath: path) else {
+                    return ["ok": false, "error": "send needs a readable file"]
+                }
+                let name = URL(fileURLWithPath: path).lastPathComponent
+                let id = try await node.sendFile(code: code, name: name, bytes: [UInt8](data))
+                return ["ok": true, "transfer_id": Int(id), "bytes": data.count]
+            case "ask":
+                guard let name = request["feature"] as? String, let feature = Self.feature(name) else {
+                    return ["ok": false, "error": "ask needs a feature name"]
+                }
+                try await node.askFeature(code: code, feature: feature, text: request["text"] as? String)
                 return ["ok": true]
             case "end":
                 try await node.endSession(code: code)
