@@ -69,6 +69,18 @@ END = _frame(0x16, _field(1, b"\x02"))
 ERROR = _frame(0x17, _field(1, b"\x8e"), _field(2, (2).to_bytes(2, "big")))
 VOIP = _frame(0x18, _field(1, b"\x01"))
 PING = _frame(0x03, _field(1, bytes(8)))
+# Protocol 1.1 (SPEC §15): the §15.2 fields on the 1.0 frames, and the frames of §15.3-§15.5.
+SECRET = b"hJ3_x-Qe8rT2mZ9vW1yU4oP6sA0dF5gK"
+RESULT_OK_SECRET = _frame(0x11, _field(1, b"\x00"), _field(4, b"\x01"), _field(5, SECRET))
+REQUEST_1_CONFIRM = _frame(0x12, _field(1, _u32(1)), _field(2, b"Alice"), _field(3, b"\x01"),
+                           _field(4, _features(3, 6)), _field(5, _features(6)))
+ALLOW_1_GRANTED = _frame(0x13, _field(1, _u32(1)), _field(2, b"\x01"), _field(3, b"\x00"), _field(4, _features(1, 6)))
+STARTED_1_GRANTED = _frame(0x15, _field(1, _u32(1)), _field(2, _features(1, 6)), _field(3, b"{}"))
+FEATURE_REQUEST_1 = _frame(0x19, _field(1, _u32(1)), _field(2, (5).to_bytes(2, "big")), _field(3, b"\x01"))
+FEATURE_ANSWER_1 = _frame(0x1A, _field(1, _u32(1)), _field(2, b"\x01"), _field(3, b"\x00"))
+FEATURE_REVOKE = _frame(0x1B, _field(1, (6).to_bytes(2, "big")))
+MESSAGE_1 = _frame(0x1C, _field(1, _u32(1)), _field(2, b"\x01"), _field(4, b"hi"))
+MESSAGE_ACK_1 = _frame(0x1D, _field(1, _u32(1)), _field(2, b"\x00"))
 
 # Local events (selector byte, then arguments).
 D_REGISTER = bytes([0x00, 0, 0])
@@ -99,6 +111,11 @@ SESSION_SEEDS = {
     + S_REQUEST + REJECT_1 + END + S_REFUSE_NEXT + REGISTER + S_LINK_CLOSED,
     "session_both_full_flow": D_REGISTER + REGISTER + RESULT_OK + S_REQUEST + REQUEST_1 + D_ALLOW + ALLOW_1
     + STARTED_1 + VOIP + S_END + END,
+    # protocol 1.1 frames in a session (the driver decides what a machine without the extension makes of them)
+    "session_device_1_1_frames": D_REGISTER + RESULT_OK_SECRET + REQUEST_1_CONFIRM + D_ALLOW + STARTED_1_GRANTED
+    + FEATURE_REQUEST_1 + MESSAGE_1 + MESSAGE_ACK_1 + END,
+    "session_supporter_1_1_frames": REGISTER + S_REQUEST + ALLOW_1_GRANTED + FEATURE_ANSWER_1 + MESSAGE_1
+    + MESSAGE_ACK_1 + FEATURE_REVOKE + S_END,
 }
 
 

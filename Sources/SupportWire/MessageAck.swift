@@ -14,19 +14,21 @@ public struct MessageAck: Hashable, Sendable {
 
 extension MessageAck: WireMessage {
     static let frameType = FrameType.messageAck
+    /// No range: SPEC §15.4 gives none, so any `u32` decodes (the session decides what an unknown id means).
+    private static let idField = IntegerField<UInt32>(tag: 1, name: "message_id")
     private static let reasonField = ReasonField(tag: 2, name: "reason")
     private static let textField = StringField(tag: 3, name: "text", maxLength: WireLimits.textLength)
 
     init(reading reader: inout FieldReader) throws(WireError) {
         try reader.requireFields([1, 2])
         self.init(
-            messageID: try reader.required(SessionMessage.idField),
+            messageID: try reader.required(MessageAck.idField),
             reason: try reader.required(MessageAck.reasonField),
             text: try reader.optional(MessageAck.textField))
     }
 
     func write(to writer: inout FieldWriter) throws(WireError) {
-        try writer.write(SessionMessage.idField, messageID)
+        try writer.write(MessageAck.idField, messageID)
         writer.write(MessageAck.reasonField, reason)
         try writer.write(MessageAck.textField, text)
     }

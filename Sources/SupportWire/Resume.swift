@@ -29,9 +29,9 @@ extension Resume: WireMessage {
     private static let secretField = StringField(
         tag: 2, name: "resume_secret", maxLength: WireLimits.resumeSecretLength)
     private static let stateField = EnumField<ResumeState>(tag: 3, name: "state")
-    private static let requestField = IntegerField<UInt32>(tag: 4, name: "request_id", range: 1...UInt32.max)
-    private static let lastMessageField = IntegerField<UInt32>(
-        tag: 5, name: "last_message_id", range: 1...UInt32.max)
+    // No range for these two: SPEC §15.5 gives none, so any `u32` decodes; what a value means is the session's.
+    private static let requestField = IntegerField<UInt32>(tag: 4, name: "request_id")
+    private static let lastMessageField = IntegerField<UInt32>(tag: 5, name: "last_message_id")
 
     init(reading reader: inout FieldReader) throws(WireError) {
         try reader.requireFields([1, 2, 3])

@@ -27,8 +27,8 @@ extension ResumeResult: WireMessage {
     private static let reasonField = ReasonField(tag: 1, name: "reason")
     private static let secretField = StringField(
         tag: 3, name: "resume_secret", maxLength: WireLimits.resumeSecretLength)
-    private static let lastMessageField = IntegerField<UInt32>(
-        tag: 4, name: "last_message_id", range: 1...UInt32.max)
+    /// No range: SPEC §15.5 gives none, so any `u32` decodes.
+    private static let lastMessageField = IntegerField<UInt32>(tag: 4, name: "last_message_id")
     private static let retryField = IntegerField<UInt32>(tag: 5, name: "retry_after_ms")
 
     init(reading reader: inout FieldReader) throws(WireError) {

@@ -46,7 +46,9 @@ extension SessionMessage: WireMessage {
     private static let bodyField = BytesField(tag: 4, name: "body", maxLength: Int(UInt16.max))
     private static let transferField = IntegerField<UInt32>(tag: 5, name: "transfer_id")
     private static let fileNameField = StringField(tag: 6, name: "file_name", maxLength: WireLimits.fileNameLength)
-    private static let fileSizeField = IntegerField<UInt64>(tag: 7, name: "file_size")
+    /// The 16 MiB maximum is a limit of the table, so the decoder checks it (`value_out_of_range`).
+    private static let fileSizeField = IntegerField<UInt64>(
+        tag: 7, name: "file_size", range: 0...WireLimits.largestFileSize)
     private static let offsetField = IntegerField<UInt64>(tag: 8, name: "offset")
 
     init(reading reader: inout FieldReader) throws(WireError) {

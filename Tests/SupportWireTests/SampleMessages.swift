@@ -39,6 +39,62 @@ enum SampleMessages {
         .sessionError(SessionError(reason: .featureVersionMismatch, feature: .assistAR, text: "v2 wanted")),
         .voipState(VoIPState(state: .started)),
         .voipState(VoIPState(state: .notStartedOtherCallActive, text: "a phone call is running")),
+    ] + revision1_1
+
+    /// The frames of SPEC §15.3–§15.5, minimal and full, and the §15.2 fields of the 1.0 messages.
+    static let revision1_1: [Message] = [
+        .helloAck(HelloAck(role: .supporter, nodeName: "n", resumeGraceMilliseconds: 1_000)),
+        .helloAck(
+            HelloAck(
+                role: .supporter, nodeName: "support-eu-1", features: ProtocolExtensions.all.announcement,
+                resumeGraceMilliseconds: 600_000)),
+        .registerResult(
+            RegisterResult(
+                reason: .success, text: "ok", retryAfterMilliseconds: 0, codeType: .remoteSupport,
+                resumeSecret: String(repeating: "s", count: 64))),
+        .connectionRequest(
+            ConnectionRequest(
+                requestID: 2, supporterName: "Alice", connectionType: .screenShare,
+                requestedFeatures: [Feature(.chat), Feature(.fileShare)], confirmFeatures: [Feature(.fileShare)])),
+        .connectionRequest(
+            ConnectionRequest(requestID: 3, supporterName: "Alice", connectionType: .assistAR, confirmFeatures: [])),
+        .connectionResponse(
+            ConnectionResponse(
+                requestID: 2, decision: .allow, grantedFeatures: [Feature(.screenShare), Feature(.chat)])),
+        .connectionResponse(ConnectionResponse(requestID: 3, decision: .allow, grantedFeatures: [])),
+        .sessionStarted(SessionStarted(requestID: 2, grantedFeatures: [])),
+        .sessionStarted(
+            SessionStarted(
+                requestID: .max, grantedFeatures: [Feature(.screenShare), Feature(.chat), Feature(.appMessages)],
+                mediaDescriptor: [0x00, 0xFF, 0x7B], resumeSecret: "hJ3_x-Qe8rT2mZ9vW1yU4oP6sA0dF5gK7lN3bV8cX2q")),
+        .featureRequest(FeatureRequest(askID: 1, feature: .chat)),
+        .featureRequest(
+            FeatureRequest(
+                askID: .max, feature: .init(rawValue: 0xFFFF), confirm: true, text: "May I send you a file?")),
+        .featureAnswer(FeatureAnswer(askID: 1, decision: .grant)),
+        .featureAnswer(FeatureAnswer(askID: .max, decision: .refuse, reason: .featureDenied)),
+        .featureRevoke(FeatureRevoke(feature: .chat)),
+        .featureRevoke(FeatureRevoke(feature: .init(rawValue: 0), text: String(repeating: "r", count: 256))),
+        .sessionMessage(.chat(id: 1, text: "Hi")),
+        .sessionMessage(
+            SessionMessage(
+                messageID: .max, kind: .filePart, contentType: "application/pdf",
+                body: Array(repeating: 0xA5, count: 300),
+                transferID: 0, fileName: "Rechnung März.pdf", fileSize: WireLimits.largestFileSize, offset: .max)),
+        .sessionMessage(
+            SessionMessage(messageID: 3, kind: .application, contentType: "application/json", body: [0x7B, 0x7D])),
+        .messageAck(MessageAck(messageID: 0)),
+        .messageAck(MessageAck(messageID: .max, reason: .messageRefused, text: "no content type")),
+        .resume(Resume(sessionCode: "s12", resumeSecret: "x", state: .online)),
+        .resume(
+            Resume(
+                sessionCode: String(repeating: "c", count: 64), resumeSecret: String(repeating: "s", count: 64),
+                state: .active, requestID: 0, lastMessageID: .max)),
+        .resumeResult(ResumeResult(reason: .resumeRejected)),
+        .resumeResult(
+            ResumeResult(
+                reason: .success, text: "resumed", resumeSecret: String(repeating: "t", count: 32), lastMessageID: 0,
+                retryAfterMilliseconds: .max)),
     ]
 
     /// Every frame type appears in ``all``.

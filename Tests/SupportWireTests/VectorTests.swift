@@ -78,6 +78,15 @@ import Testing
         #expect(try FrameEncoder().encode(.goAway(goAway)).hex == vector.bytes.hex)
     }
 
+    /// Every message object of the files maps to a ``Message`` (a vector that does not is otherwise only seen as a
+    /// mismatch): every key read, every value in its format.
+    @Test func understandsEveryMessageObjectOfTheFiles() throws {
+        let objects = Self.lines("valid.jsonl").flatMap { $0["messages"] as? [[String: Any]] ?? [] }
+            + Self.lines("goaway.jsonl").compactMap { $0["message"] as? [String: Any] }
+        #expect(objects.count > Self.valid.count)
+        for object in objects { _ = try VectorMessage.message(from: object) }
+    }
+
     @Test func vectorFilesAreThereAndBigEnough() {
         #expect(Self.valid.count >= 28)
         #expect(Self.malformed.count >= 40)

@@ -8,10 +8,10 @@ Every expected message and every expected error (code, offset, field) below is w
 computed by arithmetic on the hand-built byte layout), then checked against rsup.py. Generation fails if any
 check fails.
 
-Protocol document revision 1.1 (SPEC §15): the 1.1 vectors are appended after the 1.0.1 ones, which stay
-unchanged byte for byte. Every vector is checked against the stateless 1.1 codec, except the three 1.0.1 vectors
-of REV_1_0_ONLY (their bytes use what 1.1 defines), which are checked against the 1.0 codec; every 1.0.1 vector is
-also checked against the 1.0 codec.
+Protocol document revision 1.1 (SPEC §15): the 1.1 vectors are appended after the 1.0.1 ones. Every vector is
+checked against the stateless 1.1 codec; every 1.0.1 vector is also checked against the 1.0 codec and must give the
+same result with both (so the 1.0.1 vectors use only types, tags and codes that 1.1 still leaves undefined where
+they mean "undefined").
 """
 
 from __future__ import annotations
@@ -139,7 +139,8 @@ V("hello_features_unknown_ids", "HELLO whose features hold ids not defined anywh
   hello(features=[[0x0005, 1], [0x1234, 7], [0xFEFF, 65535]]))
 
 # --- HELLO_ACK (no optional fields in 1.0; the 1.1 ones are in the revision 1.1 block)
-V("hello_ack_minimal", "HELLO_ACK from a supporter node, all (required) fields; HELLO_ACK has no optional field",
+V("hello_ack_minimal", "HELLO_ACK from a supporter node with only the required fields (no resume_grace_ms, the "
+  "optional field of revision 1.1)",
   hello_ack())
 V("hello_ack_full", "HELLO_ACK with a non-empty features list", hello_ack(features=[[0x0001, 1], [0x0003, 1]],
                                                                             max_frame_size=262144))
@@ -174,9 +175,11 @@ V("goaway_text_256_bytes", "GOAWAY with a text of exactly 256 bytes (maximum)",
   {"type": "GOAWAY", "reason": R["normal_close"], "text": "t" * 256})
 V("goaway_text_256_bytes_multibyte", "GOAWAY with a text of 64 x U+1F6E0 = 256 bytes",
   {"type": "GOAWAY", "reason": R["going_away"], "text": "\U0001F6E0" * 64})
-V("goaway_unknown_reason_0x08", "GOAWAY with the undefined non-error reason 0x08: kept", {"type": "GOAWAY", "reason": 0x08})
+V("goaway_unknown_reason_0x0a", "GOAWAY with the undefined non-error reason 0x0a (0x08 and 0x09 are defined since "
+  "1.1): kept", {"type": "GOAWAY", "reason": 0x0A})
 V("goaway_unknown_reason_0x7f", "GOAWAY with the undefined non-error reason 0x7f: kept", {"type": "GOAWAY", "reason": 0x7F})
-V("goaway_unknown_reason_0x91", "GOAWAY with the undefined error reason 0x91: kept", {"type": "GOAWAY", "reason": 0x91})
+V("goaway_unknown_reason_0x93", "GOAWAY with the undefined error reason 0x93 (0x91 and 0x92 are defined since "
+  "1.1): kept", {"type": "GOAWAY", "reason": 0x93})
 V("goaway_unknown_reason_0xff", "GOAWAY with the undefined error reason 0xff and a text: kept",
   {"type": "GOAWAY", "reason": 0xFF, "text": "future"})
 V("goaway_reason_connection_lost", "GOAWAY with reason 0x90 connection_lost: never sent, but any reason decodes",
@@ -198,9 +201,10 @@ V("register_api_token_256_bytes", "REGISTER with a 256-byte api_token (maximum)"
   {"type": "REGISTER", "session_code": "1", "api_token": "k" * 256, "capabilities": [[F["voip"], 1]]})
 V("register_utf8_strings", "REGISTER with multi-byte UTF-8 session_code and api_token (any UTF-8 code is accepted)",
   {"type": "REGISTER", "session_code": JUERGEN, "api_token": "\u00e9\u00e9", "capabilities": []})
-V("register_unknown_capabilities", "REGISTER with undefined and reserved feature ids and versions other than 1: kept",
+V("register_unknown_capabilities", "REGISTER with the undefined feature id 0x0009 (the first after the 1.1 "
+  "features), the reserved ids 0x0000, 0xff00 and 0xffff, and versions other than 1: kept",
   {"type": "REGISTER", "session_code": "483920", "api_token": "tok",
-   "capabilities": [[0x0000, 1], [F["screen_share"], 2], [0x0005, 1], [0xFF00, 3], [0xFFFF, 65535]]})
+   "capabilities": [[0x0000, 1], [F["screen_share"], 2], [0x0009, 1], [0xFF00, 3], [0xFFFF, 65535]]})
 # A known message whose payload is exactly 16384 bytes: 3+1 + 3+2 + 3+4n = 16384 -> n = 4093.
 big_caps = [[i, 1] for i in range(1, 4094)]
 V("register_payload_16384_bytes", "REGISTER whose payload is exactly 16384 bytes (the default maximum): 4093 capabilities",
@@ -317,9 +321,9 @@ NC("hello_unknown_field_tag_8_skipped", "HELLO with an unknown tag 8 after tag 7
 NC("goaway_unknown_fields_3_and_255_skipped", "GOAWAY reason, text, then unknown tags 3 (empty) and 255: skipped",
    frame(GOAWAY, field(1, u8(1)) + field(2, s("bye")) + field(3, b"") + field(255, b"\x00" * 10)),
    [{"type": "GOAWAY", "reason": 1, "text": "bye"}])
-NC("register_result_unknown_field_not_inspected", "REGISTER_RESULT reason (1), code_type (4), then unknown tag 5 "
+NC("register_result_unknown_field_not_inspected", "REGISTER_RESULT reason (1), code_type (4), then unknown tag 9 "
    "whose 3-byte value is not valid UTF-8: skipped, its value is not inspected",
-   frame(REGISTER_RESULT, field(1, u8(0)) + field(4, u8(2)) + field(5, b"\xc0\xaf\xff")),
+   frame(REGISTER_RESULT, field(1, u8(0)) + field(4, u8(2)) + field(9, b"\xc0\xaf\xff")),
    [{"type": "REGISTER_RESULT", "reason": 0, "code_type": 2}])
 NC("session_end_unknown_field_before_absent_optional", "SESSION_END reason (1) then unknown tag 9; optional text "
    "(tag 2) absent", frame(SESSION_END, field(1, u8(2)) + field(9, b"x")),
@@ -338,8 +342,8 @@ NC("ignorable_reserved_type_0xf0_then_ping", "reserved type 0xf0 with IGNORABLE 
    frame(0xF0, b"", flags=0x01) + rsup.encode(ping7), [ping7])
 NC("ignorable_reserved_type_0xff_then_ping", "reserved type 0xff with IGNORABLE (discarded), then PING",
    frame(0xFF, b"\x00", flags=0x01) + rsup.encode(ping7), [ping7])
-NC("ignorable_unknown_type_garbage_payload", "undefined type 0x19 with IGNORABLE whose payload is no field "
-   "sequence (not inspected), then PONG", frame(0x19, b"\xff\xff", flags=0x01) + rsup.encode(pong7), [pong7])
+NC("ignorable_unknown_type_garbage_payload", "undefined type 0x2a with IGNORABLE whose payload is no field "
+   "sequence (not inspected), then PONG", frame(0x2A, b"\xff\xff", flags=0x01) + rsup.encode(pong7), [pong7])
 NC("ignorable_unknown_type_payload_16384_then_ping", "undefined type 0x7f with IGNORABLE and a payload of exactly "
    "16384 bytes (the default maximum): discarded, then PING",
    frame(0x7F, bytes(range(256)) * 64, flags=0x01) + rsup.encode(ping7), [ping7])
@@ -368,7 +372,7 @@ V("goaway_text_frame_too_large", "GOAWAY frame_too_large with the SPEC §10.1 te
 # ------------------------------------------------------------------------------------------------------------
 # Revision 1.1 (SPEC §15): valid vectors, appended so that every earlier line stays identical
 # ------------------------------------------------------------------------------------------------------------
-# Every vector above this line is a 1.0.1 vector; those not in REV_1_0_ONLY decode the same with the 1.1 codec.
+# Every vector above this line is a 1.0.1 vector; each decodes the same with the 1.0 and the 1.1 codec.
 OLD_VALID_COUNT = len(valid)
 
 FEATURE_REQUEST, FEATURE_ANSWER, FEATURE_REVOKE = 0x19, 0x1A, 0x1B
@@ -705,7 +709,7 @@ M("reserved_byte_01", "reserved header byte 0x01", frame(PING, field(1, u64(7)),
 M("reserved_byte_80_second_frame", "valid PING, then a frame with reserved byte 0x80",
   PING_OK + frame(PING, field(1, u64(7)), reserved=0x80), "reserved_byte", 22)
 M("unknown_frame_type_0x06", "undefined type 0x06 without IGNORABLE", frame(0x06, b""), "unknown_frame_type", 1)
-M("unknown_frame_type_0x19", "undefined type 0x19 without IGNORABLE", frame(0x19, field(1, u8(1))),
+M("unknown_frame_type_0x2a", "undefined type 0x2a without IGNORABLE", frame(0x2A, field(1, u8(1))),
   "unknown_frame_type", 1)
 M("unknown_frame_type_reserved_0x00", "reserved type 0x00 without IGNORABLE", frame(0x00, b""),
   "unknown_frame_type", 1)
@@ -1005,15 +1009,15 @@ def bad(name, desc, ftype, base, code, tag, **changes):
         M(name, desc, st, code, offs[[t for t, _ in pairs].index(tag)], tag)
 
 
-# --- The 1.1 outcome of the three 1.0 vectors whose bytes 1.1 reads differently (REV_1_0_ONLY): same bytes
-M("ignorable_known_type_feature_request_garbage_payload", "the bytes of 1.0 vector ignorable_unknown_type_garbage_"
-  "payload: type 0x19 is FEATURE_REQUEST since 1.1, so its IGNORABLE flag is ignorable_known_type",
+# --- Bytes a 1.0 decoder reads as an undefined type or an unknown tag, which 1.1 defines
+M("ignorable_known_type_feature_request_garbage_payload", "type 0x19 (undefined in 1.0, FEATURE_REQUEST since 1.1) "
+  "with IGNORABLE and a payload that is no field sequence, then PONG: ignorable_known_type (header check, payload "
+  "not read)",
   frame(0x19, b"\xff\xff", flags=0x01) + rsup.encode(pong7), "ignorable_known_type", 1)
-M("missing_field_feature_request_ask_id_only", "the bytes of 1.0 vector unknown_frame_type_0x19: type 0x19 is "
-  "FEATURE_REQUEST since 1.1; it holds only tag 1 (a 1-byte ask_id), so feature (tag 2) is missing, reported "
-  "before the value of tag 1", frame(0x19, field(1, u8(1))), "missing_field", 0, 2)
-M("invalid_utf8_register_result_resume_secret_c0_af_ff", "the bytes of 1.0 vector register_result_unknown_field_"
-  "not_inspected: tag 5 is resume_secret since 1.1, and C0 AF FF is not UTF-8",
+M("missing_field_feature_request_ask_id_only", "type 0x19 without IGNORABLE (undefined in 1.0, FEATURE_REQUEST "
+  "since 1.1) holding only tag 1 (a 1-byte ask_id): feature (tag 2) is missing, reported before the value of tag 1", frame(0x19, field(1, u8(1))), "missing_field", 0, 2)
+M("invalid_utf8_register_result_resume_secret_c0_af_ff", "REGISTER_RESULT reason, code_type, then tag 5 (unknown "
+  "in 1.0, resume_secret since 1.1) holding C0 AF FF: validated on every connection, and not UTF-8",
   frame(REGISTER_RESULT, field(1, u8(0)) + field(4, u8(2)) + field(5, b"\xc0\xaf\xff")), "invalid_utf8",
   8 + 4 + 4, 5)
 
@@ -1339,21 +1343,6 @@ for m in malformed:
 # Self-check
 # ------------------------------------------------------------------------------------------------------------
 
-# 1.0.1 vectors whose bytes a 1.1 decoder reads differently (they use type 0x19 or REGISTER_RESULT tag 5, which
-# revision 1.1 defines). They stay unchanged, byte for byte, and are checked against the 1.0 codec; the 1.1 outcome
-# of the same bytes is the vector named here.
-REV_1_0_ONLY = {
-    "ignorable_unknown_type_garbage_payload": "ignorable_known_type_feature_request_garbage_payload",
-    "register_result_unknown_field_not_inspected": "invalid_utf8_register_result_resume_secret_c0_af_ff",
-    "unknown_frame_type_0x19": "missing_field_feature_request_ask_id_only",
-}
-
-
-def _revision(name):
-    """The codec revision a vector is checked against."""
-    return "1.0" if name in REV_1_0_ONLY else "1.1"
-
-
 def _outcome(data, **kw):
     try:
         return ("messages", json.loads(json.dumps(rsup.decode_stream(data, **kw))))
@@ -1372,27 +1361,12 @@ def _tag_order_ok(msg):
 
 def self_check():
     problems = []
-    # --- revision 1.0 vs 1.1: which codec each vector is checked against
-    old_names = {v["name"] for v in valid[:OLD_VALID_COUNT]} | {m["name"] for m in malformed[:OLD_MALFORMED_COUNT]}
-    by_any_name = {r["name"]: r for r in valid + malformed}
-    for old, new in REV_1_0_ONLY.items():
-        if old not in old_names or new not in by_any_name or new in old_names:
-            problems.append(f"REV_1_0_ONLY: {old} -> {new} does not name a 1.0 vector and a 1.1 vector")
-        elif by_any_name[old]["hex"] != by_any_name[new]["hex"]:
-            problems.append(f"REV_1_0_ONLY: {new} does not hold the bytes of {old}")
+    # --- every 1.0.1 vector gives its result with the 1.0 codec too (the 1.1 codec is checked below)
     for r in valid[:OLD_VALID_COUNT] + malformed[:OLD_MALFORMED_COUNT]:
         data = bytes.fromhex(r["hex"])
         want = ("messages", r["messages"]) if "messages" in r else ("error", r["error"])
         if _outcome(data, revision="1.0") != want:
             problems.append(f"1.0 vector {r['name']}: the 1.0 codec gives {_outcome(data, revision='1.0')}")
-        same = _outcome(data, revision="1.1") == want
-        if same == (r["name"] in REV_1_0_ONLY):
-            problems.append(f"1.0 vector {r['name']}: REV_1_0_ONLY is wrong about it")
-    # §15.1, last rule: a §15 field whose extension is not in effect is an unknown field, skipped unread
-    old_rr = next(v for v in valid if v["name"] == "register_result_unknown_field_not_inspected")
-    if _outcome(bytes.fromhex(old_rr["hex"]), extensions=["access_control", "session_messages"]) != \
-            ("messages", old_rr["messages"]):
-        problems.append("extensions: REGISTER_RESULT tag 5 without session_resume is not skipped")
     # message objects: keys in tag order
     for v in valid:
         for msg in v["messages"]:
@@ -1408,7 +1382,7 @@ def self_check():
     for v in valid:
         data = bytes.fromhex(v["hex"])
         try:
-            got = rsup.decode_stream(data, revision=_revision(v["name"]))
+            got = rsup.decode_stream(data)
         except DecodeError as e:
             problems.append(f"valid {v['name']}: decode failed: {e}")
             continue
@@ -1428,7 +1402,7 @@ def self_check():
     for m in malformed:
         data = bytes.fromhex(m["hex"])
         try:
-            got = rsup.decode_stream(data, max_payload=16384, revision=_revision(m["name"]))
+            got = rsup.decode_stream(data, max_payload=16384)
             problems.append(f"malformed {m['name']}: decoded without error: {got!r}")
         except DecodeError as e:
             if e.as_dict() != m["error"]:

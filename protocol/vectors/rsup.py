@@ -9,17 +9,15 @@ encode(message) -> bytes
     ascending tag order, absent optional fields are omitted, flags and the reserved byte are 0.
     Raises ValueError if the message is not a valid version-1 message.
 
-decode_stream(data, max_payload=16384, revision="1.1", extensions=None) -> list[dict]
+decode_stream(data, max_payload=16384, revision="1.1") -> list[dict]
     Decodes a complete byte stream (that ends after `data`) into message dicts. Frames of undefined
     types carrying the IGNORABLE flag are discarded. Raises DecodeError(code, offset, field) on the
     first decoding error (SPEC §10.1); offsets count from the first byte of `data`.
 
     revision="1.1" (the default) is the stateless 1.1 codec: it knows the frame types 0x19-0x1F and
-    every field of SPEC §15, whatever extensions a connection negotiated (negotiation is the session
-    layer's business). `extensions`, an iterable of extension names (EXTENSIONS), narrows that: the
-    §15 fields of extensions not listed are then unknown tags, skipped unread (SPEC §15.1, last rule);
-    the §15 frame types stay defined (a §15 frame without its extension is a protocol_error of the
-    session layer, not a decoding error). None = all extensions.
+    every field of SPEC §15, and decodes and validates them on every connection, whatever extensions it
+    negotiated (SPEC §15.1: negotiation, and ignoring a §15 field or refusing a §15 frame whose
+    extension is not in effect, are the session layer's business, not decoding errors).
     revision="1.0" is a 1.0.1 node: §15 frame types are undefined and §15 fields are unknown tags.
 
 Message dicts: {"type": "HELLO", "<field name>": value, ...}. u8/u16/u32 and reason values are ints,
@@ -275,23 +273,17 @@ def field(tag: int, value: bytes, length: int | None = None) -> bytes:
 # Decoder
 # ---------------------------------------------------------------------------------------------
 
-def _known(revision: str, extensions) -> tuple[set[int], set[tuple[int, int]]]:
+def _known(revision: str) -> tuple[set[int], set[tuple[int, int]]]:
     """(frame types defined, (type, tag) pairs of §15 fields that are *not* known) for a decoder profile."""
     if revision not in REVISIONS:
         raise ValueError(f"revision must be one of {REVISIONS}")
     if revision == "1.0":
-        if extensions not in (None, (), [], set(), frozenset()):
-            raise ValueError("revision 1.0 has no extensions")
         return set(MESSAGES) - set(EXTENSION_TYPES), set(EXTENSION_FIELDS)
-    in_effect = set(EXTENSIONS) if extensions is None else set(extensions)
-    if in_effect - set(EXTENSIONS):
-        raise ValueError(f"unknown extensions {sorted(in_effect - set(EXTENSIONS))}")
-    return set(MESSAGES), {k for k, ext in EXTENSION_FIELDS.items() if ext not in in_effect}
+    return set(MESSAGES), set()
 
 
-def decode_stream(data: bytes, max_payload: int = DEFAULT_MAX_PAYLOAD, revision: str = "1.1",
-                  extensions=None) -> list[dict]:
-    defined, unknown_fields = _known(revision, extensions)
+def decode_stream(data: bytes, max_payload: int = DEFAULT_MAX_PAYLOAD, revision: str = "1.1") -> list[dict]:
+    defined, unknown_fields = _known(revision)
     data = bytes(data)
     messages: list[dict] = []
     pos = 0

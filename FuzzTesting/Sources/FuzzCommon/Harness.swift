@@ -324,7 +324,7 @@ func highestKnownTag(_ type: FrameType) -> UInt8 {
     }
 }
 
-/// Whether every field of the payload has a tag SPEC §5 defines for `type` (layout already validated).
+/// Whether every field of the payload has a tag SPEC §5 or §15 defines for `type` (layout already validated).
 func hasOnlyKnownTags(_ bytes: UnsafeRawBufferPointer, frame: Range<Int>, type: FrameType) -> Bool {
     var index = frame.lowerBound + 8
     let top = highestKnownTag(type)
