@@ -175,7 +175,9 @@ public struct MessageChannel: Sendable, Hashable {
     /// An acknowledgement arrived. Returns what it meant and the frames the opened window lets out.
     public mutating func acknowledged(_ ack: MessageAck) -> (AckOutcome, [SessionMessage]) {
         guard let index = unacknowledged.firstIndex(where: { $0.messageID == ack.messageID }) else {
-            if ack.messageID <= lastSentID { return (.delivered(id: ack.messageID), []) }  // a repeat after a resume
+            if ack.messageID > 0, ack.messageID <= lastSentID {
+                return (.delivered(id: ack.messageID), [])  // a repeat after a resume
+            }
             return (.violation("MESSAGE_ACK for message \(ack.messageID), which was never sent (SPEC §15.4)"), [])
         }
         let message = unacknowledged.remove(at: index)

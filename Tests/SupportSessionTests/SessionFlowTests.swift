@@ -25,7 +25,7 @@ struct SessionPair {
             case .send(let message): inFlight.append((false, message))
             case .report(let event): deviceReports.append(event)
             case .protocolViolation(let text): violations.append("device: \(text)")
-            case .startVoIP, .stopVoIP: deviceEffects.append(action)
+            case .startVoIP, .stopVoIP, .resumeLater: deviceEffects.append(action)
             }
         }
         pump()

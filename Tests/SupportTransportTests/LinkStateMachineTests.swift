@@ -56,7 +56,11 @@ import SupportWire
         let (machine, actions) = Self.initiator(keepalive: .milliseconds(1500))
         #expect(
             actions == [
-                .send(.hello(Hello(role: .device, nodeName: "device", keepaliveMilliseconds: 1500, maxFrameSize: 16_384)))
+                .send(
+                    .hello(
+                        Hello(
+                            role: .device, nodeName: "device", features: ProtocolExtensions.all.announcement,
+                            keepaliveMilliseconds: 1500, maxFrameSize: 16_384)))
             ])
         #expect(machine.state == .awaitingHelloAck)
     }

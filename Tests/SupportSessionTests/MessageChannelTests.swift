@@ -1,0 +1,100 @@
+// SPEC §15.4: numbering, acknowledgement, the window of 16, files in parts, refusals.
+import Testing
+
+@testable import SupportSession
+
+@Suite struct MessageChannelTests {
+    private static func chatPair() throws -> SessionPair {
+        var rules = FeatureRules.deviceDefault
+        rules.set(.allow, for: .chat)
+        rules.set(.allow, for: .fileShare)
+        var pair = SessionPair.v11(rules: rules)
+        try pair.startSession(features: [Feature(.chat), Feature(.fileShare)])
+        return pair
+    }
+
+    @Test func chatBothWaysIsDeliveredAndAcknowledgedInOrder() throws {
+        var pair = try Self.chatPair()
+        pair.fromDevice(try pair.device.sendChat("hi"))
+        pair.fromSupporter(try pair.supporter.sendChat("hello, how can I help?"))
+        #expect(pair.supporterReports.contains(.messageReceived(.chat(id: 1, text: "hi"))))
+        #expect(pair.deviceReports.contains(.messageDelivered(id: 1)))
+        #expect(pair.deviceReports.contains(.messageReceived(.chat(id: 1, text: "hello, how can I help?"))))
+        #expect(pair.supporterReports.contains(.messageDelivered(id: 1)))
+        #expect(pair.device.channel.isIdle && pair.supporter.channel.isIdle)
+        #expect(pair.violations.isEmpty)
+    }
+
+    @Test func theWindowHoldsSixteenAndTheQueueSixtyFour() throws {
+        var channel = MessageChannel()
+        var sent: [SessionMessage] = []
+        for index in 0..<(16 + MessageChannel.queueLimit) { sent += try channel.sendChat("m\(index)") }
+        #expect(sent.count == WireLimits.messageWindow)
+        #expect(throws: MessageChannel.Refusal.self) { try channel.sendChat("one too many") }
+        let (outcome, released) = channel.acknowledged(MessageAck(messageID: 1))
+        #expect(outcome == .delivered(id: 1))
+        #expect(released.map(\.messageID) == [17])
+        // An ack for nothing sent is the peer's error.
+        #expect(channel.acknowledged(MessageAck(messageID: 999)).0 == .violation("MESSAGE_ACK for message 999, which was never sent (SPEC §15.4)"))
+        #expect(channel.acknowledged(MessageAck(messageID: 0)).0 != .delivered(id: 0))
+    }
+
+    @Test func aFileArrivesWholeInPartsWithProgress() throws {
+        var pair = try Self.chatPair()
+        let bytes = (0..<50_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let (id, actions) = try pair.device.sendFile(name: "log.txt", contentType: "text/plain", bytes: bytes)
+        pair.fromDevice(actions)
+        let files = pair.supporterReports.compactMap { report -> [UInt8]? in
+            if case .messageReceived(.file(let transfer, "log.txt", "text/plain", let received)) = report, transfer == id {
+                return received
+            }
+            return nil
+        }
+        #expect(files == [bytes])
+        let progress = pair.supporterReports.filter {
+            if case .messageReceived(.fileProgress) = $0 { true } else { false }
+        }
+        #expect(progress.count == (bytes.count + pair.device.channel.partSize - 1) / pair.device.channel.partSize - 1)
+        #expect(pair.violations.isEmpty)
+    }
+
+    @Test func refusalsAreAcknowledgedWithTheReasonAndTheSessionGoesOn() {
+        var channel = MessageChannel()
+        let granted: FeatureSet = [Feature(.chat)]
+        // Not granted: feature_denied.
+        let file = SessionMessage(
+            messageID: 1, kind: .filePart, body: [1], transferID: 1, fileName: "f", fileSize: 1, offset: 0)
+        #expect(channel.received(file, granted: granted).ack?.reason == .featureDenied)
+        // Chat that is not UTF-8: message_refused.
+        let bad = SessionMessage(messageID: 2, kind: .chat, body: [0xFF, 0xFE])
+        #expect(channel.received(bad, granted: granted).ack?.reason == .messageRefused)
+        // A repeat is acknowledged again, not delivered twice.
+        let repeatReceipt = channel.received(SessionMessage.chat(id: 2, text: "x"), granted: granted)
+        #expect(repeatReceipt.ack == MessageAck(messageID: 2) && repeatReceipt.delivery == nil)
+        // A gap breaks the numbering rule.
+        #expect(channel.received(SessionMessage.chat(id: 9, text: "x"), granted: granted).violation != nil)
+    }
+
+    @Test func aFileOverSixteenMebibytesOrOutOfOrderIsRefused() {
+        var channel = MessageChannel()
+        let granted: FeatureSet = [Feature(.fileShare)]
+        let huge = SessionMessage(
+            messageID: 1, kind: .filePart, body: [1], transferID: 1, fileName: "f", fileSize: 16_777_217, offset: 0)
+        #expect(channel.received(huge, granted: granted).ack?.reason == .messageRefused)
+        let orphan = SessionMessage(messageID: 2, kind: .filePart, body: [1], transferID: 7, offset: 10)
+        #expect(channel.received(orphan, granted: granted).ack?.reason == .messageRefused)
+        var sender = MessageChannel()
+        #expect(throws: MessageChannel.Refusal.self) {
+            try sender.sendFile(name: "big", contentType: nil, bytes: [UInt8](repeating: 0, count: 16_777_217))
+        }
+    }
+
+    @Test func undeliveredMessagesAreReportedWhenTheSessionEnds() throws {
+        var pair = try Self.chatPair()
+        // The supporter's chat is sent, but the session ends before the ack comes back: hold frames in flight.
+        let actions = try pair.supporter.sendChat("are you there?")
+        #expect(actions.count == 1)
+        pair.fromSupporter(try pair.supporter.end())
+        #expect(pair.supporterReports.contains(.messagesUndelivered([1])))
+    }
+}
