@@ -54,7 +54,8 @@ final class NodeHarness: Sendable {
     init(
         keepalive: Duration = .seconds(15), requestTimeout: Duration = .seconds(90),
         policy: CodeRegistry.Policy = CodeRegistry.Policy(), registrationDeadline: Duration = .seconds(10),
-        storePath: String = ":memory:", storeQueueCapacity: Int = 65_536
+        storePath: String = ":memory:", storeQueueCapacity: Int = 65_536,
+        extensions: ProtocolExtensions = [.accessControl, .sessionMessages]
     ) throws {
         certificates = try TestCertificates.make()
         var configuration = SupporterNodeConfiguration(
@@ -68,6 +69,7 @@ final class NodeHarness: Sendable {
         configuration.registrationDeadline = registrationDeadline
         configuration.storePath = storePath
         configuration.storeQueueCapacity = storeQueueCapacity
+        configuration.extensions = extensions
         configuration.logger = NodeHarness.logger(prefix: "supporter")
         supporter = try SupporterNode(configuration: configuration)
         try supporter.start()
@@ -84,7 +86,8 @@ final class NodeHarness: Sendable {
     func deviceConfiguration(
         name: String = "Pixel 8", token: String? = nil, capabilities: FeatureSet = [Feature(.screenShare), Feature(.voip)],
         promptTimeout: Duration = .seconds(60), keepalive: Duration = .seconds(15), port: UInt16? = nil,
-        callObserver: any CallObserver = NoCallObserver()
+        callObserver: any CallObserver = NoCallObserver(), extensions: ProtocolExtensions = .all,
+        rules: FeatureRules = .deviceDefault
     ) -> DeviceConfiguration {
         var configuration = DeviceConfiguration(
             host: "127.0.0.1", port: port ?? self.port,
@@ -94,6 +97,8 @@ final class NodeHarness: Sendable {
         configuration.promptTimeout = promptTimeout
         configuration.keepaliveInterval = keepalive
         configuration.callObserver = callObserver
+        configuration.extensions = extensions
+        configuration.accessRules = rules
         configuration.eventLoop = deviceLoop
         configuration.logger = NodeHarness.logger(prefix: "device")
         return configuration

@@ -127,7 +127,7 @@ public struct SessionDriver {
             switch action {
             case .send(let message): checkEncodes(message, from: "device")
             case .protocolViolation: violation = true
-            case .report, .startVoIP, .stopVoIP: break
+            case .report, .startVoIP, .stopVoIP, .resumeLater: break
             }
         }
         return violation
@@ -411,6 +411,9 @@ public struct SessionDriver {
 
     /// SPEC §8 (and §7 on an open connection): whether `message` is illegal in device state `state`.
     static func deviceIllegal(_ state: DeviceSessionMachine.State, _ message: Message) -> Bool {
+        // SPEC §15.1: a 1.1 frame on a connection without its extension (this driver negotiates none) is an error in
+        // every state.
+        if message.frameType.requiredExtension != nil { return true }
         switch message {
         case .hello, .helloAck: return true
         case .ping, .pong, .goAway: return false
@@ -435,6 +438,7 @@ public struct SessionDriver {
     static func supporterIllegal(
         _ state: SupporterSessionMachine.State, _ message: Message, deviceSentSessionEnd: Bool = false
     ) -> Bool {
+        if message.frameType.requiredExtension != nil { return true }  // SPEC §15.1, as for the device
         switch message {
         case .hello, .helloAck: return true
         case .ping, .pong, .goAway: return false
@@ -444,6 +448,8 @@ public struct SessionDriver {
         case .voipState:
             if case .active = state { return false }
             return !isIdle(state)
+        case .featureRequest, .featureAnswer, .featureRevoke, .sessionMessage, .messageAck, .resume, .resumeResult:
+            return true
         }
     }
 

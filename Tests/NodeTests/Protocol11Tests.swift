@@ -1,0 +1,121 @@
+import DeviceNode
+import SupporterNode
+import SupportTransport
+import Testing
+
+extension NodeIntegration {
+    /// Protocol 1.1 over real TLS between the two nodes: negotiation both ways, access control, chat, files, and
+    /// every 1.0 flow between a 1.0 peer and a 1.1 peer.
+    @Suite(.serialized) struct Protocol11Tests {
+        private static let capabilities: FeatureSet = [
+            Feature(.screenShare), Feature(.voip), Feature(.chat), Feature(.fileShare), Feature(.remoteControl),
+        ]
+
+        /// Joins, sends a request for `features`, allows it (granting what needs confirmation), returns the device.
+        private static func activeSession(
+            _ harness: NodeHarness, code: String, rules: FeatureRules, features: FeatureSet,
+            extensions: ProtocolExtensions = .all, media: [UInt8]? = nil
+        ) async throws -> JoinedDevice {
+            let device = try JoinedDevice(
+                node: try harness.device(
+                    harness.deviceConfiguration(capabilities: capabilities, extensions: extensions, rules: rules)),
+                code: code)
+            #expect(await device.online())
+            let id = try await harness.supporter.requestConnection(
+                code: code, supporterName: "Alice", type: .screenShare, features: features, mediaDescriptor: media)
+            let request = try #require(await device.request())
+            device.session.answer(requestID: request.requestID, allow: true)
+            #expect(await harness.supporterEvent(on: code) { $0 == .connected(requestID: id) } != nil)
+            return device
+        }
+
+        @Test func codeRulesAndDeviceRulesDecideTheGrantAndChatFlowsBothWays() async throws {
+            let harness = try NodeHarness()
+            defer { harness.shutdown() }
+            let code = try await harness.supporter.createCode().code
+            var codeRules = FeatureRules.codeDefault
+            codeRules.set(.deny, for: .remoteControl)
+            try await harness.supporter.setFeatureRules(code, codeRules)
+            var rules = FeatureRules.deviceDefault
+            rules.set(.allow, for: .chat)
+            let device = try await Self.activeSession(
+                harness, code: code, rules: rules, features: [Feature(.chat), Feature(.remoteControl)],
+                media: Array("room=42;token=abc".utf8))
+            // remote_control never reached the device: the code denies it.
+            #expect(
+                await harness.supporterEvent(on: code) { $0 == .featuresDenied([Feature(.remoteControl)]) } != nil)
+            let connected = await device.event { if case .supporterConnected = $0 { true } else { false } }
+            guard case .supporterConnected(_, _, let details)? = connected else {
+                Issue.record("not connected")
+                return
+            }
+            #expect(details.grantedFeatures?.contains(.chat) == true)
+            #expect(details.grantedFeatures?.contains(.remoteControl) == false)
+            #expect(details.mediaDescriptor == Array("room=42;token=abc".utf8))
+
+            try await harness.supporter.sendChat(code: code, text: "Hello from support")
+            #expect(await device.event { $0 == .messageReceived(.chat(id: 1, text: "Hello from support")) } != nil)
+            #expect(await harness.supporterEvent(on: code) { $0 == .messageDelivered(id: 1) } != nil)
+            try await device.session.sendChat("Hi! My printer is stuck")
+            #expect(
+                await harness.supporterEvent(on: code) {
+                    $0 == .messageReceived(.chat(id: 1, text: "Hi! My printer is stuck"))
+                } != nil)
+            #expect(await device.event { $0 == .messageDelivered(id: 1) } != nil)
+
+            // file_share needs the user's confirmation during the session; the user grants it, then a file arrives.
+            try await harness.supporter.askFeature(code: code, feature: .fileShare, text: "to send your logs")
+            let asked = await device.event { if case .featureRequested = $0 { true } else { false } }
+            guard case .featureRequested(let ask)? = asked else {
+                Issue.record("no feature ask")
+                return
+            }
+            device.session.answerFeature(askID: ask.askID, grant: true)
+            #expect(await harness.supporterEvent(on: code) { $0 == .featureGranted(.fileShare) } != nil)
+            let log = (0..<40_000).map { UInt8(truncatingIfNeeded: $0) }
+            try await device.session.sendFile(name: "app.log", bytes: log)
+            #expect(
+                await harness.supporterEvent(on: code) {
+                    if case .messageReceived(.file(_, "app.log", _, let bytes)) = $0 { bytes == log } else { false }
+                } != nil)
+
+            // The device revokes chat: the supporter's next chat is refused locally.
+            try await device.session.revoke(.chat)
+            #expect(await harness.supporterEvent(on: code) { $0 == .featureRevoked(.chat) } != nil)
+            await #expect(throws: SupporterNodeError.self) {
+                try await harness.supporter.sendChat(code: code, text: "still there?")
+            }
+            // Every grant, refusal and revocation is in the audit trail.
+            let kinds = try harness.supporter.auditEvents(code: code).map(\.kind.rawValue)
+            for kind in ["feature_denied", "features_granted", "feature_granted", "feature_revoked"] {
+                #expect(kinds.contains(kind), "audit lacks \(kind): \(kinds)")
+            }
+        }
+
+        @Test(arguments: [
+            (UInt8(0), UInt8(3)),  // a 1.0 device, a 1.1 node
+            (UInt8(7), UInt8(0)),  // a 1.1 device, a 1.0 node
+        ])
+        func aOneZeroPeerAndAOneOnePeerCompleteEveryOneZeroFlow(deviceBits: UInt8, nodeBits: UInt8) async throws {
+            let harness = try NodeHarness(extensions: ProtocolExtensions(rawValue: nodeBits))
+            defer { harness.shutdown() }
+            let code = try await harness.supporter.createCode().code
+            let device = try await Self.activeSession(
+                harness, code: code, rules: .deviceDefault, features: [Feature(.voip)],
+                extensions: ProtocolExtensions(rawValue: deviceBits))
+            let connected = await device.event { if case .supporterConnected = $0 { true } else { false } }
+            guard case .supporterConnected(_, _, let details)? = connected else {
+                Issue.record("not connected")
+                return
+            }
+            #expect(details == SessionDetails())  // nothing of 1.1 was in effect
+            #expect(await device.event { $0 == .voipStateChanged(.started) } != nil)
+            await #expect(throws: DeviceSessionError.self) { try await device.session.sendChat("hello?") }
+            await #expect(throws: SupporterNodeError.self) {
+                try await harness.supporter.sendChat(code: code, text: "hello?")
+            }
+            device.session.leave()
+            #expect(await harness.supporterEvent(on: code) { $0 == .ended(reason: .endedByDevice, text: nil) } != nil)
+        }
+    }
+}
