@@ -141,8 +141,10 @@ def run_demo(bin_dir):
         )
         port = supporter.wait_for("listening")["port"]
         token = control(supporter_bin, data, "token")["token"]
+        # The team's rule for this code: view yes, control no (protocol 1.1 access control).
         code = control(supporter_bin, data, "create", "--type", "remote", "--description", "demo",
-                       "--waiting-message", "A supporter will be with you shortly")["code"]["code"]
+                       "--waiting-message", "A supporter will be with you shortly",
+                       "--feature-rule", "remote_control=deny")["code"]["code"]
         supporter.seen.append({"time": now(), "event": "code_created", "code": code})
         device = Side(
             "device",
@@ -151,12 +153,18 @@ def run_demo(bin_dir):
         )
         device.wait_for("online")
         supporter.wait_for("device_online")
-        control(supporter_bin, data, "connect", "--code", code, "--as", "Alice", "--type", "screen", "--features", "voip")
+        control(supporter_bin, data, "connect", "--code", code, "--as", "Alice", "--type", "screen",
+                "--features", "voip,chat,remote_control")
+        supporter.wait_for("features_denied")  # remote_control: the code's rule denies it
         device.wait_for("request")
         device.wait_for("connected")
         supporter.wait_for("connected")
+        supporter.wait_for("granted")
         device.wait_for("voip")
         supporter.wait_for("voip")
+        control(supporter_bin, data, "say", "--code", code, "--text", "Hello, I'm Alice. Can you see the settings screen?")
+        device.wait_for("chat")
+        supporter.wait_for("delivered")
         control(supporter_bin, data, "end", "--code", code)
         device.wait_for("disconnected")
         supporter.wait_for("ended")

@@ -17,8 +17,11 @@ let usage = """
       rules     show or change a code's rules     --code CODE [NAME=RULE|NAME=default]... [--default-rule RULE]
                                                   [--reset]   (rules: allow, confirm, deny; see 'rules --help')
       connect   send a connection request         --code CODE --as NAME [--type screen|assist]
-                                                  [--features voip,remote_control] (default: voip)
+                                                  [--features voip,chat,…] (default: voip)
       cancel    cancel the pending request        --code CODE
+      say       chat with the device (1.1)        --code CODE --text TEXT   (needs chat granted)
+      send      send the device a file (1.1)      --code CODE --file FILE   (needs file_share; at most 16 MiB)
+      ask       ask for a feature mid-session     --code CODE --feature NAME [--text WHY]
       end       end the session on a code         --code CODE
       close     close a code for good             --code CODE
       token     issue a new API token             [--scope device|admin] [--label TEXT] (admin: for the REST API)
@@ -161,6 +164,9 @@ func main() -> Int32 {
         case "rules": try Rules.run(arguments)
         case "connect": try remote("connect", arguments, required: ["code", "as"], optional: ["type", "features"])
         case "cancel": try remote("cancel", arguments, required: ["code"], optional: [])
+        case "say": try remote("say", arguments, required: ["code", "text"], optional: [])
+        case "send": try remote("send", arguments, required: ["code", "file"], optional: [])
+        case "ask": try remote("ask", arguments, required: ["code", "feature"], optional: ["text"])
         case "end": try remote("end", arguments, required: ["code"], optional: [])
         case "close": try remote("close", arguments, required: ["code"], optional: [])
         case "token":
