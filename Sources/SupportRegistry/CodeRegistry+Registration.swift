@@ -235,3 +235,31 @@ extension CodeRegistry {
         }
     }
 }
+
+extension CodeRegistry {
+    /// A registration moved to a new connection by a resume (SPEC §15.5): `code` is held by `new` from now, durably as
+    /// before, and `new` no longer counts as unregistered. The old connection keeps no code (its close releases
+    /// nothing). False when `old` does not hold the code or `new` is unknown or already holds one.
+    @discardableResult
+    public mutating func registrationMoved(code: String, from old: ConnectionID, to new: ConnectionID, deviceName: String?)
+        -> Bool
+    {
+        guard var entry = codes[code], entry.holder == old, var newEntry = connections[new], newEntry.code == nil
+        else { return false }
+        if var oldEntry = connections[old] {
+            oldEntry.code = nil
+            connections[old] = oldEntry
+            // The old connection counts as unregistered until it closes (it is closing), like any that left its code.
+            countUnauthenticatedChange(oldEntry.address, +1)
+        }
+        newEntry.code = code
+        connections[new] = newEntry
+        countUnauthenticatedChange(newEntry.address, -1)
+        entry.holder = new
+        entry.reconnecting = false
+        entry.deviceAddress = newEntry.address
+        if let deviceName { entry.deviceName = deviceName }
+        codes[code] = entry
+        return true
+    }
+}

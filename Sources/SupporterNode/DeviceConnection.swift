@@ -32,6 +32,16 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     /// Whether the last refusal has its own audit row (only those are reported as events).
     private var refusalAudited = true
     private var barriers = 0
+    /// The link is lost and the session waits for the device's RESUME (SPEC §15.5).
+    private var parked = false
+    /// The registration moved to another connection by a resume: this one ends nothing when it closes.
+    private var movedAway = false
+    private var graceTimer: LoopTimer?
+    private var linkParameters: LinkParameters?
+    /// A RESUME is being decided by the connection that holds the code; reading waits.
+    private var resuming = false
+    private var everRegistered = false
+    private var resumeRefusals = 0
 
     private enum Step {
         case barrier
@@ -63,6 +73,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
 
     func linkDidOpen(_ link: FramedLink, parameters: LinkParameters) {
         deviceName = parameters.peerName
+        linkParameters = parameters
         machine.linkOpened(extensions: parameters.extensions, peerMaxFrameSize: parameters.peerMaxFrameSize)
         node?.logger.log(
             .debug,
@@ -73,6 +84,10 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
 
     func link(_ link: FramedLink, didReceive message: Message) {
         guard let node else { return }
+        if case .resume(let resume) = message {
+            resumeArrived(resume, node: node)
+            return
+        }
         let actions = machine.received(message, now: Self.now()) { register in
             self.authorize(register, node: node)
         }
@@ -92,8 +107,134 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         timer = nil
         registrationTimer?.cancel()
         registrationTimer = nil
+        if movedAway {
+            node?.connectionClosed(self)
+            return
+        }
+        if let node, node.configuration.extensions.contains(.sessionResume), reason.isLinkLoss, machine.canResume {
+            // SPEC §15.5: the session is kept for the grace period; the code stays held by this connection.
+            parked = true
+            perform(machine.linkLost(reason: reason.reasonCode, text: reason.description))
+            let grace = node.configuration.resumeGrace
+            graceTimer = link.loop.schedule(at: .now() + grace) { [weak self] in
+                guard let self, self.parked else { return }
+                self.graceTimer = nil
+                self.perform(
+                    self.machine.linkClosed(reason: .connectionLost, text: "the device did not resume within \(grace)"))
+            }
+            return
+        }
         perform(machine.linkClosed(reason: reason.reasonCode, text: reason.description))
         node?.connectionClosed(self)
+    }
+
+    // MARK: resume (SPEC §15.5)
+
+    /// What the connection holding a code decided about a RESUME.
+    enum ResumeDecision: Sendable {
+        case accepted(SupporterSessionMachine, [SupporterSessionMachine.Action], code: String)
+        case rejected(ResumeResult)
+    }
+
+    /// A RESUME on this (new) connection: the connection holding the code decides, on its own loop.
+    private func resumeArrived(_ resume: Resume, node: SupporterNode) {
+        guard let parameters = linkParameters, parameters.extensions.contains(.sessionResume) else {
+            perform([.protocolViolation("RESUME needs session_resume, which is not in effect (SPEC §15.1)")])
+            return
+        }
+        guard machine.state == .idle, !everRegistered, !resuming else {
+            perform([.protocolViolation("RESUME on a connection that registered or is resuming (SPEC §15.5)")])
+            return
+        }
+        let holder = node.state.withLock { state -> DeviceConnection? in
+            state.registry.holder(of: resume.sessionCode).flatMap { state.links[$0] }
+        }
+        guard let holder, holder !== self else {
+            refuseResume(ResumeResult(reason: .resumeRejected, text: "no resumable session for that code and secret"))
+            return
+        }
+        resuming = true
+        link.pauseReading()
+        let newID = id
+        let name = deviceName
+        holder.offerResume(
+            resume, to: newID, deviceName: name, extensions: parameters.extensions,
+            peerMaxFrameSize: parameters.peerMaxFrameSize
+        ) { [self] decision in
+            let delivered = self.link.loop.execute { self.resumeDecided(decision) }
+            if !delivered { node.logger.log(.debug, "resume decided after the new connection's loop stopped") }
+        }
+    }
+
+    /// On the holding connection's loop: check the secret and states; on success hand the session over (the registry
+    /// moves the code to `newID`) and close this link with GOAWAY `session_moved` if it is still open.
+    func offerResume(
+        _ resume: Resume, to newID: ConnectionID, deviceName: String?, extensions: ProtocolExtensions,
+        peerMaxFrameSize: Int, reply: @escaping @Sendable (ResumeDecision) -> Void
+    ) {
+        let accepted = link.loop.execute { [self] in
+            guard let node, !movedAway, let code = joinedCode, code == resume.sessionCode else {
+                reply(.rejected(ResumeResult(reason: .resumeRejected, text: "no resumable session for that code")))
+                return
+            }
+            switch machine.resumed(by: resume, extensions: extensions, peerMaxFrameSize: peerMaxFrameSize, now: Self.now()) {
+            case .accepted(let next, let actions):
+                let moved = node.state.withLock {
+                    $0.registry.registrationMoved(code: code, from: id, to: newID, deviceName: deviceName)
+                }
+                guard moved else {
+                    reply(.rejected(ResumeResult(reason: .internalError, text: "the session could not be moved")))
+                    return
+                }
+                movedAway = true
+                joinedCode = nil
+                graceTimer?.cancel()
+                graceTimer = nil
+                timer?.cancel()
+                timer = nil
+                node.logger.log(.info, "code \(Redact.code(code)): the device resumed on a new connection")
+                if parked {
+                    parked = false
+                    node.connectionClosed(self)
+                } else {
+                    link.close(reason: .sessionMoved, text: "the session resumed on another connection")
+                }
+                reply(.accepted(next, actions, code: code))
+            case .rejected(let result, let endsRegistration):
+                if endsRegistration {
+                    perform(machine.linkClosed(reason: .connectionLost, text: "resume refused: \(result.text ?? "")"))
+                    if !link.isClosed { link.close(reason: .protocolError, text: "the session could not be resumed") }
+                }
+                reply(.rejected(result))
+            }
+        }
+        if !accepted { reply(.rejected(ResumeResult(reason: .internalError, text: "the node is stopping"))) }
+    }
+
+    /// Back on the new connection's loop with the decision.
+    private func resumeDecided(_ decision: ResumeDecision) {
+        resuming = false
+        link.resumeReading()
+        switch decision {
+        case .accepted(let next, let actions, let code):
+            registrationTimer?.cancel()
+            registrationTimer = nil
+            everRegistered = true
+            machine = next
+            joinedCode = code
+            perform(actions)
+        case .rejected(let result):
+            refuseResume(result)
+        }
+    }
+
+    /// A refused RESUME counts toward the refusals on this connection (§13.1: the 5th closes it).
+    private func refuseResume(_ result: ResumeResult) {
+        resumeRefusals += 1
+        enqueue(.send(.resumeResult(result)))
+        node?.handshakeLog.log(
+            .warning, key: "resume:" + sourceAddress, "resume from \(sourceAddress) refused: \(result.reason)")
+        if resumeRefusals >= 5 { enqueue(.close(.rateLimited, "too many refused resumes on this connection")) }
     }
 
     /// Decides a REGISTER with the registry. The answer's frame leaves only after the intents commit.
@@ -216,6 +357,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             if case .deviceOnline(let code, _) = event {
                 joinedCode = code
                 registered = code
+                everRegistered = true
             }
             guard let code = joinedCode ?? event.code else { continue }
             if case .registrationRefused = event, !refusalAudited { continue }  // counted, not reported one by one
@@ -259,6 +401,14 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             node.state.withLock { $0.registry.machineState(state, on: id) }
         }
         if left, !link.isClosed { armRegistrationDeadline() }
+        if parked, machine.state == .idle {
+            // The parked session ended (grace period, the supporter ended it, the code closed): this connection is
+            // done.
+            parked = false
+            graceTimer?.cancel()
+            graceTimer = nil
+            node.connectionClosed(self)
+        }
         armTimer()
     }
 

@@ -75,6 +75,7 @@ public final class SupporterNode: Sendable {
         var settings = LinkSettings(role: .supporter, nodeName: configuration.nodeName)
         settings.keepaliveInterval = configuration.keepaliveInterval
         settings.extensions = configuration.extensions
+        settings.resumeGrace = configuration.resumeGrace
         do {
             let log = handshakeLog
             let logger = self.logger

@@ -16,10 +16,12 @@ public struct SupporterNodeConfiguration: Sendable {
     public var keepaliveInterval: Duration = .seconds(15)
     /// How long a connection request waits for the device's answer before it is aborted.
     public var requestTimeout: Duration = .seconds(90)
-    /// The protocol extensions the node offers (SPEC §15.1). Default: access control and in-session messages.
-    /// Session resume is implemented in the session machines and the device SDK; the supporter node does not offer it
-    /// yet. `.none` speaks protocol 1.0 exactly.
-    public var extensions: ProtocolExtensions = [.accessControl, .sessionMessages]
+    /// The protocol extensions the node offers (SPEC §15.1): access control, in-session messages and session
+    /// resume. `.none` speaks protocol 1.0 exactly.
+    public var extensions: ProtocolExtensions = .all
+    /// With session resume: how long a session whose link was lost waits for the device's RESUME (announced in
+    /// HELLO_ACK, 1–600 s).
+    public var resumeGrace: Duration = .seconds(30)
     /// How long a new code stays valid.
     public var defaultCodeLifetime: Duration = .seconds(24 * 3600)
     /// Event loops (threads) for connections.

@@ -86,6 +86,17 @@ final class FreezableProxy: Sendable {
     /// From now on nothing crosses.
     func freeze() { frozen.store(true, ordering: .relaxed) }
 
+    /// Ends every connection relayed so far with a bare TCP FIN both ways (no TLS close_notify, no GOAWAY): a link
+    /// that broke. New connections are still accepted and relayed (the link "comes back").
+    func cut() {
+        for fd in sockets.withLock({ $0 }) { shutdown(fd, Int32(SHUT_RDWR)) }
+    }
+
+    /// Stops accepting: redials fail until the test ends (the link stays down).
+    func refuseNewConnections() {
+        shutdown(listener, Int32(SHUT_RDWR))
+    }
+
     func stop() {
         stopped.store(true, ordering: .relaxed)
         shutdown(listener, Int32(SHUT_RDWR))

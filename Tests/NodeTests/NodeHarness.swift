@@ -55,7 +55,7 @@ final class NodeHarness: Sendable {
         keepalive: Duration = .seconds(15), requestTimeout: Duration = .seconds(90),
         policy: CodeRegistry.Policy = CodeRegistry.Policy(), registrationDeadline: Duration = .seconds(10),
         storePath: String = ":memory:", storeQueueCapacity: Int = 65_536,
-        extensions: ProtocolExtensions = [.accessControl, .sessionMessages]
+        extensions: ProtocolExtensions = [.accessControl, .sessionMessages], resumeGrace: Duration = .seconds(30)
     ) throws {
         certificates = try TestCertificates.make()
         var configuration = SupporterNodeConfiguration(
@@ -70,6 +70,7 @@ final class NodeHarness: Sendable {
         configuration.storePath = storePath
         configuration.storeQueueCapacity = storeQueueCapacity
         configuration.extensions = extensions
+        configuration.resumeGrace = resumeGrace
         configuration.logger = NodeHarness.logger(prefix: "supporter")
         supporter = try SupporterNode(configuration: configuration)
         try supporter.start()

@@ -23,7 +23,7 @@ enum Serve {
             arguments,
             valueOptions: [
                 "listen", "api-listen", "trusted-proxy", "cert", "key", "data", "api-token", "api-token-file", "keepalive",
-                "request-timeout", "log-level",
+                "request-timeout", "log-level", "resume-grace", "protocol",
             ],
             flagOptions: ["non-interactive", "json"])
         if parsed.has("help") {
@@ -48,6 +48,20 @@ enum Serve {
         configuration.port = listen.port
         configuration.keepaliveInterval = try parsed.duration("keepalive", default: .seconds(15))
         configuration.requestTimeout = try parsed.duration("request-timeout", default: .seconds(90))
+        switch parsed.options["protocol"] ?? "1.1" {
+        case "1.1": configuration.extensions = .all
+        case "1.0": configuration.extensions = .none
+        case let other: throw .usage("--protocol '\(other)': say 1.0 or 1.1")
+        }
+        if parsed.options["resume-grace"] == "0" || parsed.options["resume-grace"] == "off" {
+            configuration.extensions.remove(.sessionResume)
+        } else {
+            let grace = try parsed.duration("resume-grace", default: .seconds(30))
+            guard grace >= .seconds(1), grace <= .seconds(600) else {
+                throw .usage("--resume-grace takes 1s to 600s, or 0 (off)")
+            }
+            configuration.resumeGrace = grace
+        }
         let logLevel = try Logging.level(parsed.options["log-level"])
         configuration.logger = Logging.logger(level: logLevel, component: "supporter")
         let folder = try dataFolder(parsed)
