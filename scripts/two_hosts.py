@@ -3,11 +3,15 @@
 
 Usage: two_hosts.py BIN_DIR WORK SUP_NS SUP_IF SUP_ADDR DEV_NS DEV_IF
 
-The supporter node serves on SUP_ADDR:7443 inside SUP_NS; each device node runs inside DEV_NS. Two cases:
+The supporter node serves on SUP_ADDR:7443 inside SUP_NS; each device node runs inside DEV_NS. Three cases:
   session      device online -> request -> allow -> connected -> VoIP -> supporter ends -> device ended
-  link loss    a second session made active, then DEV_IF set down: both sides must report the loss within
-               the bound (seconds, RSUP_LOSS_BOUND; default 2 x keepalive + 2 s close_notify grace + 2 s slack)
-Prints a timeline per case and a PASS/FAIL summary with the measured detection times; exits 0 only if all passed.
+  resume       a second session made active, then DEV_IF set down: both sides must report the loss
+               ("reconnecting", protocol 1.1) within the bound (seconds, RSUP_LOSS_BOUND; default 2 x keepalive +
+               2 s slack); DEV_IF set up again within the grace period: both report "resumed", the code is still
+               active, and the session ends normally. Measures link restored -> resumed.
+  past grace   a third session, DEV_IF set down and left down past the grace period (GRACE): both sides end the
+               session with connection_lost, the code is open again.
+Prints a timeline per case and a PASS/FAIL summary with the measured times; exits 0 only if all passed.
 """
 import os
 import signal
@@ -24,6 +28,7 @@ KEEPALIVE = 1.0  # seconds, --keepalive on both nodes
 CLOSE_GRACE = 0.0  # a keepalive timeout aborts at once: no close_notify wait
 SLACK = 2.0
 LOSS_BOUND = float(os.environ.get("RSUP_LOSS_BOUND", 2 * KEEPALIVE + CLOSE_GRACE + SLACK))
+GRACE = 5.0  # seconds, --resume-grace on the supporter node
 STEP_TIMEOUT = 15
 PORT = 7443
 
@@ -66,7 +71,7 @@ class TwoHosts:
             "supporter",
             [*self.in_sup(), self.supporter_bin, "serve", "--listen", f"{self.sup_addr}:{PORT}",
              "--cert", f"{self.certs}/supporter.pem", "--key", f"{self.certs}/supporter.key", "--data", self.data,
-             "--non-interactive", "--json", "--keepalive", f"{KEEPALIVE:g}s"],
+             "--non-interactive", "--json", "--keepalive", f"{KEEPALIVE:g}s", "--resume-grace", f"{GRACE:g}s"],
         )
         listening = self.supporter.wait_for("listening", timeout=STEP_TIMEOUT)
         if listening.get("port") != PORT:
@@ -121,47 +126,86 @@ class TwoHosts:
             fail(f"the device exited with {status}")
         return f"session crossed the namespaces (code {code})"
 
-    def case_link_loss(self, times):
-        code, device = self.active_session("ns-device-2")
+    def set_link(self, state):
+        result = subprocess.run([*self.in_dev(), "ip", "link", "set", self.dev_if, state], capture_output=True, text=True)
+        if result.returncode != 0:
+            fail(f"setting {self.dev_if} {state}: {result.stderr.strip()}")
+        self.supporter.seen.append({"time": now_text(), "event": f"(link {state})", "interface": f"{self.dev_ns}:{self.dev_if}"})
+
+    def cut_and_detect(self, code, device, times):
+        """Cuts the link under an active session; both sides must report "reconnecting" within the bound."""
         time.sleep(KEEPALIVE / 2)  # a little steady state (keepalive traffic) before the cut
         cut = time.monotonic()
-        down = subprocess.run([*self.in_dev(), "ip", "link", "set", self.dev_if, "down"], capture_output=True, text=True)
-        if down.returncode != 0:
-            fail(f"cutting the link: {down.stderr.strip()}")
-        self.supporter.seen.append({"time": now_text(), "event": "(link cut)", "interface": f"{self.dev_ns}:{self.dev_if}"})
-        wait = LOSS_BOUND + 5  # longer than the bound, to measure a late report too
+        self.set_link("down")
         problems = []
-        lost = ended = {}
+        for side, waiter in (("device", lambda timeout: device.wait_for("reconnecting", timeout=timeout)),
+                             ("supporter", lambda timeout: self.supporter.wait_for("reconnecting", timeout=timeout, code=code))):
+            try:
+                event = waiter(max(0.1, LOSS_BOUND + 5 - (time.monotonic() - cut)))
+                times[side] = event["_received"] - cut
+                if times[side] > LOSS_BOUND:
+                    problems.append(f"the {side} reported the loss after {times[side]:.2f}s, over the {LOSS_BOUND:g}s bound")
+            except Failure as failure:
+                problems.append(str(failure))
+        return cut, problems
+
+    def case_resume(self, times):
+        code, device = self.active_session("ns-device-2")
+        _, problems = self.cut_and_detect(code, device, times)
+        if problems:
+            self.set_link("up")
+            fail("; ".join(problems))
+        time.sleep(1.0)  # down a while: the device's redials fail meanwhile
+        restored = time.monotonic()
+        self.set_link("up")
         try:
-            lost = device.wait_for(("disconnected", "error"), timeout=wait)
-            times["device"] = lost["_received"] - cut
-            if lost.get("reason") not in ("connection_lost", "keepalive_timeout"):
-                problems.append(f"the device reported {lost.get('event')} reason={lost.get('reason')}, "
-                                "not connection_lost/keepalive_timeout")
+            resumed = device.wait_for("resumed", timeout=GRACE + 5)
+            times["resume"] = resumed["_received"] - restored
+            self.supporter.wait_for("resumed", timeout=STEP_TIMEOUT, code=code)
+        except Failure as failure:
+            fail(f"no resume after the link came back: {failure}")
+        state = self.code_state(code)
+        if state != "active":
+            fail(f"code {code} is '{state}' after the resume, not 'active'")
+        self.control("end", "--code", code)
+        ended = device.wait_for(("disconnected", "error"), timeout=STEP_TIMEOUT)
+        if ended.get("reason") != "ended_by_supporter":
+            fail(f"after the resume the device reported {ended.get('event')} reason={ended.get('reason')}")
+        return (f"loss reported as reconnecting: device after {times['device']:.2f}s, supporter after "
+                f"{times['supporter']:.2f}s; link restored -> resumed in {times['resume']:.2f}s; the session went on "
+                f"and ended normally (code {code})")
+
+    def case_past_grace(self, times):
+        code, device = self.active_session("ns-device-3")
+        cut, problems = self.cut_and_detect(code, device, {})
+        problems = list(problems)
+        try:
+            lost = device.wait_for(("disconnected", "error"), timeout=GRACE + LOSS_BOUND + 5)
+            times["device gave up"] = lost["_received"] - cut
+            if lost.get("reason") not in ("connection_lost",) and "lost" not in str(lost):
+                problems.append(f"the device reported {lost.get('event')} {lost.get('reason')}, not connection_lost")
         except Failure as failure:
             problems.append(str(failure))
         try:
-            ended = self.supporter.wait_for("ended", timeout=max(0.1, wait - (time.monotonic() - cut)), code=code)
-            times["supporter"] = ended["_received"] - cut
+            ended = self.supporter.wait_for("ended", timeout=GRACE + LOSS_BOUND + 5, code=code)
+            times["supporter gave up"] = ended["_received"] - cut
             if ended.get("reason") != "connection_lost":
                 problems.append(f"the supporter reported ended reason={ended.get('reason')}, not connection_lost")
         except Failure as failure:
             problems.append(str(failure))
-        for side, seconds in list(times.items()):
-            if seconds > LOSS_BOUND:
-                problems.append(f"the {side} reported the loss after {seconds:.2f}s, over the {LOSS_BOUND:g}s bound")
+        self.set_link("up")
         state = self.code_state(code)
         if state != "open":
-            problems.append(f"code {code} is '{state}' in 'rsup-supporter list' after the loss, not 'open'")
+            problems.append(f"code {code} is '{state}' after the grace period, not 'open'")
         try:
-            times["device exit status"] = device.process.wait(timeout=STEP_TIMEOUT)
+            device.process.wait(timeout=STEP_TIMEOUT)
         except subprocess.TimeoutExpired:
-            problems.append("the device did not exit after losing the connection")
+            problems.append("the device did not exit after the grace period")
         if problems:
             fail("; ".join(problems))
-        return (f"loss reported: device {lost.get('event')} reason={lost.get('reason')} after {times['device']:.2f}s, "
-                f"supporter ended reason=connection_lost after {times['supporter']:.2f}s (code {code} open again; "
-                f"device exit status {times['device exit status']})")
+        return (f"link down past the {GRACE:g}s grace period: the device gave up after {times['device gave up']:.2f}s, "
+                f"the supporter ended the session (connection_lost) after {times['supporter gave up']:.2f}s; code "
+                f"{code} open again")
 
 
 def now_text():
@@ -185,7 +229,8 @@ def main(argv):
             results.append(("start the supporter node", False, str(failure)))
         else:
             for name, case in (("whole session across the namespaces", run.case_session),
-                               ("link cut mid-session", lambda: run.case_link_loss(times))):
+                               ("link cut and restored within the grace period", lambda: run.case_resume(times)),
+                               ("link cut past the grace period", lambda: run.case_past_grace(times))):
                 try:
                     results.append((name, True, case()))
                 except Failure as failure:
@@ -203,7 +248,10 @@ def main(argv):
             print(f"loss detection ({side}): {times[side]:.2f}s after the cut (bound {LOSS_BOUND:g}s = "
                   + ("RSUP_LOSS_BOUND" if "RSUP_LOSS_BOUND" in os.environ else
                      f"2 x keepalive {KEEPALIVE:g}s + close grace {CLOSE_GRACE:g}s + slack {SLACK:g}s") + ")")
-    passed = len(results) == 2 and all(ok for _, ok, _ in results)
+    if "resume" in times:
+        print(f"resume: link restored -> resumed in {times['resume']:.2f}s (device redial back-off: 250 ms doubling "
+              "to 4 s, +/-20 % jitter)")
+    passed = len(results) == 3 and all(ok for _, ok, _ in results)
     print(f"two hosts: {'PASS' if passed else 'FAIL'} ({time.monotonic() - started:.1f}s)")
     if not passed:
         for side in (run.supporter, *run.devices):

@@ -77,7 +77,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         machine.linkOpened(extensions: parameters.extensions, peerMaxFrameSize: parameters.peerMaxFrameSize)
         node?.logger.log(
             .debug,
-            "device '\(TerminalText.escaped(parameters.peerName))' connected from \(sourceAddress) "
+            "device '\(parameters.peerName)' connected from \(sourceAddress) "
                 + "(extensions: \(parameters.extensions))")
         armRegistrationDeadline()
     }

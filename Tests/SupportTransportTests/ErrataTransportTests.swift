@@ -33,7 +33,13 @@ extension TransportIntegration {
         /// The HELLO a dialed `.device()` link sends first: the offset of whatever follows it.
         private static var deviceHelloLength: Int {
             get throws {
-                try frames([.hello(Hello(role: .device, nodeName: "test-device", keepaliveMilliseconds: 15_000))]).count
+                // The fixture's device announces the 1.1 extensions (LinkSettings' default).
+                try frames([
+                    .hello(
+                        Hello(
+                            role: .device, nodeName: "test-device", features: ProtocolExtensions.all.announcement,
+                            keepaliveMilliseconds: 15_000))
+                ]).count
             }
         }
 
