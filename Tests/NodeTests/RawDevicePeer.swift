@@ -84,10 +84,12 @@ final class RawDevicePeer: @unchecked Sendable {
 
     /// Opens a connection and exchanges HELLO / HELLO_ACK; throws when the node refuses it or answers otherwise.
     static func helloed(
-        port: UInt16, from source: String = "127.0.0.1", name: String = "raw-peer", keepaliveMilliseconds: UInt32 = 15_000
+        port: UInt16, from source: String = "127.0.0.1", name: String = "raw-peer", keepaliveMilliseconds: UInt32 = 15_000,
+        features: FeatureSet = []
     ) throws(Failure) -> RawDevicePeer {
         let peer = try RawDevicePeer(port: port, from: source)
-        peer.send(.hello(Hello(role: .device, nodeName: name, keepaliveMilliseconds: keepaliveMilliseconds)))
+        peer.send(
+            .hello(Hello(role: .device, nodeName: name, features: features, keepaliveMilliseconds: keepaliveMilliseconds)))
         guard case .message(.helloAck) = peer.next(timeout: .seconds(10)) else {
             throw Failure(description: "no HELLO_ACK; received \(peer.received), closed: \(peer.closedAt != nil)")
         }

@@ -113,5 +113,46 @@ extension NodeIntegration {
                 } != nil)
             #expect(!device.events.all.contains(.reconnecting))
         }
+    
+
+        @Test func aResumeTakesOverAStillOpenLinkAtOnceAndAWrongSecretChangesNothing() async throws {
+            let harness = try NodeHarness(extensions: .all)
+            defer { harness.shutdown() }
+            let code = try await harness.supporter.createCode().code
+            let (token, port) = (harness.token, harness.port)
+            let outcome = await blocking { () -> (String?, ReasonCode?, ResumeResult?, Bool) in
+                let announcement = ProtocolExtensions.all.announcement
+                guard let first = try? RawDevicePeer.helloed(port: port, name: "first", features: announcement) else {
+                    return ("no first connection", nil, nil, false)
+                }
+                first.send(.register(Register(sessionCode: code, apiToken: token, capabilities: [Feature(.screenShare)])))
+                guard case .message(.registerResult(let registered))? = first.next(timeout: .seconds(10)),
+                    let secret = registered.resumeSecret
+                else { return ("no REGISTER_RESULT with a secret: \(first.received)", nil, nil, false) }
+                guard let second = try? RawDevicePeer.helloed(port: port, name: "second", features: announcement) else {
+                    return ("no second connection", nil, nil, false)
+                }
+                second.send(.resume(Resume(sessionCode: code, resumeSecret: "not-the-secret", state: .online)))
+                guard case .message(.resumeResult(let wrong))? = second.next(timeout: .seconds(10)) else {
+                    return ("no answer to a wrong secret", nil, nil, false)
+                }
+                second.send(.resume(Resume(sessionCode: code, resumeSecret: secret, state: .online)))
+                guard case .message(.resumeResult(let right))? = second.next(timeout: .seconds(10)) else {
+                    return ("no answer to the right secret", wrong.reason, nil, false)
+                }
+                first.drainUntilClosed(timeout: .seconds(5))
+                let moved = first.received.contains {
+                    if case .goAway(let goAway) = $0 { goAway.reason == .sessionMoved } else { false }
+                }
+                let rotated = right.resumeSecret != nil && right.resumeSecret != secret
+                second.close()
+                return (nil, wrong.reason, right, moved && rotated)
+            }
+            #expect(outcome.0 == nil, "\(outcome.0 ?? "")")
+            #expect(outcome.1 == .resumeRejected)
+            #expect(outcome.2?.reason == .success)
+            #expect(outcome.3, "the first link did not get GOAWAY session_moved, or the secret did not rotate")
+            #expect(await harness.supporterEvent(on: code) { $0 == .resumed } != nil)
+        }
     }
 }
