@@ -57,6 +57,8 @@ public struct APISession: Codable, Sendable, Hashable {
     public var deviceName: String?
     /// The code rules (SPEC §15.3).
     public var featureRules: FeatureRules
+    /// The device's link is lost and its session is kept while it reconnects (SPEC §15.5).
+    public var reconnecting: Bool
 
     /// The API's view of the node's code.
     public init(_ info: SessionCodeInfo) {
@@ -76,6 +78,7 @@ public struct APISession: Codable, Sendable, Hashable {
         assignedSupporter = record.assignedSupporter
         deviceName = info.deviceName
         featureRules = record.featureRules
+        reconnecting = info.reconnecting
     }
 
     enum CodingKeys: String, CodingKey {
@@ -83,7 +86,7 @@ public struct APISession: Codable, Sendable, Hashable {
         case customerName = "customer_name", customerEmail = "customer_email", waitingMessage = "waiting_message"
         case liveState = "live_state", createdAt = "created_at", validUntil = "valid_until", closedAt = "closed_at"
         case assignedSupporter = "assigned_supporter", deviceName = "device_name"
-        case featureRules = "feature_rules"
+        case featureRules = "feature_rules", reconnecting
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -104,6 +107,7 @@ public struct APISession: Codable, Sendable, Hashable {
         try container.encode(assignedSupporter, forKey: .assignedSupporter)
         try container.encode(deviceName, forKey: .deviceName)
         try container.encode(APIFeatureRules(featureRules), forKey: .featureRules)
+        try container.encode(reconnecting, forKey: .reconnecting)
     }
 
     /// Reads an answer (for clients and tests); times must be RFC 3339.
@@ -131,6 +135,7 @@ public struct APISession: Codable, Sendable, Hashable {
         assignedSupporter = try container.decodeIfPresent(String.self, forKey: .assignedSupporter)
         deviceName = try container.decodeIfPresent(String.self, forKey: .deviceName)
         featureRules = try container.decode(APIFeatureRules.self, forKey: .featureRules).value
+        reconnecting = try container.decode(Bool.self, forKey: .reconnecting)
     }
 }
 
