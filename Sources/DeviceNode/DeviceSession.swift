@@ -221,7 +221,7 @@ public final class DeviceSession: @unchecked Sendable {
     /// Sends an application message (opaque bytes with a content type); needs `app_messages` granted.
     public func sendApplicationMessage(contentType: String, body: [UInt8]) async throws(DeviceSessionError) {
         try await onLoop { (machine: inout DeviceSessionMachine) throws(DeviceSessionMachine.Refusal) in
-            (try machine.sendApplication(contentType: contentType, body: body), ())
+            (try machine.send(.application(contentType: contentType, body: body)).actions, ())
         }
     }
 
@@ -231,8 +231,8 @@ public final class DeviceSession: @unchecked Sendable {
         -> UInt32
     {
         try await onLoop { (machine: inout DeviceSessionMachine) throws(DeviceSessionMachine.Refusal) in
-            let (id, actions) = try machine.sendFile(name: name, contentType: contentType, bytes: bytes)
-            return (actions, id)
+            let (id, actions) = try machine.send(.file(name: name, contentType: contentType, bytes: bytes))
+            return (actions, id ?? 0)
         }
     }
 

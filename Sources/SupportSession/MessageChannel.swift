@@ -87,6 +87,73 @@ public struct MessageChannel: Sendable, Hashable {
     /// Whether anything is waiting to go out or to be acknowledged.
     public var isIdle: Bool { unacknowledged.isEmpty && queued.isEmpty && outgoingFiles.isEmpty }
 
+    /// What an application sends.
+    public enum Outgoing: Sendable, Hashable {
+        case chat(String)
+        case application(contentType: String, body: [UInt8])
+        case file(name: String, contentType: String?, bytes: [UInt8])
+
+        /// The feature that must be granted to send it.
+        public var requiredFeature: Feature.ID {
+            switch self {
+            case .chat: .chat
+            case .application: .appMessages
+            case .file: .fileShare
+            }
+        }
+    }
+
+    /// One thing a session machine does for a SESSION_MESSAGE or MESSAGE_ACK (mapped to its own actions).
+    public enum Step: Sendable, Hashable {
+        case send(Message)
+        case deliver(Delivery)
+        case delivered(id: UInt32)
+        case refused(id: UInt32, reason: ReasonCode, text: String?)
+        /// The peer broke SPEC §15.4: close with `protocol_error`.
+        case violation(String)
+    }
+
+    /// Queues `outgoing` if its feature is in `granted`; returns the file's transfer id (for a file) and the frames
+    /// that may leave now. The machine checks first that a session is active with session messages in effect.
+    public mutating func send(
+        _ outgoing: Outgoing, granted: FeatureSet
+    ) throws(Refusal) -> (transferID: UInt32?, messages: [SessionMessage]) {
+        guard granted.contains(outgoing.requiredFeature) else {
+            throw Refusal(description: "\(outgoing.requiredFeature) is not granted")
+        }
+        switch outgoing {
+        case .chat(let text): return (nil, try sendChat(text))
+        case .application(let type, let body): return (nil, try sendApplication(contentType: type, body: body))
+        case .file(let name, let type, let bytes):
+            let (id, messages) = try sendFile(name: name, contentType: type, bytes: bytes)
+            return (id, messages)
+        }
+    }
+
+    /// A SESSION_MESSAGE or MESSAGE_ACK arrived in an active session with `granted` in effect.
+    public mutating func handle(_ message: Message, granted: FeatureSet) -> [Step] {
+        switch message {
+        case .sessionMessage(let incoming):
+            let receipt = received(incoming, granted: granted)
+            if let violation = receipt.violation { return [.violation(violation)] }
+            var steps: [Step] = []
+            if let delivery = receipt.delivery { steps.append(.deliver(delivery)) }
+            if let ack = receipt.ack { steps.append(.send(.messageAck(ack))) }
+            return steps
+        case .messageAck(let ack):
+            let (outcome, release) = acknowledged(ack)
+            let first: Step
+            switch outcome {
+            case .violation(let text): return [.violation(text)]
+            case .delivered(let id): first = .delivered(id: id)
+            case .refused(let id, let reason, let text): first = .refused(id: id, reason: reason, text: text)
+            }
+            return [first] + release.map { .send(.sessionMessage($0)) }
+        default:
+            return []
+        }
+    }
+
     // MARK: sending
 
     /// Queues chat text; returns the frames that may go out now.

@@ -220,39 +220,35 @@ public struct SupporterSessionMachine: Sendable {
         return [.send(.featureRequest(request))]
     }
 
-    /// Sends chat text to the device (SPEC §15.4).
-    public mutating func sendChat(_ text: String) throws(Refusal) -> [Action] {
-        try checkMessaging(.chat)
-        do throws(MessageChannel.Refusal) {
-            return try channel.sendChat(text).map { .send(.sessionMessage($0)) }
-        } catch { throw Refusal(description: error.description) }
-    }
-
-    /// Sends an application message to the device.
-    public mutating func sendApplication(contentType: String, body: [UInt8]) throws(Refusal) -> [Action] {
-        try checkMessaging(.appMessages)
-        do throws(MessageChannel.Refusal) {
-            return try channel.sendApplication(contentType: contentType, body: body).map { .send(.sessionMessage($0)) }
-        } catch { throw Refusal(description: error.description) }
-    }
-
-    /// Sends a file to the device in parts; returns its transfer id with the actions.
-    public mutating func sendFile(
-        name: String, contentType: String?, bytes: [UInt8]
-    ) throws(Refusal) -> (transferID: UInt32, actions: [Action]) {
-        try checkMessaging(.fileShare)
-        do throws(MessageChannel.Refusal) {
-            let (id, parts) = try channel.sendFile(name: name, contentType: contentType, bytes: bytes)
-            return (id, parts.map { .send(.sessionMessage($0)) })
-        } catch { throw Refusal(description: error.description) }
-    }
-
-    private func checkMessaging(_ feature: Feature.ID) throws(Refusal) {
+    /// Sends a chat line, an application message or a file to the device (SPEC §15.4); refused unless the session
+    /// is active with session messages in effect and the kind's feature granted.
+    public mutating func send(
+        _ outgoing: MessageChannel.Outgoing
+    ) throws(Refusal) -> (transferID: UInt32?, actions: [Action]) {
         guard case .active = state, extensions.contains(.sessionMessages) else {
             throw Refusal(description: "messages need an active session with session_messages in effect")
         }
         guard !isReconnecting else { throw Refusal(description: "the device is reconnecting; try again shortly") }
-        guard granted.contains(feature) else { throw Refusal(description: "\(feature) is not granted") }
+        do throws(MessageChannel.Refusal) {
+            let (id, messages) = try channel.send(outgoing, granted: granted)
+            return (id, messages.map { .send(.sessionMessage($0)) })
+        } catch { throw Refusal(description: error.description) }
+    }
+
+    /// ``send(_:)`` of chat text.
+    public mutating func sendChat(_ text: String) throws(Refusal) -> [Action] { try send(.chat(text)).actions }
+
+    /// A channel step as this machine's actions.
+    private func actions(_ steps: [MessageChannel.Step]) -> [Action] {
+        steps.map { step in
+            switch step {
+            case .send(let message): .send(message)
+            case .deliver(let delivery): .report(.messageReceived(delivery))
+            case .delivered(let id): .report(.messageDelivered(id: id))
+            case .refused(let id, let reason, let text): .report(.messageRefused(id: id, reason: reason, text: text))
+            case .violation(let text): .protocolViolation(text)
+            }
+        }
     }
 
     // MARK: frames
@@ -343,23 +339,8 @@ public struct SupporterSessionMachine: Sendable {
             return [.report(.featureRevoked(revoke.feature))]
         case (.online, .featureRevoke), (.requestPending, .featureRevoke):
             return []
-        case (.active, .sessionMessage(let incoming)):
-            let receipt = channel.received(incoming, granted: granted)
-            if let violation = receipt.violation { return [.protocolViolation(violation)] }
-            var actions: [Action] = []
-            if let delivery = receipt.delivery { actions.append(.report(.messageReceived(delivery))) }
-            if let ack = receipt.ack { actions.append(.send(.messageAck(ack))) }
-            return actions
-        case (.active, .messageAck(let ack)):
-            let (outcome, release) = channel.acknowledged(ack)
-            var actions: [Action]
-            switch outcome {
-            case .violation(let text): return [.protocolViolation(text)]
-            case .delivered(let id): actions = [.report(.messageDelivered(id: id))]
-            case .refused(let id, let reason, let text):
-                actions = [.report(.messageRefused(id: id, reason: reason, text: text))]
-            }
-            return actions + release.map { .send(.sessionMessage($0)) }
+        case (.active, .sessionMessage), (.active, .messageAck):
+            return actions(channel.handle(message, granted: granted))
         case (_, .sessionError(let error)):
             return [.report(.sessionError(reason: error.reason, feature: error.feature, text: error.text))]
         case (.active, .voipState(let voip)):

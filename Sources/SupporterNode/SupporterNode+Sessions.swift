@@ -86,7 +86,7 @@ extension SupporterNode {
     public func sendApplicationMessage(code: String, contentType: String, body: [UInt8]) async throws(SupporterNodeError) {
         let connection = try connection(for: code)
         try await connection.run { machine throws(SupporterSessionMachine.Refusal) in
-            (try machine.sendApplication(contentType: contentType, body: body), ())
+            (try machine.send(.application(contentType: contentType, body: body)).actions, ())
         }
     }
 
@@ -97,8 +97,8 @@ extension SupporterNode {
     {
         let connection = try connection(for: code)
         return try await connection.run { machine throws(SupporterSessionMachine.Refusal) in
-            let (id, actions) = try machine.sendFile(name: name, contentType: contentType, bytes: bytes)
-            return (actions, id)
+            let (id, actions) = try machine.send(.file(name: name, contentType: contentType, bytes: bytes))
+            return (actions, id ?? 0)
         }
     }
 }

@@ -42,7 +42,8 @@ import Testing
     @Test func aFileArrivesWholeInPartsWithProgress() throws {
         var pair = try Self.chatPair()
         let bytes = (0..<50_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
-        let (id, actions) = try pair.device.sendFile(name: "log.txt", contentType: "text/plain", bytes: bytes)
+        let (sent, actions) = try pair.device.send(.file(name: "log.txt", contentType: "text/plain", bytes: bytes))
+        let id = try #require(sent)
         pair.fromDevice(actions)
         let files = pair.supporterReports.compactMap { report -> [UInt8]? in
             if case .messageReceived(.file(let transfer, "log.txt", "text/plain", let received)) = report, transfer == id {
