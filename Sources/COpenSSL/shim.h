@@ -107,4 +107,8 @@ static inline int rs_errno(void) { return errno; }
 extern int accept4(int fd, struct sockaddr *address, socklen_t *length, int flags);
 static inline int rs_accept_nonblocking(int fd) { return accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC); }
 
+// The calling thread's kernel name (what `ps -L` shows; at most 15 bytes). prctl is variadic, which Swift cannot call.
+#include <sys/prctl.h>
+static inline int rs_set_thread_name(const char *name) { return prctl(PR_SET_NAME, name, 0, 0, 0); }
+
 #endif

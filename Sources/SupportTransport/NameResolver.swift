@@ -1,3 +1,4 @@
+import COpenSSL
 import Foundation
 import Synchronization
 
@@ -90,9 +91,11 @@ public final class NameResolver: Sendable {
                 return
             }
             if startWorker {
-                // Named from inside: on Linux, Foundation applies a name set before start() to no thread.
+                // Named from inside, by the kernel call itself: on Linux, Foundation applies a name set before
+                // start() to no thread, and its setter from inside did not always reach the kernel (a new thread
+                // starts with its creator's name, e.g. a Dispatch worker's).
                 let thread = Thread { [self] in
-                    Thread.current.name = "rsup-resolver"
+                    _ = rs_set_thread_name("rsup-resolver")
                     self.work()
                 }
                 thread.start()
