@@ -67,10 +67,20 @@ extension SupporterNode {
     }
 
     /// Asks the device on `code` for a feature during the active session (SPEC §15.3). The answer arrives as an
-    /// event (`featureGranted`, `featureRefused`); the code's rules may refuse it here.
-    public func askFeature(code: String, feature: Feature.ID, text: String? = nil) async throws(SupporterNodeError) {
+    /// event (`featureGranted`, `featureRefused`); a feature the code's rules deny is refused here (and audited).
+    public func askFeature(
+        code: String, feature: Feature.ID, text: String? = nil, by actor: AuditActor = .local
+    ) async throws(SupporterNodeError) {
         let connection = try connection(for: code)
         let rules = codeRules(code)
+        if rules.rule(for: feature) == .deny {
+            // SPEC §15.3: refused here, never sent, and audited like a denial at the request.
+            var details = actor.details
+            details["feature"] = "\(feature)"
+            details["by"] = "code_rule"
+            try await appendAudit([AuditEvent(time: .now, code: code, kind: .featureDenied, details: details)])
+            throw SupporterNodeError("the code's rules deny \(feature)", kind: .conflict)
+        }
         try await connection.run { machine throws(SupporterSessionMachine.Refusal) in
             (try machine.askFeature(feature, text: text, codeRules: rules), ())
         }

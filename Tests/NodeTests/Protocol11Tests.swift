@@ -63,6 +63,12 @@ extension NodeIntegration {
                 } != nil)
             #expect(await device.event { $0 == .messageDelivered(id: 1) } != nil)
 
+            // An ask the code's rules deny is refused on the node, never reaches the device, and is audited.
+            await #expect(throws: SupporterNodeError.self) {
+                try await harness.supporter.askFeature(code: code, feature: .remoteControl)
+            }
+            let denials = try harness.supporter.auditEvents(code: code).filter { $0.kind.rawValue == "feature_denied" }
+            #expect(denials.count == 2, "\(denials)")
             // file_share needs the user's confirmation during the session; the user grants it, then a file arrives.
             try await harness.supporter.askFeature(code: code, feature: .fileShare, text: "to send your logs")
             let asked = await device.event { if case .featureRequested = $0 { true } else { false } }
