@@ -368,6 +368,18 @@ final class RawSocket {
             Glibc.close(fd)
             throw WaitTimeout(description: "connect: \(String(cString: strerror(code)))")
         }
+        // Linux connects a socket to itself when the kernel picks the destination port as the source port (TCP
+        // simultaneous open): possible once nothing listens there and the port is back in the ephemeral range. That
+        // is no listener accepting, so it counts as refused.
+        var local = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &local) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        guard UInt16(bigEndian: local.sin_port) != port else {
+            Glibc.close(fd)
+            throw WaitTimeout(description: "connect: connected to itself (nothing listens on port \(port))")
+        }
     }
 
     deinit { close() }
