@@ -39,7 +39,7 @@ BUILTIN = {
 
 
 # Seeds for FuzzSessionMachines: event sequences (see FuzzTesting/Sources/SessionFuzzing/SessionDriver.swift). A byte
-# 0x01 starts a frame; any other byte is a local event chosen by its value modulo 14, followed by its argument bytes.
+# 0x01 starts a frame; any other byte is a local event chosen by its value modulo 25, followed by its argument bytes.
 def _field(tag: int, value: bytes) -> bytes:
     return bytes([tag]) + len(value).to_bytes(2, "big") + value
 
@@ -84,8 +84,8 @@ MESSAGE_ACK_1 = _frame(0x1D, _field(1, _u32(1)), _field(2, b"\x00"))
 
 # Local events (selector byte, then arguments).
 D_REGISTER = bytes([0x00, 0, 0])
-D_ALLOW = bytes([0x0F, 0x03])  # 15 % 14 = 1: answer; pending id, allow
-D_REJECT = bytes([0x0F, 0x01])
+D_ALLOW = bytes([0x1A, 0x03])  # 26 % 25 = 1: answer; pending id, allow
+D_REJECT = bytes([0x1A, 0x01])
 D_LEAVE = bytes([0x02])
 D_TICK_60S = bytes([0x03, 120])
 D_SET_CALL = bytes([0x04, 0])
@@ -98,6 +98,35 @@ S_TICK_90S = bytes([0x0A, 180])
 S_LINK_CLOSED = bytes([0x0B])
 S_REFUSE_NEXT = bytes([0x0C, 0x06, 0x8D])
 CALL_FOREIGN = bytes([0x0D, 0x0B])  # running, id "other"
+# Protocol 1.1 events (14-24): the machines are the two ends of one link; 21 delivers the frames in flight.
+LINK_ALL = bytes([14, 0x07])  # a new link with access_control, session_messages, session_resume
+LINK_ACCESS = bytes([14, 0x01])
+LINK_RESUME = bytes([14, 0x04])
+LINK_10 = bytes([14, 0x00])
+TO_SUPPORTER = bytes([21, 0x01])  # every frame in flight to the supporter
+TO_DEVICE = bytes([21, 0x00])
+TO_DEVICE_ONE = bytes([21, 0x02])
+S_REQUEST_11 = bytes([24, 0, 0x58, 1])  # "Alice", screen share + file_share, chat, app_messages; media descriptor
+S_REQUEST_11_ALL = bytes([24, 0, 0xFE, 0])
+CODE_RULES_CONFIRM_CHAT = bytes([22, 1])
+CODE_RULES_DENY_RC = bytes([22, 2])
+S_ASK_RC = bytes([15, 3])  # remote_control
+S_ASK_AR_POINTER_CONFIRM = bytes([15, 6 | 16])
+D_ANSWER_FEATURE_GRANT = bytes([16, 3])  # the oldest ask shown, grant
+D_ANSWER_FEATURE_REFUSE = bytes([16, 1])
+D_REVOKE_CHAT = bytes([17, 5])
+D_CHAT = bytes([18, 0])
+S_CHAT = bytes([19, 0])
+D_APP = bytes([18, 1 | 2 << 2])  # application/json, 100 bytes
+S_FILE_3_PARTS = bytes([19, 2 | 6 << 2])  # "a.txt", 40 000 bytes
+D_FILE_1_PART = bytes([18, 2 | 2 << 2])
+LINK_LOST = bytes([20])
+RESUME = bytes([23, 0])
+RESUME_WRONG_SECRET = bytes([23, 1])
+F_TICK_30S = bytes([0x03, 60])
+# An active 1.1 session between the two ends: register, request, allow, start.
+ACTIVE_11 = (D_REGISTER + TO_SUPPORTER + TO_DEVICE + S_REQUEST_11 + TO_DEVICE + D_ALLOW + TO_SUPPORTER + TO_DEVICE
+             + TO_SUPPORTER)
 
 SESSION_SEEDS = {
     "session_device_happy": D_REGISTER + RESULT_OK + REQUEST_1 + D_ALLOW + STARTED_1 + D_CLEAR_CALL + END,
@@ -116,6 +145,23 @@ SESSION_SEEDS = {
     + FEATURE_REQUEST_1 + MESSAGE_1 + MESSAGE_ACK_1 + END,
     "session_supporter_1_1_frames": REGISTER + S_REQUEST + ALLOW_1_GRANTED + FEATURE_ANSWER_1 + MESSAGE_1
     + MESSAGE_ACK_1 + FEATURE_REVOKE + S_END,
+    # protocol 1.1 between the two ends (events 14-24)
+    "session_11_messages_asks_revoke": LINK_ALL + ACTIVE_11 + D_CHAT + S_CHAT + TO_SUPPORTER + TO_DEVICE + D_APP
+    + S_FILE_3_PARTS + TO_DEVICE + TO_SUPPORTER + TO_DEVICE + TO_SUPPORTER + S_ASK_RC + TO_DEVICE
+    + D_ANSWER_FEATURE_GRANT + TO_SUPPORTER + S_ASK_AR_POINTER_CONFIRM + TO_DEVICE + F_TICK_30S + TO_SUPPORTER
+    + D_REVOKE_CHAT + S_CHAT + TO_SUPPORTER + TO_DEVICE + S_END + TO_DEVICE,
+    "session_11_resume_active_with_messages": LINK_ALL + ACTIVE_11 + D_CHAT + S_CHAT + TO_DEVICE + LINK_LOST + RESUME
+    + TO_SUPPORTER + TO_DEVICE + D_FILE_1_PART + TO_SUPPORTER + TO_DEVICE,
+    "session_11_resume_answer_while_reconnecting": LINK_ALL + D_REGISTER + TO_SUPPORTER + TO_DEVICE + S_REQUEST_11
+    + TO_DEVICE + LINK_LOST + D_ALLOW + RESUME + TO_SUPPORTER + TO_DEVICE,
+    "session_11_resume_lost_request_and_wrong_secret": LINK_RESUME + D_REGISTER + TO_SUPPORTER + TO_DEVICE + S_REQUEST
+    + LINK_LOST + RESUME + TO_DEVICE + D_REJECT + LINK_LOST + RESUME_WRONG_SECRET + D_REGISTER + TO_SUPPORTER,
+    "session_11_access_control_code_rules": LINK_ACCESS + CODE_RULES_DENY_RC + D_REGISTER + TO_SUPPORTER + TO_DEVICE
+    + S_REQUEST_11_ALL + TO_DEVICE + D_ALLOW + TO_SUPPORTER + TO_DEVICE + S_ASK_RC + S_ASK_AR_POINTER_CONFIRM
+    + TO_DEVICE + D_ANSWER_FEATURE_REFUSE + TO_SUPPORTER + LINK_ACCESS + CODE_RULES_CONFIRM_CHAT + ACTIVE_11,
+    "session_11_frames_on_10_link": LINK_10 + ACTIVE_11 + FEATURE_REQUEST_1 + LINK_10 + ACTIVE_11 + MESSAGE_1,
+    "session_11_injected_frames": LINK_ALL + ACTIVE_11 + FEATURE_REQUEST_1 + MESSAGE_1 + MESSAGE_ACK_1
+    + STARTED_1_GRANTED + FEATURE_ANSWER_1 + FEATURE_REVOKE + LINK_LOST + RESUME,
 }
 
 
