@@ -236,7 +236,7 @@ public struct DeviceSessionMachine: Sendable {
         case .awaitingStart(let request):
             return Resume(
                 sessionCode: code, resumeSecret: resumeSecret, state: .awaitingStart, requestID: request.requestID,
-                lastMessageID: last)
+                lastMessageID: last, grantedFeatures: extensions.contains(.accessControl) ? grantSent : nil)
         case .active(let request):
             return Resume(
                 sessionCode: code, resumeSecret: resumeSecret, state: .active, requestID: request.requestID,
@@ -282,7 +282,7 @@ public struct DeviceSessionMachine: Sendable {
         if let extensionNeeded = message.frameType.requiredExtension, !extensions.contains(extensionNeeded) {
             return [.protocolViolation("\(message.frameType.specName) needs \(extensionNeeded), not in effect (SPEC §15.1)")]
         }
-        if case .resumeResult(let result) = message { return resumed(result) }
+        if case .resumeResult(let result) = message, state != .idle { return resumed(result) }
         switch (state, message) {
         case (.idle, _):
             return []  // crossed our SESSION_END
@@ -316,7 +316,9 @@ public struct DeviceSessionMachine: Sendable {
             if extensions.contains(.sessionResume), let secret = started.resumeSecret { resumeSecret = secret }
             var details = SessionDetails()
             if extensions.contains(.accessControl) {
-                granted = started.grantedFeatures ?? grantSent ?? []
+                // Never more than this device granted: the node's list is trusted only within our own grant.
+                let offered = grantSent ?? []
+                granted = FeatureSet((started.grantedFeatures ?? offered).filter { offered.contains($0.id) })
                 details.grantedFeatures = granted
             }
             if extensions.contains(.sessionMessages) { details.mediaDescriptor = started.mediaDescriptor }
@@ -442,7 +444,10 @@ public struct DeviceSessionMachine: Sendable {
         let message = Message.featureRevoke(FeatureRevoke(feature: feature, text: text))
         guard message.encodesWithinDefaultLimit else { throw Refusal(description: "a text needs 1–256 bytes") }
         granted = FeatureSet(granted.filter { $0.id != feature })
-        return [.send(message), .report(.featureRevoked(feature))]
+        var actions: [Action] = [.send(message), .report(.featureRevoked(feature))]
+        let withdrawn = channel.withdraw(needing: feature)
+        if !withdrawn.isEmpty { actions.append(.report(.messagesUndelivered(withdrawn))) }
+        return actions
     }
 
     /// Sends a chat line, an application message or a file (SPEC §15.4); refused unless a session is active with
@@ -495,9 +500,7 @@ public struct DeviceSessionMachine: Sendable {
         }
         isReconnecting = false
         resumeSecret = secret
-        var actions: [Action] = [.report(.resumed)]
-        actions += channel.resend(after: result.lastMessageID).map { .send(.sessionMessage($0)) }
-        return actions
+        return [.report(.resumed)] + actions(channel.resumed(peerLast: result.lastMessageID))
     }
 
     /// SESSION_ERRORs for what the request wants and this device lacks (SPEC §8), sent and reported.

@@ -37,6 +37,8 @@ public struct MessageChannel: Sendable, Hashable {
     public enum AckOutcome: Sendable, Hashable {
         case delivered(id: UInt32)
         case refused(id: UInt32, reason: ReasonCode, text: String?)
+        /// An acknowledgement again for a message already settled (after a resume): nothing to report.
+        case repeated
         /// An ack for nothing outstanding: the peer broke §15.4.
         case violation(String)
     }
@@ -68,6 +70,8 @@ public struct MessageChannel: Sendable, Hashable {
     private var outgoingFiles: [OutgoingFile] = []
     /// The id of the last message received from the peer (0: none).
     public private(set) var lastReceivedID: UInt32 = 0
+    /// The id of the last message put on the wire (0: none); queued messages have higher ids.
+    private var lastWireID: UInt32 = 0
     private var incomingFiles: [UInt32: IncomingFile] = [:]
 
     /// A channel whose file parts fit frames of `peerMaxFrameSize` payload bytes.
@@ -142,13 +146,14 @@ public struct MessageChannel: Sendable, Hashable {
             return steps
         case .messageAck(let ack):
             let (outcome, release) = acknowledged(ack)
-            let first: Step
+            let first: [Step]
             switch outcome {
             case .violation(let text): return [.violation(text)]
-            case .delivered(let id): first = .delivered(id: id)
-            case .refused(let id, let reason, let text): first = .refused(id: id, reason: reason, text: text)
+            case .delivered(let id): first = [.delivered(id: id)]
+            case .refused(let id, let reason, let text): first = [.refused(id: id, reason: reason, text: text)]
+            case .repeated: first = []
             }
-            return [first] + release.map { .send(.sessionMessage($0)) }
+            return first + release.map { .send(.sessionMessage($0)) }
         default:
             return []
         }
@@ -217,6 +222,7 @@ public struct MessageChannel: Sendable, Hashable {
             if !queued.isEmpty {
                 let message = queued.removeFirst()
                 unacknowledged.append(message)
+                lastWireID = message.messageID
                 out.append(message)
             } else if !outgoingFiles.isEmpty, nextID < UInt32.max {
                 var file = outgoingFiles[0]
@@ -227,6 +233,7 @@ public struct MessageChannel: Sendable, Hashable {
                     body: Array(file.bytes[file.offset..<end]), transferID: file.transferID,
                     fileName: first ? file.name : nil, fileSize: first ? UInt64(file.bytes.count) : nil,
                     offset: UInt64(file.offset))
+                lastWireID = nextID
                 nextID += 1
                 file.offset = end
                 if end == file.bytes.count { outgoingFiles.removeFirst() } else { outgoingFiles[0] = file }
@@ -242,9 +249,8 @@ public struct MessageChannel: Sendable, Hashable {
     /// An acknowledgement arrived. Returns what it meant and the frames the opened window lets out.
     public mutating func acknowledged(_ ack: MessageAck) -> (AckOutcome, [SessionMessage]) {
         guard let index = unacknowledged.firstIndex(where: { $0.messageID == ack.messageID }) else {
-            if ack.messageID > 0, ack.messageID <= lastSentID {
-                return (.delivered(id: ack.messageID), [])  // a repeat after a resume
-            }
+            // Settled already (a repeat after a resume) when it went out; never sent (or only queued): the peer's error.
+            if ack.messageID > 0, ack.messageID <= lastWireID { return (.repeated, []) }
             return (.violation("MESSAGE_ACK for message \(ack.messageID), which was never sent (SPEC §15.4)"), [])
         }
         let message = unacknowledged.remove(at: index)
@@ -257,9 +263,24 @@ public struct MessageChannel: Sendable, Hashable {
         return (outcome, release())
     }
 
-    /// After a resume: the unacknowledged messages above `peerLast`, to send again in order (SPEC §15.5).
-    public func resend(after peerLast: UInt32?) -> [SessionMessage] {
-        unacknowledged.filter { $0.messageID > (peerLast ?? 0) }
+    /// After a resume (SPEC §15.5): the peer received every message up to `peerLast`, so those still waiting for an
+    /// acknowledgement (lost with the link) are delivered; the others go out again, in order, then what the window
+    /// lets out of the queue.
+    public mutating func resumed(peerLast: UInt32?) -> [Step] {
+        let last = peerLast ?? 0
+        let settled = unacknowledged.filter { $0.messageID <= last }
+        unacknowledged.removeAll { $0.messageID <= last }
+        return settled.map { .delivered(id: $0.messageID) } + unacknowledged.map { .send(.sessionMessage($0)) }
+            + release().map { .send(.sessionMessage($0)) }
+    }
+
+    /// A grant ended (revoked): messages of kinds needing `feature` that have not gone out yet never will; returns
+    /// their ids (undelivered). Messages already sent are acknowledged by the peer as it sees fit (SPEC §15.4).
+    public mutating func withdraw(needing feature: Feature.ID) -> [UInt32] {
+        let dropped = queued.filter { $0.kind.requiredFeature == feature }.map(\.messageID)
+        queued.removeAll { $0.kind.requiredFeature == feature }
+        if feature == .fileShare { outgoingFiles = [] }
+        return dropped
     }
 
     /// The session ended: every message not acknowledged is undelivered. Empties the channel.

@@ -336,7 +336,10 @@ public struct SupporterSessionMachine: Sendable {
         case (.active, .featureRevoke(let revoke)):
             guard granted.contains(revoke.feature) else { return [] }
             granted = FeatureSet(granted.filter { $0.id != revoke.feature })
-            return [.report(.featureRevoked(revoke.feature))]
+            var actions: [Action] = [.report(.featureRevoked(revoke.feature))]
+            let withdrawn = channel.withdraw(needing: revoke.feature)
+            if !withdrawn.isEmpty { actions.append(.report(.messagesUndelivered(withdrawn))) }
+            return actions
         case (.online, .featureRevoke), (.requestPending, .featureRevoke):
             return []
         case (.active, .sessionMessage), (.active, .messageAck):
@@ -433,10 +436,8 @@ extension SupporterSessionMachine {
         case (.requestPending(_, let request, _), .requestPending) where resume.requestID == request.requestID:
             break
         case (.requestPending(let code, let request, _), .awaitingStart) where resume.requestID == request.requestID:
-            // The allow was lost with its grant: only what needs no confirmation is granted.
-            let grant = request.requestedFeatures.filter { request.confirmFeatures?.contains($0.id) != true }
-            let confirmsAny = request.confirmFeatures.map { !$0.isEmpty } ?? false
-            afterward += next.start(code: code, request: request, grant: confirmsAny ? [] : FeatureSet(grant))
+            // The allow was lost: the RESUME carries its grant (start() keeps only what was asked for).
+            afterward += next.start(code: code, request: request, grant: resume.grantedFeatures ?? [])
         case (.active(_, let request), .awaitingStart) where resume.requestID == request.requestID:
             var started = SessionStarted(requestID: request.requestID)
             if next.extensions.contains(.accessControl) { started.grantedFeatures = next.granted }
@@ -449,7 +450,7 @@ extension SupporterSessionMachine {
         }
         var actions: [Action] = [.send(.resumeResult(result)), .report(.resumed)]
         actions += afterward
-        actions += next.channel.resend(after: resume.lastMessageID).map { .send(.sessionMessage($0)) }
+        actions += next.actions(next.channel.resumed(peerLast: resume.lastMessageID))
         return .accepted(next, actions)
     }
 

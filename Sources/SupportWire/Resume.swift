@@ -10,11 +10,14 @@ public struct Resume: Hashable, Sendable {
     public var requestID: UInt32?
     /// The last SESSION_MESSAGE id received from the node.
     public var lastMessageID: UInt32?
+    /// With state awaiting_start and access control: the grant the lost allow carried.
+    public var grantedFeatures: FeatureSet?
 
     public init(
         sessionCode: String, resumeSecret: String, state: ResumeState, requestID: UInt32? = nil,
-        lastMessageID: UInt32? = nil
+        lastMessageID: UInt32? = nil, grantedFeatures: FeatureSet? = nil
     ) {
+        self.grantedFeatures = grantedFeatures
         self.sessionCode = sessionCode
         self.resumeSecret = resumeSecret
         self.state = state
@@ -32,6 +35,7 @@ extension Resume: WireMessage {
     // No range for these two: SPEC §15.5 gives none, so any `u32` decodes; what a value means is the session's.
     private static let requestField = IntegerField<UInt32>(tag: 4, name: "request_id")
     private static let lastMessageField = IntegerField<UInt32>(tag: 5, name: "last_message_id")
+    private static let grantedField = FeaturesField(tag: 6, name: "granted_features")
 
     init(reading reader: inout FieldReader) throws(WireError) {
         try reader.requireFields([1, 2, 3])
@@ -40,7 +44,8 @@ extension Resume: WireMessage {
             resumeSecret: try reader.required(Resume.secretField),
             state: try reader.required(Resume.stateField),
             requestID: try reader.optional(Resume.requestField),
-            lastMessageID: try reader.optional(Resume.lastMessageField))
+            lastMessageID: try reader.optional(Resume.lastMessageField),
+            grantedFeatures: try reader.optional(Resume.grantedField))
     }
 
     func write(to writer: inout FieldWriter) throws(WireError) {
@@ -49,5 +54,6 @@ extension Resume: WireMessage {
         writer.write(Resume.stateField, state)
         try writer.write(Resume.requestField, requestID)
         try writer.write(Resume.lastMessageField, lastMessageID)
+        try writer.write(Resume.grantedField, grantedFeatures)
     }
 }

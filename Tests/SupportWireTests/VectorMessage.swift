@@ -107,7 +107,8 @@ enum VectorMessage {
                 Resume(
                     sessionCode: try fields.string("session_code"), resumeSecret: try fields.string("resume_secret"),
                     state: try fields.enumeration("state"), requestID: try fields.optionalInteger("request_id"),
-                    lastMessageID: try fields.optionalInteger("last_message_id")))
+                    lastMessageID: try fields.optionalInteger("last_message_id"),
+                    grantedFeatures: try fields.optionalFeatures("granted_features")))
         case "RESUME_RESULT":
             message = .resumeResult(
                 ResumeResult(

@@ -586,7 +586,11 @@ V("message_ack_text_256_bytes", "MESSAGE_ACK text of 256 bytes (maximum)",
 # --- RESUME (0x1E, §15.5)
 V("resume_minimal", "RESUME with the required fields: state 1 (online)",
   {"type": "RESUME", "session_code": "483920", "resume_secret": SECRET, "state": 1})
-V("resume_full", "RESUME with every field: state 4 (active) of request 3, last message 12 received",
+V("resume_full", "RESUME with every field: state 3 (awaiting_start) of request 3, last message 12 received, "
+  "the lost allow's grant (screen_share, chat)",
+  {"type": "RESUME", "session_code": "483920", "resume_secret": SECRET2, "state": 3, "request_id": 3,
+   "last_message_id": 12, "granted_features": [[0x0001, 1], [0x0006, 1]]})
+V("resume_active", "RESUME state 4 (active) of request 3, last message 12 received",
   {"type": "RESUME", "session_code": "483920", "resume_secret": SECRET2, "state": 4, "request_id": 3,
    "last_message_id": 12})
 V("resume_online_with_rejected_request_id", "RESUME state 1 (online) with the request_id the device last rejected",

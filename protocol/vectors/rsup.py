@@ -205,6 +205,7 @@ MESSAGES = {
         (3, "state", U8, True, (1, 4)),
         (4, "request_id", U32, False, None),
         (5, "last_message_id", U32, False, None),
+        (6, "granted_features", FEATURES_T, False, None),
     ]),
     0x1F: ("RESUME_RESULT", [                                               # §15.5
         (1, "reason", REASON, True, None),

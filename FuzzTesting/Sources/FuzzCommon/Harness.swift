@@ -319,7 +319,8 @@ func highestKnownTag(_ type: FrameType) -> UInt8 {
     case .goAway, .requestAbort, .sessionEnd, .voipState, .featureRevoke: 2
     case .register, .sessionError, .featureAnswer, .messageAck: 3
     case .connectionResponse, .sessionStarted, .featureRequest: 4
-    case .registerResult, .connectionRequest, .resume, .resumeResult: 5
+    case .registerResult, .connectionRequest, .resumeResult: 5
+    case .resume: 6
     case .sessionMessage: 8
     }
 }
