@@ -867,8 +867,10 @@ public struct SessionDriver {
             let actions: [DeviceSessionMachine.Action]
             switch message {
             case .chat(let text): actions = try device.sendChat(text)
-            case .application(let type, let body): actions = try device.sendApplication(contentType: type, body: body)
-            case .file(let name, let type, let bytes): actions = try device.sendFile(name: name, contentType: type, bytes: bytes).actions
+            case .application(let type, let body):
+                actions = try device.send(.application(contentType: type, body: body)).actions
+            case .file(let name, let type, let bytes):
+                actions = try device.send(.file(name: name, contentType: type, bytes: bytes)).actions
             }
             if !allowed { fail("the device's \(message) was accepted") }
             if actions.count > open { fail("the device sent \(actions.count) with \(open) open in the window") }
@@ -892,9 +894,10 @@ public struct SessionDriver {
             let actions: [SupporterSessionMachine.Action]
             switch message {
             case .chat(let text): actions = try supporter.sendChat(text)
-            case .application(let type, let body): actions = try supporter.sendApplication(contentType: type, body: body)
+            case .application(let type, let body):
+                actions = try supporter.send(.application(contentType: type, body: body)).actions
             case .file(let name, let type, let bytes):
-                actions = try supporter.sendFile(name: name, contentType: type, bytes: bytes).actions
+                actions = try supporter.send(.file(name: name, contentType: type, bytes: bytes)).actions
             }
             if !allowed { fail("the supporter's \(message) was accepted") }
             if actions.count > open { fail("the supporter sent \(actions.count) with \(open) open in the window") }
