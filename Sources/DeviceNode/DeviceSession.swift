@@ -487,7 +487,7 @@ extension DeviceSessionEvent {
         case .messageReceived(let delivery): delivery.logDescription
         case .messageDelivered(let id): "message \(id) delivered"
         case .messageRefused(let id, let reason, _): "message \(id) refused (\(reason))"
-        case .messagesUndelivered(let ids): "\(ids.count) message(s) not delivered"
+        case .messagesUndelivered(let lost): "\(lost.sent.count + lost.unsent) message(s) not delivered"
         case .reconnecting: "link lost; reconnecting"
         case .resumed: "session resumed"
         }

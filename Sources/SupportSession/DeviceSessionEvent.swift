@@ -119,7 +119,7 @@ public enum DeviceSessionEvent: Sendable, Hashable {
     /// The supporter's side refused our message.
     case messageRefused(id: UInt32, reason: ReasonCode, text: String?)
     /// The session ended with these of our messages not acknowledged.
-    case messagesUndelivered([UInt32])
+    case messagesUndelivered(MessageChannel.Undelivered)
     /// The link was lost; the session is kept while the device reconnects (SPEC §15.5).
     case reconnecting
     /// The session continues on a new link.

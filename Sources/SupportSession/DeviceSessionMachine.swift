@@ -62,6 +62,10 @@ public struct DeviceSessionMachine: Sendable {
     /// The grant sent with the allow, until SESSION_STARTED says what is in effect.
     private var grantSent: FeatureSet?
     private var peerMaxFrameSize = WireLimits.defaultMaxFrameSize
+    /// The last FEATURE_REQUEST ask id of the registration (they increase, SPEC §15.3).
+    private var lastAskID: UInt32 = 0
+    /// Feature asks that may wait for the user at once; one more is the node's protocol error.
+    static let pendingAskLimit = 8
 
     public init(
         capabilities: FeatureSet, promptTimeout: Duration = .seconds(60), rules: FeatureRules = .deviceDefault,
@@ -107,6 +111,7 @@ public struct DeviceSessionMachine: Sendable {
         }
         state = .registering
         self.code = code
+        lastAskID = 0
         resumeSecret = nil
         channel = MessageChannel(peerMaxFrameSize: peerMaxFrameSize)
         return [.send(message)]
@@ -317,8 +322,9 @@ public struct DeviceSessionMachine: Sendable {
             var details = SessionDetails()
             if extensions.contains(.accessControl) {
                 // Never more than this device granted: the node's list is trusted only within our own grant.
+                // Absent under access control: nothing granted (SPEC §15.3).
                 let offered = grantSent ?? []
-                granted = FeatureSet((started.grantedFeatures ?? offered).filter { offered.contains($0.id) })
+                granted = FeatureSet((started.grantedFeatures ?? []).filter { offered.contains($0.id) })
                 details.grantedFeatures = granted
             }
             if extensions.contains(.sessionMessages) { details.mediaDescriptor = started.mediaDescriptor }
@@ -390,6 +396,19 @@ public struct DeviceSessionMachine: Sendable {
 
     /// A FEATURE_REQUEST in an active session: answered at once by rule, or shown to the user.
     private mutating func featureAsked(_ request: FeatureRequest, now: Duration) -> [Action] {
+        // SPEC §15.3: ask ids increase; one ask per feature at a time; a bounded number waits for the user.
+        guard request.askID > lastAskID else {
+            return [.protocolViolation("FEATURE_REQUEST ask_id \(request.askID) after \(lastAskID): ids increase")]
+        }
+        guard !featureAsks.values.contains(where: { $0.ask.feature == request.feature }),
+            featureAsks.count < Self.pendingAskLimit
+        else {
+            return [
+                .protocolViolation(
+                    "FEATURE_REQUEST for \(request.feature) while one is pending, or over \(Self.pendingAskLimit) pending")
+            ]
+        }
+        lastAskID = request.askID
         let ask = FeatureAsk(askID: request.askID, feature: request.feature, text: request.text)
         guard let version = capabilities.version(of: request.feature) else {
             return refuseAsk(ask, reason: .unsupportedFeature)
@@ -486,7 +505,8 @@ public struct DeviceSessionMachine: Sendable {
         guard isReconnecting else {
             return [.protocolViolation("RESUME_RESULT without a RESUME (SPEC §15.5)")]
         }
-        if result.reason == .rateLimited {
+        if result.reason == .rateLimited || result.reason == .internalError {
+            // Transient at the node: dial again within the grace period (SPEC §15.5).
             return [.resumeLater(milliseconds: result.retryAfterMilliseconds ?? 1_000)]
         }
         guard result.reason == .success, let secret = result.resumeSecret else {

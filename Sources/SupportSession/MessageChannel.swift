@@ -65,7 +65,8 @@ public struct MessageChannel: Sendable, Hashable {
     private var nextTransferID: UInt32 = 1
     /// Sent and not yet acknowledged, oldest first; at most ``WireLimits/messageWindow``.
     public private(set) var unacknowledged: [SessionMessage] = []
-    /// Accepted from the application, not yet sent (window full); at most ``queueLimit``.
+    /// Accepted from the application, not yet sent (window full); at most ``queueLimit``. Not numbered yet: a message
+    /// gets its id when it goes out, so ids on the wire never skip one (SPEC §15.4), whatever is withdrawn.
     private var queued: [SessionMessage] = []
     private var outgoingFiles: [OutgoingFile] = []
     /// The id of the last message received from the peer (0: none).
@@ -209,9 +210,10 @@ public struct MessageChannel: Sendable, Hashable {
         guard queued.count < Self.queueLimit else {
             throw Refusal(description: "\(Self.queueLimit) messages are already waiting to be sent")
         }
-        guard nextID < UInt32.max else { throw Refusal(description: "message ids exhausted in this session") }
-        queued.append(SessionMessage(messageID: nextID, kind: kind, contentType: contentType, body: body))
-        nextID += 1
+        guard nextID < UInt32.max - UInt32(queued.count) else {
+            throw Refusal(description: "message ids exhausted in this session")
+        }
+        queued.append(SessionMessage(messageID: 0, kind: kind, contentType: contentType, body: body))
         return release()
     }
 
@@ -219,8 +221,10 @@ public struct MessageChannel: Sendable, Hashable {
     private mutating func release() -> [SessionMessage] {
         var out: [SessionMessage] = []
         while unacknowledged.count < WireLimits.messageWindow {
-            if !queued.isEmpty {
-                let message = queued.removeFirst()
+            if !queued.isEmpty, nextID < UInt32.max {
+                var message = queued.removeFirst()
+                message.messageID = nextID
+                nextID += 1
                 unacknowledged.append(message)
                 lastWireID = message.messageID
                 out.append(message)
@@ -276,21 +280,29 @@ public struct MessageChannel: Sendable, Hashable {
 
     /// A grant ended (revoked): messages of kinds needing `feature` that have not gone out yet never will; returns
     /// their ids (undelivered). Messages already sent are acknowledged by the peer as it sees fit (SPEC §15.4).
-    public mutating func withdraw(needing feature: Feature.ID) -> [UInt32] {
-        let dropped = queued.filter { $0.kind.requiredFeature == feature }.map(\.messageID)
+    public mutating func withdraw(needing feature: Feature.ID) -> Undelivered {
+        let before = queued.count + outgoingFiles.count
         queued.removeAll { $0.kind.requiredFeature == feature }
         if feature == .fileShare { outgoingFiles = [] }
-        return dropped
+        return Undelivered(sent: [], unsent: before - queued.count - outgoingFiles.count)
+    }
+
+    /// What a closed or withdrawn channel did not deliver: the ids of messages sent and not acknowledged, and how
+    /// many never went out (they have no id yet; a file not yet fully sent counts as one).
+    public struct Undelivered: Sendable, Hashable {
+        public var sent: [UInt32]
+        public var unsent: Int
+        public var isEmpty: Bool { sent.isEmpty && unsent == 0 }
     }
 
     /// The session ended: every message not acknowledged is undelivered. Empties the channel.
-    public mutating func close() -> [UInt32] {
-        let ids = unacknowledged.map(\.messageID) + queued.map(\.messageID)
+    public mutating func close() -> Undelivered {
+        let result = Undelivered(sent: unacknowledged.map(\.messageID), unsent: queued.count + outgoingFiles.count)
         unacknowledged = []
         queued = []
         outgoingFiles = []
         incomingFiles = [:]
-        return ids
+        return result
     }
 
     // MARK: receiving
@@ -344,8 +356,8 @@ public struct MessageChannel: Sendable, Hashable {
             guard incomingFiles[transfer] == nil, incomingFiles.count < Self.incomingFileLimit else {
                 return refuse(id, .messageRefused, "too many files at once, or this transfer already started")
             }
+            // No reservation of `size`: memory follows the bytes that arrive, not what a peer announces.
             file = IncomingFile(name: name, contentType: message.contentType, size: size, bytes: [])
-            file.bytes.reserveCapacity(Int(size))
         } else {
             guard let existing = incomingFiles[transfer], offset == UInt64(existing.bytes.count) else {
                 incomingFiles[transfer] = nil

@@ -33,7 +33,7 @@ public enum SupporterSessionEvent: Sendable, Hashable {
     /// The device refused our message.
     case messageRefused(id: UInt32, reason: ReasonCode, text: String?)
     /// The registration ended with these of our messages not acknowledged.
-    case messagesUndelivered([UInt32])
+    case messagesUndelivered(MessageChannel.Undelivered)
     /// The device's link was lost; the session is kept for the grace period (SPEC §15.5).
     case reconnecting
     /// The device resumed on a new connection.

@@ -40,7 +40,14 @@ public struct SupporterSessionMachine: Sendable {
     public private(set) var pendingAsks: [UInt32: Feature.ID] = [:]
     private var lastAskID: UInt32 = 0
     /// With session resume: the secret that resumes this registration; nil when it cannot be resumed.
-    public private(set) var resumeSecret: String?
+    public private(set) var resumeSecret: String? {
+        didSet { previousResumeSecret = resumeSecret == nil ? nil : oldValue }
+    }
+    /// The secret the current one replaced: still accepted once, since the frame that carried the new one may have
+    /// been lost with the link (SPEC §15.5).
+    private var previousResumeSecret: String?
+    /// The extensions in effect when the registration began: a resume must keep them (SPEC §15.5).
+    private var registrationExtensions: ProtocolExtensions = .none
     /// Whether the device's link is lost and the session waits for its RESUME (SPEC §15.5).
     public private(set) var isReconnecting = false
     /// The media descriptor for the pending request's SESSION_STARTED.
@@ -54,7 +61,7 @@ public struct SupporterSessionMachine: Sendable {
     /// node passes a cryptographic one, tests a predictable one.
     public init(
         requestTimeout: Duration = .seconds(90),
-        secretSource: @escaping @Sendable () -> String = { String(repeating: "0", count: 43) }
+        secretSource: @escaping @Sendable () -> String = ResumeSecret.make
     ) {
         self.requestTimeout = requestTimeout
         self.secretSource = secretSource
@@ -190,7 +197,12 @@ public struct SupporterSessionMachine: Sendable {
         guard canResume else { return linkClosed(reason: reason, text: text) }
         guard !isReconnecting else { return [] }
         isReconnecting = true
-        return [.report(.reconnecting)]
+        // Asks pending at a link loss are withdrawn on both sides (SPEC §15.5).
+        let withdrawn: [Action] = pendingAsks.sorted { $0.key < $1.key }.map {
+            .report(.featureRefused($0.value, reason: .connectionLost))
+        }
+        pendingAsks = [:]
+        return [.report(.reconnecting)] + withdrawn
     }
 
     /// Asks the device for a feature during the active session (SPEC §15.3). Refused locally for a feature already
@@ -283,6 +295,7 @@ public struct SupporterSessionMachine: Sendable {
                 state = .online(code: register.sessionCode)
                 deviceCapabilities = register.capabilities
                 channel = MessageChannel(peerMaxFrameSize: peerMaxFrameSize)
+                registrationExtensions = extensions
                 let text = waitingMessage.flatMap(Self.wireText)
                 var result = RegisterResult(reason: .success, text: text, codeType: codeType)
                 if extensions.contains(.sessionResume) {
@@ -393,22 +406,26 @@ extension SupporterSessionMachine {
     public func resumed(
         by resume: Resume, extensions newExtensions: ProtocolExtensions, peerMaxFrameSize: Int, now: Duration
     ) -> ResumeOutcome {
-        guard let secret = resumeSecret, Self.constantTimeEqual(secret, resume.resumeSecret),
-            newExtensions.contains(.sessionResume)
-        else {
+        let secretMatches = [resumeSecret, previousResumeSecret].contains { known in
+            known.map { Self.constantTimeEqual($0, resume.resumeSecret) } ?? false
+        }
+        guard resumeSecret != nil, secretMatches, newExtensions.contains(.sessionResume) else {
             return .rejected(
                 ResumeResult(reason: .resumeRejected, text: "no resumable session for that code and secret"),
+                endsRegistration: false)
+        }
+        guard newExtensions.isSuperset(of: registrationExtensions) else {
+            return .rejected(
+                ResumeResult(
+                    reason: .resumeRejected,
+                    text: "extensions changed: the session began with \(registrationExtensions)"),
                 endsRegistration: false)
         }
         var next = self
         next.linkOpened(extensions: newExtensions, peerMaxFrameSize: peerMaxFrameSize)
         next.isReconnecting = false
         next.deviceSentSessionEnd = false
-        // Asks pending at the link loss are withdrawn on both sides.
-        var afterward: [Action] = next.pendingAsks.sorted { $0.key < $1.key }.map {
-            .report(.featureRefused($0.value, reason: .connectionLost))
-        }
-        next.pendingAsks = [:]
+        var afterward: [Action] = []
         // The new secret first: a SESSION_STARTED the reconciliation sends rotates it again, and the device keeps the
         // last one it receives.
         next.resumeSecret = next.secretSource()
@@ -419,7 +436,8 @@ extension SupporterSessionMachine {
         case (.online, .online):
             break
         case (.online, .requestPending), (.online, .awaitingStart):
-            if let id = resume.requestID {
+            guard let id = resume.requestID, id <= lastRequestID else { return stateMismatch() }
+            do {
                 let reason = lastEndedRequest.flatMap { $0.id == id ? $0.reason : nil } ?? .abortedBySupporter
                 afterward.append(.send(.requestAbort(RequestAbort(requestID: id, reason: reason))))
             }
@@ -435,11 +453,19 @@ extension SupporterSessionMachine {
             }
         case (.requestPending(_, let request, _), .requestPending) where resume.requestID == request.requestID:
             break
+        case (.requestPending(_, let request, _), .requestPending) where (resume.requestID ?? .max) < request.requestID,
+            (.requestPending(_, let request, _), .awaitingStart) where (resume.requestID ?? .max) < request.requestID:
+            // The device still answers an older request that ended here (timed out or aborted) while the next one
+            // went out: that abort and the current request were lost.
+            guard let old = resume.requestID else { return stateMismatch() }
+            let reason = lastEndedRequest.flatMap { $0.id == old ? $0.reason : nil } ?? .abortedBySupporter
+            afterward.append(.send(.requestAbort(RequestAbort(requestID: old, reason: reason))))
+            afterward.append(.send(.connectionRequest(request)))
         case (.requestPending(let code, let request, _), .awaitingStart) where resume.requestID == request.requestID:
             // The allow was lost: the RESUME carries its grant (start() keeps only what was asked for).
             afterward += next.start(code: code, request: request, grant: resume.grantedFeatures ?? [])
         case (.active(_, let request), .awaitingStart) where resume.requestID == request.requestID:
-            var started = SessionStarted(requestID: request.requestID)
+            var started = SessionStarted(requestID: request.requestID, resumeSecret: next.resumeSecret)
             if next.extensions.contains(.accessControl) { started.grantedFeatures = next.granted }
             if next.extensions.contains(.sessionMessages) { started.mediaDescriptor = next.mediaDescriptor }
             afterward.append(.send(.sessionStarted(started)))

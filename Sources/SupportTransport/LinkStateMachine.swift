@@ -122,21 +122,24 @@ public struct LinkStateMachine: Sendable {
             guard ack.role != settings.role else {
                 return fail(.roleMismatch, "the peer is a \(ack.role) like us")
             }
-            var inEffect = ProtocolExtensions(announced: ack.features)
+            let inEffect = ProtocolExtensions(announced: ack.features)
             guard settings.extensions.isSuperset(of: inEffect) else {
                 return fail(
                     .protocolError,
                     "HELLO_ACK lists extensions this node did not offer: \(inEffect.subtracting(settings.extensions)) "
                         + "(SPEC §15.1)")
             }
+            // SPEC §15.1/§15.2: an extension without the one it requires, or session resume without its grace
+            // period, is a HELLO_ACK no responder may send.
+            guard !inEffect.contains(.sessionMessages) || inEffect.contains(.accessControl) else {
+                return fail(.protocolError, "HELLO_ACK lists session_messages without access_control (SPEC §15.1)")
+            }
             var grace: Duration?
             if inEffect.contains(.sessionResume) {
-                // SPEC §15.2: without resume_grace_ms, session resume is not in effect.
-                if let milliseconds = ack.resumeGraceMilliseconds {
-                    grace = .milliseconds(Int64(milliseconds))
-                } else {
-                    inEffect.remove(.sessionResume)
+                guard let milliseconds = ack.resumeGraceMilliseconds else {
+                    return fail(.protocolError, "HELLO_ACK lists session_resume without resume_grace_ms (SPEC §15.2)")
                 }
+                grace = .milliseconds(Int64(milliseconds))
             }
             var parameters = LinkParameters(
                 version: ack.version, peerRole: ack.role, peerName: ack.nodeName, peerExtensions: ack.features,

@@ -64,7 +64,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         self.node = node
         self.sourceAddress = sourceAddress
         self.machine = SupporterSessionMachine(
-            requestTimeout: node.configuration.requestTimeout, secretSource: { ResumeSecret.make() })
+            requestTimeout: node.configuration.requestTimeout, secretSource: ResumeSecret.make)
     }
 
     static func now() -> Duration { Deadline.now().sinceOrigin }

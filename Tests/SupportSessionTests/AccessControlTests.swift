@@ -141,4 +141,17 @@ import Synchronization
             .featureRequest(FeatureRequest(askID: 1, feature: .chat)), now: pair.now, call: .idle)
         #expect(actions.contains { if case .protocolViolation = $0 { true } else { false } })
     }
+
+    @Test func aDeviceRefusesAsksThatBreakTheRules() throws {
+        var pair = SessionPair.v11()
+        try pair.startSession(features: [])
+        func violation(_ request: FeatureRequest) -> Bool {
+            pair.device.received(.featureRequest(request), now: pair.now, call: .idle).contains {
+                if case .protocolViolation = $0 { true } else { false }
+            }
+        }
+        #expect(!violation(FeatureRequest(askID: 5, feature: .chat)))  // shown to the user
+        #expect(violation(FeatureRequest(askID: 5, feature: .fileShare)))  // ids increase
+        #expect(violation(FeatureRequest(askID: 6, feature: .chat)))  // one ask per feature at a time
+    }
 }

@@ -96,6 +96,31 @@ import Testing
         let actions = try pair.supporter.sendChat("are you there?")
         #expect(actions.count == 1)
         pair.fromSupporter(try pair.supporter.end())
-        #expect(pair.supporterReports.contains(.messagesUndelivered([1])))
+        #expect(pair.supporterReports.contains(.messagesUndelivered(MessageChannel.Undelivered(sent: [1], unsent: 0))))
+    }
+
+    @Test func aRevokedGrantWithdrawsQueuedMessagesAndIdsOnTheWireNeverSkip() throws {
+        var channel = MessageChannel()
+        var granted: FeatureSet = [Feature(.chat), Feature(.appMessages)]
+        var wire: [SessionMessage] = []
+        for index in 0..<18 { wire += try channel.send(.chat("c\(index)"), granted: granted).messages }
+        #expect(wire.count == 16)  // 2 chats wait in the queue
+        granted = [Feature(.appMessages)]
+        #expect(channel.withdraw(needing: .chat) == MessageChannel.Undelivered(sent: [], unsent: 2))
+        wire += try channel.send(.application(contentType: "x/y", body: [1]), granted: granted).messages
+        for step in channel.handle(.messageAck(MessageAck(messageID: 1)), granted: granted) {
+            if case .send(.sessionMessage(let message)) = step { wire.append(message) }
+        }
+        #expect(wire.map(\.messageID) == Array(1...17))
+        #expect(wire.last?.kind == .application)
+    }
+
+    @Test func aFileAnnouncedHugeReservesNothing() {
+        var channel = MessageChannel()
+        let part = SessionMessage(
+            messageID: 1, kind: .filePart, body: [1], transferID: 1, fileName: "f", fileSize: 16_777_216, offset: 0)
+        _ = channel.received(part, granted: [Feature(.fileShare)])
+        // Nothing to observe but that this returns at once; the receipt is progress of 1 byte.
+        #expect(channel.lastReceivedID == 1)
     }
 }

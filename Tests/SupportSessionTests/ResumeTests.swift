@@ -127,4 +127,56 @@ import Testing
         #expect(pair.device.state == .idle)
         #expect(pair.deviceReports.contains { if case .error(let f) = $0 { f.reason == .resumeRejected } else { false } })
     }
+
+    @Test func aSessionStartedLostWithTheLinkStillResumesWithTheSecretItReplaced() throws {
+        var pair = SessionPair.v11()
+        pair.fromDevice(try pair.device.register(code: "c", token: "t"))
+        pair.fromSupporter(try pair.supporter.requestConnection(supporterName: "A", type: .screenShare, now: pair.now))
+        // The allow arrives; the SESSION_STARTED (with the rotated secret) is lost with the link.
+        let answer = pair.device.answer(requestID: 1, allow: true)
+        for case .send(let message) in answer { _ = pair.supporter.received(message, now: pair.now, authorize: pair.authorize) }
+        guard case .active = pair.supporter.state else {
+            Issue.record("the node did not start the session")
+            return
+        }
+        #expect(pair.device.resumeSecret != pair.supporter.resumeSecret)  // the device missed the rotation
+        Self.accept(&pair, Self.resume(&pair))
+        guard case .active = pair.device.state else {
+            Issue.record("the device is \(pair.device.state.name), not active")
+            return
+        }
+        #expect(pair.device.resumeSecret == pair.supporter.resumeSecret)
+        #expect(pair.violations.isEmpty)
+    }
+
+    @Test func anOlderRequestStillOnTheDeviceIsAbortedAndTheCurrentOneSentAgain() throws {
+        var pair = SessionPair.v11()
+        pair.fromDevice(try pair.device.register(code: "c", token: "t"))
+        pair.fromSupporter(try pair.supporter.requestConnection(supporterName: "A", type: .screenShare, now: pair.now))
+        // Request 1 times out at the node and request 2 goes out: both frames are lost with the link.
+        _ = pair.supporter.tick(now: pair.now + .seconds(90))
+        _ = try pair.supporter.requestConnection(supporterName: "A", type: .screenShare, now: pair.now + .seconds(90))
+        Self.accept(&pair, Self.resume(&pair))
+        #expect(pair.deviceReports.contains(.connectionRequestAborted(requestID: 1, reason: .requestTimedOut)))
+        guard case .requestPending(let info, _) = pair.device.state else {
+            Issue.record("the device is \(pair.device.state.name)")
+            return
+        }
+        #expect(info.requestID == 2)
+    }
+
+    @Test func aResumeWithFewerExtensionsIsRefusedAndChangesNothing() throws {
+        var pair = SessionPair.v11()
+        pair.fromDevice(try pair.device.register(code: "c", token: "t"))
+        pair.fromSupporter(pair.supporter.linkLost(reason: .connectionLost, text: nil))
+        let secret = try #require(pair.supporter.resumeSecret)
+        let resume = Resume(sessionCode: "c", resumeSecret: secret, state: .online)
+        guard case .rejected(let result, let ends) = pair.supporter.resumed(
+            by: resume, extensions: [.sessionResume], peerMaxFrameSize: 16_384, now: pair.now)
+        else {
+            Issue.record("accepted on a link without access control and messages")
+            return
+        }
+        #expect(result.reason == .resumeRejected && !ends)
+    }
 }

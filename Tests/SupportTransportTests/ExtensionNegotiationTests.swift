@@ -62,12 +62,14 @@ struct ExtensionNegotiationTests {
         #expect(actions.contains { if case .send(.goAway(let g)) = $0 { g.reason == .protocolError } else { false } })
     }
 
-    @Test func resumeWithoutAGracePeriodIsNotInEffect() {
+    @Test(arguments: [UInt8(7), UInt8(2)])  // resume without resume_grace_ms; messages without access control
+    func anInconsistentAckIsAProtocolError(bits: UInt8) {
         var initiator = LinkStateMachine(settings: Self.settings(.device, .all), isInitiator: true, now: Self.t0)
         _ = initiator.tlsEstablished(now: Self.t0)
-        let ack = HelloAck(role: .supporter, nodeName: "node", features: ProtocolExtensions.all.announcement)
-        var opened: LinkParameters?
-        for case .open(let parameters) in initiator.received(.helloAck(ack), now: Self.t0) { opened = parameters }
-        #expect(opened?.extensions == [.accessControl, .sessionMessages])
+        let announced = ProtocolExtensions(rawValue: bits).announcement
+        let ack = HelloAck(role: .supporter, nodeName: "node", features: announced)
+        let actions = initiator.received(.helloAck(ack), now: Self.t0)
+        #expect(actions.contains { if case .send(.goAway(let g)) = $0 { g.reason == .protocolError } else { false } })
+        #expect(!actions.contains { if case .open = $0 { true } else { false } })
     }
 }

@@ -176,7 +176,8 @@ struct DeviceRun {
             console.event(
                 "message_refused", "message \(id) refused (\(reason))" + (text.map { ": \($0)" } ?? ""),
                 ["message_id": Int(id), "reason": "\(reason)"])
-        case .messagesUndelivered(let ids):
+        case .messagesUndelivered(let lost):
+            let ids = lost.sent + Array(repeating: 0, count: lost.unsent)
             console.event("undelivered", "\(ids.count) message(s) not delivered", ["count": ids.count])
         case .reconnecting:
             console.event("reconnecting", "the connection was lost; reconnecting…")

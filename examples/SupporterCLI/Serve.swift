@@ -205,7 +205,8 @@ enum Serve {
             console.event(
                 "message_refused", "\(code): message \(id) refused (\(reason))",
                 ["code": code, "message_id": Int(id), "reason": "\(reason)"])
-        case .messagesUndelivered(let ids):
+        case .messagesUndelivered(let lost):
+            let ids = lost.sent + Array(repeating: 0, count: lost.unsent)
             console.event("undelivered", "\(code): \(ids.count) message(s) not delivered", ["code": code, "count": ids.count])
         case .reconnecting:
             console.event("reconnecting", "\(code): the device's link was lost; waiting for it to resume", ["code": code])

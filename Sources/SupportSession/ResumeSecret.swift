@@ -1,7 +1,7 @@
 /// Resume secrets (SPEC §15.2): 32 random bytes as 43 characters of unpadded base64url.
-enum ResumeSecret {
+public enum ResumeSecret {
     /// A fresh secret. `SystemRandomNumberGenerator` reads the kernel's CSPRNG (getrandom on Linux), as API tokens do.
-    static func make() -> String {
+    @Sendable public static func make() -> String {
         var generator = SystemRandomNumberGenerator()
         let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
