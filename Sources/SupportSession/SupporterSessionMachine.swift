@@ -342,7 +342,11 @@ public struct SupporterSessionMachine: Sendable {
         case (_, .featureAnswer(let answer)):
             guard let feature = pendingAsks.removeValue(forKey: answer.askID), case .active = state else { return [] }
             if answer.decision == .grant {
-                granted.insert(Feature(feature, version: deviceCapabilities.version(of: feature) ?? 1))
+                // A grant of a capability the device never declared grants nothing (SPEC §15.3).
+                guard let version = deviceCapabilities.version(of: feature) else {
+                    return [.report(.featureRefused(feature, reason: .unsupportedFeature))]
+                }
+                granted.insert(Feature(feature, version: version))
                 return [.report(.featureGranted(feature))]
             }
             return [.report(.featureRefused(feature, reason: answer.reason == .success ? .rejectedByUser : answer.reason))]

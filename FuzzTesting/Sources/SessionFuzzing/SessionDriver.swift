@@ -106,6 +106,8 @@ public struct SessionDriver {
     var linkDown = false
     /// Inside a resume's reconciliation: resent messages and a resent CONNECTION_REQUEST repeat ids.
     var resuming = false
+    /// The supporter's resume secrets as they changed after each event, newest last (at most 4 kept).
+    var issuedSecrets: [String] = []
     /// SESSION_MESSAGE ids each side sent last, and received last, in the current registration (0: none).
     var deviceLastSent: UInt32 = 0
     var supporterLastSent: UInt32 = 0
@@ -207,6 +209,9 @@ public struct SessionDriver {
     mutating func runAll() {
         while position < input.count {
             let selector = byte()
+            if getenv("SESSION_FUZZ_TRACE") != nil {
+                traceLine("event \(selector == 0x01 ? "frame" : String(selector % 25)) device=\(device.state.name) reconnecting=\(device.isReconnecting) granted=\(device.granted) supporter=\(supporter.state.name)")
+            }
             if selector == 0x01 {
                 frame(headerAt: position - 1)
             } else {
@@ -302,12 +307,15 @@ public struct SessionDriver {
     /// SPEC §15.4: a sender's ids go up by exactly 1 (a resume resends unacknowledged ones, at or below the last), and
     /// a message goes out only with its kind's feature granted.
     func checkMessageID(_ message: SessionMessage, last: inout UInt32, side: String, granted: FeatureSet) {
-        if message.messageID == last &+ 1 {
+        let isNew = message.messageID == last &+ 1
+        if isNew {
             last = message.messageID
         } else if !(resuming && message.messageID <= last && message.messageID > 0) {
             fail("the \(side) sent message id \(message.messageID) after \(last)")
         }
-        if !granted.contains(message.kind.requiredFeature) && !KnownFindings.masked(.sendsUngrantedMessage) {
+        // A resend after a resume repeats a message sent while its feature was granted (SPEC §15.4, revocation): the
+        // receiver judges it by its own grant. Only a new message needs the grant now.
+        if isNew && !granted.contains(message.kind.requiredFeature) && !KnownFindings.masked(.sendsUngrantedMessage) {
             fail("the \(side) sent a \(message.kind) message (id \(message.messageID)) without \(message.kind.requiredFeature) granted (\(granted))")
         }
     }
@@ -327,6 +335,10 @@ public struct SessionDriver {
     }
 
     mutating func checkStaticInvariants() {
+        if let secret = supporter.resumeSecret, issuedSecrets.last != secret {
+            issuedSecrets.append(secret)
+            if issuedSecrets.count > 4 { issuedSecrets.removeFirst() }
+        }
         var deadlines = deviceAsks.values.map(\.deadline)
         if case .requestPending(_, let deadline) = device.state { deadlines.append(deadline) }
         if device.nextDeadline != deadlines.min() {
@@ -805,7 +817,12 @@ public struct SessionDriver {
         do {
             let actions = try device.revoke(feature, text: text)
             if !valid { fail("revoke(\(feature)) accepted") }
-            guard actions.count == 2, case .send(.featureRevoke(let revoke)) = actions[0], revoke.feature == feature
+            // SPEC §15.4: queued messages of the revoked kind are withdrawn (reported undelivered) as the grant ends.
+            let withdrawalOnly = actions.dropFirst(2).allSatisfy {
+                if case .report(.messagesUndelivered) = $0 { true } else { false }
+            }
+            guard (2...3).contains(actions.count), withdrawalOnly, case .send(.featureRevoke(let revoke)) = actions[0],
+                revoke.feature == feature
             else { fail("revoke gave \(actions)") }
             if device.granted.contains(feature) { fail("still granted after revoke") }
             _ = checkDevice(actions)
@@ -964,7 +981,10 @@ public struct SessionDriver {
         switch outcome {
         case .accepted(let next, let actions):
             if wrong { fail("a RESUME with a wrong secret was accepted") }
-            if before.resumeSecret != deviceSecret { fail("a RESUME was accepted with another secret") }
+            // SPEC §15.5: the current secret, or the one it replaced (a frame carrying the new one may be lost).
+            if before.resumeSecret != deviceSecret && !issuedSecrets.suffix(2).contains(deviceSecret ?? "") {
+                fail("a RESUME was accepted with another secret")
+            }
             supporter = next
             supporterAsks = [:]  // withdrawn at the loss
             resuming = true
@@ -1182,6 +1202,7 @@ public struct SessionDriver {
 
     /// Returns whether the device saw a protocol violation (its link is then closed).
     mutating func deliverToDevice(_ message: Message) -> Bool {
+        if getenv("SESSION_FUZZ_TRACE") != nil { traceLine("  to device: \(message)".prefix(200), "granted:", device.granted) }
         let before = device.state
         let illegal = deviceIllegal(message)
         let grantBefore = device.granted
@@ -1306,7 +1327,11 @@ public struct SessionDriver {
                 if !actions.isEmpty || supporter.granted != grantBefore {
                     fail("a FEATURE_ANSWER for no pending ask acted: \(actions)")
                 }
-            } else if let feature, (answer.decision == .grant) != supporter.granted.contains(feature) {
+            } else if let feature,
+                (answer.decision == .grant && supporter.deviceCapabilities.contains(feature))
+                    != supporter.granted.contains(feature)
+            {
+                // SPEC §15.3: a grant of a capability the device never declared grants nothing.
                 fail("FEATURE_ANSWER \(answer) for \(feature): grant now \(supporter.granted)")
             }
         case .featureRevoke(let revoke):
@@ -1363,4 +1388,10 @@ enum KnownFindings: String {
         case .resumeResultInIdle: maskedFlags[4]
         }
     }
+}
+
+/// One line on stderr, unbuffered (a trap must not swallow it): the `SESSION_FUZZ_TRACE` output.
+func traceLine(_ items: Any...) {
+    let text = items.map { "\($0)" }.joined(separator: " ") + "\n"
+    _ = text.withCString { write(2, $0, strlen($0)) }
 }
