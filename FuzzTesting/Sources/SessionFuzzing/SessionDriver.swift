@@ -117,6 +117,8 @@ public struct SessionDriver {
     var supporterAsks: [UInt32: Feature.ID] = [:]
     var lastAskID: UInt32 = 0
     var deviceAsks: [UInt32: (feature: Feature.ID, deadline: Duration)] = [:]
+    /// The last ask id the device accepted in the current registration (they increase, §15.3).
+    var deviceLastAskID: UInt32 = 0
     /// The device sent SESSION_END on the current link (it must not REGISTER on it again, SPEC §5.11).
     var deviceEndedOnLink = false
 
@@ -443,6 +445,7 @@ public struct SessionDriver {
             if deviceEndedOnLink { pristine = false }
             deviceLastSent = 0
             deviceLastReceived = 0
+            deviceLastAskID = 0
             _ = checkDevice(actions)
         } catch {
             if wasIdle && valid { fail("register refused in idle with a valid code and token: \(error)") }
@@ -1162,7 +1165,10 @@ public struct SessionDriver {
         case (_, .sessionError): return false
         // §15.3: FEATURE_REQUEST only in active. §15.4: messages only in active; an id that skips is an error, a
         // repeat is acknowledged again; an acknowledgement of nothing the device sent is an error.
-        case (.active, .featureRequest): return false
+        case (.active, .featureRequest(let ask)):
+            // §15.3: ask ids increase per registration; one ask per feature at a time; at most 8 wait.
+            return ask.askID <= deviceLastAskID || deviceAsks.values.contains { $0.feature == ask.feature }
+                || deviceAsks.count >= 8
         case (.active, .sessionMessage(let incoming)): return UInt64(incoming.messageID) > UInt64(deviceLastReceived) + 1
         case (.active, .messageAck(let ack)): return ack.messageID == 0 || ack.messageID > deviceLastSent
         // §15.5: RESUME_RESULT answers the RESUME of a reconnecting device.
@@ -1203,6 +1209,10 @@ public struct SessionDriver {
     /// Returns whether the device saw a protocol violation (its link is then closed).
     mutating func deliverToDevice(_ message: Message) -> Bool {
         if getenv("SESSION_FUZZ_TRACE") != nil { traceLine("  to device: \(message)".prefix(200), "granted:", device.granted) }
+        // A RESUME_RESULT `success` for a reconnecting device (also one from the input) makes it resend (§15.5).
+        let wasResuming = resuming
+        if case .resumeResult(let result) = message, result.reason == .success, device.isReconnecting { resuming = true }
+        defer { resuming = wasResuming }
         let before = device.state
         let illegal = deviceIllegal(message)
         let grantBefore = device.granted
@@ -1228,6 +1238,7 @@ public struct SessionDriver {
                 fail("SESSION_MESSAGE \(incoming.messageID) not acknowledged: \(actions)")
             }
         case .featureRequest(let ask) where Self.isActive(before):
+            deviceLastAskID = ask.askID
             checkFeatureAnswer(ask, actions, grantBefore: grantBefore)
         default: break
         }
