@@ -113,31 +113,102 @@ extension SQLiteDatabase {
         /// The database file, or `:memory:`.
         public let path: String
         let cache: StatementCache
+        /// What SQLite's WAL hook last reported; written only while ``manageCheckpoints(journalSizeLimit:)`` holds.
+        let wal: UnsafeMutablePointer<WALProgress>
         /// False for a view made by ``view()``: it closes nothing.
         private let owner: Bool
 
         init(handle: OpaquePointer, path: String) {
-            self.init(handle: handle, path: path, cache: StatementCache(), owner: true)
+            let wal = UnsafeMutablePointer<WALProgress>.allocate(capacity: 1)
+            wal.initialize(to: WALProgress())
+            self.init(handle: handle, path: path, cache: StatementCache(), wal: wal, owner: true)
         }
 
-        private init(handle: OpaquePointer, path: String, cache: StatementCache, owner: Bool) {
+        private init(
+            handle: OpaquePointer, path: String, cache: StatementCache, wal: UnsafeMutablePointer<WALProgress>,
+            owner: Bool
+        ) {
             self.handle = handle
             self.path = path
             self.cache = cache
+            self.wal = wal
             self.owner = owner
         }
 
         deinit {
             guard owner else { return }
             cache.finalizeAll()
+            sqlite3_wal_hook(handle, nil, nil)
             sqlite3_close_v2(handle)
+            wal.deinitialize(count: 1)
+            wal.deallocate()
         }
 
         /// A second, non-owning handle on this connection for a value that must hold one (a ``StoreTransaction``):
         /// it shares the statement cache and closes nothing. Make it only inside ``SQLiteDatabase/withConnection(_:)``
         /// and keep it in a non-copyable value that cannot leave that closure either.
         func view() -> Connection {
-            Connection(handle: handle, path: path, cache: cache, owner: false)
+            Connection(handle: handle, path: path, cache: cache, wal: wal, owner: false)
+        }
+
+        // MARK: checkpoints
+
+        /// The WAL as the last commit through this connection left it.
+        struct WALProgress {
+            /// Frames in the WAL file (pages written since the WAL last started over), after the last commit.
+            var frames = 0
+            /// Commits since the last checkpoint that copied the whole WAL into the database.
+            var commitsSinceCheckpoint = 0
+        }
+
+        /// Takes checkpoints over from SQLite on this connection: no automatic checkpoint at commit
+        /// (`wal_autocheckpoint=0`; a WAL hook counts frames instead, see ``walProgress``), and a WAL file that a
+        /// checkpoint lets start over is cut back to `journalSizeLimit` bytes (`journal_size_limit`). The caller then
+        /// runs ``checkpoint(_:)`` itself, or the WAL grows without bound. Other connections keep their own setting.
+        func manageCheckpoints(journalSizeLimit: Int) throws(StoreError) {
+            try execute("PRAGMA wal_autocheckpoint = 0", operation: "turn off automatic checkpoints")
+            try execute(
+                "PRAGMA journal_size_limit = \(journalSizeLimit)", operation: "set journal_size_limit")
+            // Replaces the automatic checkpoint's hook (there is one hook per connection).
+            sqlite3_wal_hook(
+                handle,
+                { context, _, _, frames in
+                    let progress = context!.assumingMemoryBound(to: WALProgress.self)
+                    progress.pointee.frames = Int(frames)
+                    progress.pointee.commitsSinceCheckpoint += 1
+                    return SQLITE_OK
+                }, UnsafeMutableRawPointer(wal))
+        }
+
+        /// Frames in the WAL and commits not yet checkpointed, as of the last commit through this connection (zeros
+        /// unless ``manageCheckpoints(journalSizeLimit:)`` was called).
+        var walProgress: WALProgress { wal.pointee }
+
+        enum CheckpointMode {
+            /// Copies what it can without waiting for anyone (`SQLITE_CHECKPOINT_PASSIVE`).
+            case passive
+
+            var sqlite: Int32 {
+                switch self {
+                case .passive: SQLITE_CHECKPOINT_PASSIVE
+                }
+            }
+        }
+
+        /// Copies WAL frames into the database file (``CheckpointMode``). Returns the WAL's frames and how many of
+        /// them are in the database now; when they are equal the WAL starts over at the next commit (unless another
+        /// connection still reads an old snapshot). Returns (-1, -1) when another connection is checkpointing
+        /// (`SQLITE_BUSY`): try again later. Call it outside a transaction.
+        @discardableResult
+        func checkpoint(_ mode: CheckpointMode) throws(StoreError) -> (frames: Int, checkpointed: Int) {
+            var frames: Int32 = 0
+            var checkpointed: Int32 = 0
+            let status = sqlite3_wal_checkpoint_v2(handle, nil, mode.sqlite, &frames, &checkpointed)
+            // SQLITE_BUSY from a passive checkpoint: another connection is checkpointing; try again later.
+            if status & 0xff == SQLITE_BUSY { return (-1, -1) }
+            guard status == SQLITE_OK else { throw error(status, operation: "checkpoint") }
+            if frames == checkpointed { wal.pointee.commitsSinceCheckpoint = 0 }
+            return (Int(frames), Int(checkpointed))
         }
 
         /// Runs one or more SQL statements that return no rows.

@@ -12,6 +12,20 @@ import SupportSession
 /// or are written when that time is up. A registration cycle then costs one transaction and one wake-up instead of
 /// two (its `device_offline` record joins the next `device_online` one).
 ///
+/// Checkpoints: not SQLite's automatic one at commit time, which lands on whichever job's commit crosses 1,000 pages
+/// and delays it and every job behind it by its disk flushes (the latency tail of audited events). Instead a
+/// ``StoreCheckpointer`` thread copies the WAL into the database on its own connection, at the same time as the writer
+/// goes on committing, asked each time ``backgroundCheckpointFrames`` frames are not yet copied. (Asking also whenever
+/// the queue stayed empty for 1 ms ran about one checkpoint, two flushes, per request of a lightly loaded node and
+/// raised the CPU per registration; checkpointing inside the writer when idle made the tail worse, not better.)
+/// The WAL starts over only after a checkpoint that copied all of it while nothing was written, so the writer itself
+/// checkpoints between batches once the WAL holds ``walFrameLimit`` frames (by then the checkpointer copied nearly
+/// all of it, so this one is short). Bound: the WAL holds at most ``walFrameLimit`` frames plus those of one batch
+/// (4,096 pages, about 16 MB, by default), unless another connection keeps reading an old snapshot (then, as with
+/// SQLite's own automatic checkpoint, the WAL cannot start over until that read ends); a larger file is cut back to
+/// that size when the WAL starts over (`journal_size_limit`). Durability does not change: a job's completion runs
+/// after its commit, checkpoint or not.
+///
 /// Order: jobs are applied and completed in the order they were submitted. A job that fails is undone alone; a
 /// transaction that fails as a whole (locked past the busy timeout, disk full) fails every job in it. Full queue: ``submit(_:completion:)`` returns false at once and the job is not taken
 /// (the caller refuses the action or stops reading from the connection that caused it); nothing grows without bound.
@@ -28,6 +42,12 @@ final class StoreWriter: Sendable {
         var transactions = 0
         var largestBatch = 0
         var refusedWhenFull = 0
+        /// Checkpoints the writer ran itself because the WAL reached ``StoreWriter/walFrameLimit``.
+        var writerCheckpoints = 0
+        /// Checkpoints the ``StoreCheckpointer`` ran.
+        var backgroundCheckpoints = 0
+        /// Most frames the WAL held after a commit.
+        var largestWAL = 0
     }
 
     private struct State: ~Copyable {
@@ -46,17 +66,55 @@ final class StoreWriter: Sendable {
     let maximumBatch: Int
     /// How long a deferrable job may wait for a job that wakes the writer.
     static let deferralLimit = DispatchTimeInterval.milliseconds(5)
+    /// WAL frames not yet copied at which the writer asks for a checkpoint.
+    let backgroundCheckpointFrames: Int
+    /// WAL frames (pages) at which the writer checkpoints itself between batches, even when jobs wait.
+    let walFrameLimit: Int
+    /// False when the store could not take checkpoints over (a `:memory:` store has no WAL): SQLite runs them.
+    private let managesCheckpoints: Bool
+    /// Copies the WAL on its own connection when asked; nil when it could not open one (then only the writer's own
+    /// checkpoints at ``walFrameLimit`` run).
+    private let checkpointer: StoreCheckpointer?
     private let store: SessionStore
     private let logger: NodeLogger
     private let state = Mutex(State())
     private let wake = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
 
-    init(store: SessionStore, logger: NodeLogger, capacity: Int = 65_536, maximumBatch: Int = 512) {
+    init(
+        store: SessionStore, logger: NodeLogger, capacity: Int = 65_536, maximumBatch: Int = 512,
+        backgroundCheckpointFrames: Int = 256, walFrameLimit: Int = 4_096
+    ) {
         self.store = store
         self.logger = logger
         self.capacity = max(1, capacity)
         self.maximumBatch = max(1, maximumBatch)
+        self.backgroundCheckpointFrames = max(1, backgroundCheckpointFrames)
+        self.walFrameLimit = max(1, walFrameLimit)
+        let limit = self.walFrameLimit
+        do throws(StoreError) {
+            managesCheckpoints = try store.database.withConnection {
+                (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) -> Bool in
+                guard store.database.journalMode == "wal" else { return false }
+                let pageSize =
+                    Int(try connection.pragmaText("PRAGMA page_size", operation: "read page_size") ?? "") ?? 4096
+                try connection.manageCheckpoints(journalSizeLimit: limit * (pageSize + 24) + 32)
+                return true
+            }
+        } catch {
+            logger.log(.warning, "store: cannot take checkpoints over (\(error)); SQLite runs them at commit time")
+            managesCheckpoints = false
+        }
+        var checkpointer: StoreCheckpointer? = nil
+        if managesCheckpoints {
+            do throws(StoreError) {
+                checkpointer = try StoreCheckpointer(
+                    path: store.database.path, durability: store.database.durability, logger: logger)
+            } catch {
+                logger.log(.warning, "store: no background checkpoints (\(error)); the store writer runs them")
+            }
+        }
+        self.checkpointer = checkpointer
         let thread = Thread { [self] in self.run() }
         thread.name = "rsup-store-writer"
         thread.start()
@@ -103,7 +161,11 @@ final class StoreWriter: Sendable {
     /// Jobs waiting.
     var queued: Int { state.withLock { $0.count } }
 
-    var statistics: Statistics { state.withLock { $0.statistics } }
+    var statistics: Statistics {
+        var statistics = state.withLock { $0.statistics }
+        statistics.backgroundCheckpoints = checkpointer?.checkpoints ?? 0
+        return statistics
+    }
 
     /// Applies what is queued, then stops the thread. Later submissions are refused.
     func stop() {
@@ -114,6 +176,7 @@ final class StoreWriter: Sendable {
         guard first else { return }
         wake.signal()
         finished.wait()
+        checkpointer?.stop()
     }
 
     private func run() {
@@ -153,6 +216,43 @@ final class StoreWriter: Sendable {
         }
     }
 
+    /// WAL frames after the last commit, and how many of them no checkpoint copied yet (as far as the writer knows).
+    private func walFrames() -> (frames: Int, uncopied: Int) {
+        guard managesCheckpoints else { return (0, 0) }
+        let progress = (try? store.database.withConnection { $0.walProgress }) ?? .init()
+        guard progress.commitsSinceCheckpoint > 0 else { return (progress.frames, 0) }
+        let backfilled = checkpointer?.backfilled ?? 0
+        // Fewer frames than were copied: the WAL started over since.
+        return (progress.frames, progress.frames >= backfilled ? progress.frames - backfilled : progress.frames)
+    }
+
+    /// Checkpoints on the writer's connection when the WAL holds ``walFrameLimit`` frames or more. With no other
+    /// connection reading, the WAL then starts over at the next commit.
+    private func checkpointAtLimit() {
+        let ran: Bool
+        do throws(StoreError) {
+            ran = try store.database.withConnection {
+                (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) -> Bool in
+                let progress = connection.walProgress
+                guard progress.commitsSinceCheckpoint > 0, progress.frames >= walFrameLimit else { return false }
+                var result = try connection.checkpoint(.passive)
+                if result.frames < 0, let checkpointer {
+                    // SQLITE_BUSY: the checkpointer is copying; the limit holds, so wait for it and checkpoint here.
+                    checkpointer.waitForRunningCheckpoint()
+                    result = try connection.checkpoint(.passive)
+                }
+                if result.frames >= 0 { checkpointer?.note(backfilled: result.checkpointed) }
+                return result.frames >= 0
+            }
+        } catch {
+            logger.log(
+                .warning, "store: checkpoint failed: \(error); the WAL keeps the data and grows until one succeeds")
+            return
+        }
+        guard ran else { return }
+        state.withLock { $0.statistics.writerCheckpoints += 1 }
+    }
+
     private func apply(_ batch: [Job]) {
         // One transaction for the batch, each job in its own savepoint: a bad job fails alone. A batch of one (the
         // usual case when the node is not busy) needs no savepoint: its transaction is undone alone already.
@@ -187,7 +287,14 @@ final class StoreWriter: Sendable {
             }
             job.completion(failure)
         }
+        let (walFrames, uncopied) = walFrames()
+        if walFrames >= walFrameLimit {
+            checkpointAtLimit()
+        } else if let checkpointer, uncopied >= backgroundCheckpointFrames {
+            checkpointer.request()
+        }
         state.withLock { state in
+            state.statistics.largestWAL = max(state.statistics.largestWAL, walFrames)
             state.statistics.jobsApplied += batch.count - failed
             state.statistics.jobsFailed += failed
             state.statistics.transactions += 1
