@@ -994,6 +994,7 @@ SMSG_OK = {1: u32(1), 2: u8(3), 3: s("application/pdf"), 4: b"%PDF", 5: u32(1), 
            8: u64(0)}
 MACK_OK = {1: u32(1), 2: u8(R["success"]), 3: s("ok")}
 RES_OK = {1: s("483920"), 2: s(SECRET), 3: u8(4), 4: u32(1), 5: u32(3)}
+RES3_OK = {1: s("483920"), 2: s(SECRET), 3: u8(3), 4: u32(1), 5: u32(3), 6: feats((1, 1), (6, 1))}
 RRES_OK = {1: u8(R["success"]), 2: s("resumed"), 3: s(SECRET2), 4: u32(2), 5: u32(1000)}
 assert rsup.decode_stream(b"".join(frame(t, b"".join(field(k, v) for k, v in fields(base))) for t, base in (
     (HELLO_ACK, {**HELLO_ACK_OK, 7: u32(30000)}), (REGISTER_RESULT, RR_OK), (CONNECTION_REQUEST, CREQ11_OK),
@@ -1289,6 +1290,12 @@ pairs = fields(SS_OK, t2=feats((6, 1), (1, 1)))
 st, f0, offs = build(SESSION_STARTED, pairs)
 M("feature_out_of_order_session_started_granted_features", "SESSION_STARTED granted_features 6 then 1", st,
   "feature_out_of_order", offs[1] + 3 + 4, 2)
+bad("invalid_field_length_resume_granted_features_5_bytes", "RESUME granted_features of 5 bytes",
+    RESUME, RES3_OK, "invalid_field_length", 6, t6=b"\x00\x01\x00\x01\x00")
+pairs = fields(RES3_OK, t6=feats((6, 1), (1, 1)))
+st, f0, offs = build(RESUME, pairs)
+M("feature_out_of_order_resume_granted_features", "RESUME granted_features 6 then 1", st,
+  "feature_out_of_order", offs[5] + 3 + 4, 6)
 pairs = fields(SS_OK, t2=feats((1, 1), (6, 0)))
 st, f0, offs = build(SESSION_STARTED, pairs)
 M("value_out_of_range_session_started_granted_features_version_0", "SESSION_STARTED granted_features: second entry "
