@@ -47,6 +47,9 @@ final class TLSConnection: Selectable {
     private let serverName: String?
     private(set) var peerAddress: SocketAddress?
     private var connectTarget: SocketAddress?
+    /// Accepted connections: the place in ``DescriptorBudget/process`` this connection's descriptor holds, given back
+    /// when the descriptor is closed.
+    var descriptorPlace: DescriptorBudget.Place?
     /// Accepted connections: told once when the TLS handshake fails or times out (not when we close it ourselves).
     var onHandshakeFailure: (@Sendable (SocketAddress?, String) -> Void)?
     /// The owner asked to stop reading application data (back-pressure); only honoured while `open`.
@@ -546,6 +549,7 @@ final class TLSConnection: Selectable {
         ssl = nil
         Glibc.close(fd)
         fd = -1
+        descriptorPlace = nil
         outbound = []
         outboundStart = 0
         if wasHandshaking, let error, let report = onHandshakeFailure,

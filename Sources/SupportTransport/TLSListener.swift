@@ -6,8 +6,11 @@ import Synchronization
 /// ``TLSStream``) on one of a group's loops.
 ///
 /// A connection that fails TLS (plaintext, an HTTP request, a bad certificate, a silent peer) is closed alone; the
-/// listener keeps serving others, and tells `onHandshakeFailure` why. Out of file descriptors (or memory), it stops
-/// accepting for 100 ms at a time instead of spinning, and tells `onAcceptError` once per pause.
+/// listener keeps serving others, and tells `onHandshakeFailure` why. Every accepted connection holds a place in
+/// ``DescriptorBudget/process``; with none left a new connection is closed at once ("shed", told to `onAcceptError` once
+/// per run of sheds), so the process keeps descriptors for its store, control socket and runtime. Out of file
+/// descriptors (or memory) all the same, it stops accepting for 100 ms at a time instead of spinning, and tells
+/// `onAcceptError` once per pause.
 public final class TLSListener: @unchecked Sendable {
     // @unchecked: every stored property is a `let`; `acceptor` is used only on `loop`; `closed` is atomic.
     public let localAddress: SocketAddress
@@ -148,6 +151,9 @@ private final class Acceptor: Selectable, @unchecked Sendable {
     private var paused = false
     private var resumeTimer: LoopTimer?
     private var stopped = false
+    private let budget = DescriptorBudget.process
+    /// New connections closed at once since the budget last had a place.
+    private var shed = 0
 
     init(
         fd: Int32, loop: EventLoop, group: EventLoopGroup, context: TLSContext, maxBufferedBytes: Int,
@@ -168,6 +174,20 @@ private final class Acceptor: Selectable, @unchecked Sendable {
         for _ in 0..<256 {
             switch Socket.accept(fd) {
             case .accepted(let client):
+                guard let place = budget.acquire() else {
+                    Glibc.close(client)
+                    if shed == 0 {
+                        hooks.onAcceptError?(
+                            TransportError(
+                                .socket,
+                                "accept on \(fdDescription): \(budget.capacity) connections open, all the descriptor "
+                                    + "limit allows (\(budget.capacity + budget.reserve) less \(budget.reserve) kept for "
+                                    + "the node itself); closing new connections at once until one ends"))
+                    }
+                    shed += 1
+                    continue
+                }
+                shed = 0
                 let target = group.next()
                 let context = self.context
                 let maxBufferedBytes = self.maxBufferedBytes
@@ -179,6 +199,7 @@ private final class Acceptor: Selectable, @unchecked Sendable {
                         loop: target, context: context, fd: client, connecting: nil, serverName: nil,
                         maxBufferedBytes: maxBufferedBytes, idleTimeout: idleTimeout)
                     connection.onHandshakeFailure = onHandshakeFailure
+                    connection.descriptorPlace = place
                     if !accept(connection) {
                         connection.handler = nil  // the connection's deinit closes the fd
                     }

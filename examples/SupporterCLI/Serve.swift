@@ -82,6 +82,8 @@ enum Serve {
             throw .usage("--trusted-proxy needs --api-listen (it concerns the REST API)")
         }
 
+        // A login shell's soft limit (often 1,024) would cap the node at a few hundred devices; the hard limit is ours.
+        DescriptorBudget.raiseSoftLimit()
         let node: SupporterNode
         do {
             node = try SupporterNode(configuration: configuration)
