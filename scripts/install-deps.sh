@@ -2,7 +2,8 @@
 # Installs the Debian packages RemoteSupport needs, if any is missing. Used by the demo and by CI.
 set -euo pipefail
 need=()
-for package in libssl-dev libsqlite3-dev openssl iproute2 python3 python3-yaml curl; do
+# chromium and chromium-driver: the web console's browser tests (tests/web/console_e2e.py).
+for package in libssl-dev libsqlite3-dev openssl iproute2 python3 python3-yaml curl chromium chromium-driver; do
   dpkg -s "$package" >/dev/null 2>&1 || need+=("$package")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -15,10 +16,13 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
 fi
 # protocol/check_openapi.py needs PyYAML (python3-yaml above; from PyPI when python3 is not Debian's, e.g. pyenv's)
-# and jsonschema (from PyPI).
+# and jsonschema (from PyPI); tests/web/console_e2e.py needs selenium (from PyPI; it drives Debian's chromedriver).
 if ! python3 -c 'import yaml' >/dev/null 2>&1; then
   python3 -m pip install --quiet --disable-pip-version-check pyyaml
 fi
 if ! python3 -c 'import jsonschema' >/dev/null 2>&1; then
   python3 -m pip install --quiet --disable-pip-version-check jsonschema
+fi
+if ! python3 -c 'import selenium' >/dev/null 2>&1; then
+  python3 -m pip install --quiet --disable-pip-version-check selenium
 fi

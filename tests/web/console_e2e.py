@@ -1,0 +1,661 @@
+#!/usr/bin/env python3
+"""The supporter's web console in a real browser, against a real supporter node and real devices.
+
+Starts everything itself: development certificates (certs/make-dev-certs.sh), `rsup-supporter serve` with the REST
+API and the console, accounts made with `rsup-supporter user add`, a device token, `rsup-device connect` processes,
+headless Chromium through chromedriver (Selenium), and a small HTTPS page on another port for the CSRF scenario.
+Prints `PASS name` or `FAIL name: why` per scenario and exits 1 if any failed. Screenshots go to
+.build/screenshots/ (console-active.png is the README's).
+
+Usage: RSUP_BIN_DIR=.build/debug python3 tests/web/console_e2e.py
+Needs Debian's chromium and chromium-driver and Python's selenium (scripts/install-deps.sh installs them).
+"""
+import http.client
+import http.server
+import json
+import os
+import shutil
+import signal
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from demo import Failure, Side, control, make_certs, stop  # noqa: E402  (the demo's process helpers)
+
+BIN_DIR = os.path.abspath(os.environ.get("RSUP_BIN_DIR", os.path.join(ROOT, ".build", "debug")))
+SCREENSHOTS = os.path.join(ROOT, ".build", "screenshots")
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
+WHOLE_RUN_SECONDS = 170   # the script stops itself before 3 minutes, whatever hangs
+WAIT = 20                 # one wait in the page
+
+try:
+    from selenium import webdriver
+    from selenium.common.exceptions import NoAlertPresentException, TimeoutException, WebDriverException
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+except ImportError:
+    webdriver = None
+
+ACCOUNTS = {
+    "alice": ("Alice Example", "supporter", "alice-correct-horse-7"),
+    "bob": ("Bob Builder", "supporter", "bob-battery-staple-42"),
+    "root": ("Rita Admin", "admin", "rita-admin-passphrase-9"),
+}
+XSS_NAME = "<img src=x onerror=alert(1)>"
+XSS_DESCRIPTION = "<script>alert(2)</script> & <b>bold</b>"
+
+
+class RunTimeout(Exception):
+    pass
+
+
+def check(condition, message):
+    if not condition:
+        raise Failure(message)
+
+
+# ---------------------------------------------------------------- the world: node, devices, browsers
+
+class World:
+    def __init__(self):
+        self.work = tempfile.mkdtemp(prefix="rsup-web-")
+        self.data = os.path.join(self.work, "data")
+        self.node = None
+        self.devices = []
+        self.browsers = []
+        self.attacker = None
+        self.supporter_bin = os.path.join(BIN_DIR, "rsup-supporter")
+        self.device_bin = os.path.join(BIN_DIR, "rsup-device")
+        self.codes = {}          # what scenarios leave for later ones
+        self.alice = None        # alice's browser, shared by the scenarios that act as her
+        self.log_lines = []
+
+    # -- node
+    def start_node(self):
+        for path in (self.supporter_bin, self.device_bin):
+            check(os.access(path, os.X_OK), f"{path} is not built (swift build, or set RSUP_BIN_DIR)")
+        self.certs = make_certs(os.path.join(self.work, "certs"))
+        self.node = Side("supporter", [
+            self.supporter_bin, "serve", "--non-interactive", "--listen", "127.0.0.1:0", "--api-listen", "127.0.0.1:0",
+            "--data", self.data, "--cert", f"{self.certs}/supporter.pem", "--key", f"{self.certs}/supporter.key",
+            "--json"])
+        listening = self.node.wait_for("listening")
+        self.port = listening["port"]
+        check("api_port" in listening, f"the node's listening event has no api_port: {listening}")
+        self.api_port = listening["api_port"]
+        self.base = f"https://127.0.0.1:{self.api_port}"
+        self.tls = ssl.create_default_context(cafile=f"{self.certs}/ca.pem")
+        for login, (name, role, password) in ACCOUNTS.items():
+            self.add_user(login, name, role, password)
+        self.device_token = control(self.supporter_bin, self.data, "token")["token"]
+        self.token_file = os.path.join(self.work, "device-token")
+        with open(os.open(self.token_file, os.O_WRONLY | os.O_CREAT, 0o600), "w") as handle:
+            handle.write(self.device_token + "\n")
+
+    def add_user(self, login, name, role, password):
+        password_file = os.path.join(self.work, f"{login}.password")
+        with open(os.open(password_file, os.O_WRONLY | os.O_CREAT, 0o600), "w") as handle:
+            handle.write(password + "\n")
+        result = subprocess.run(
+            [self.supporter_bin, "user", "add", login, "--display-name", name, "--role", role,
+             "--password-file", password_file, "--data", self.data],
+            capture_output=True, text=True, timeout=30)
+        check(result.returncode == 0, f"rsup-supporter user add {login}: {(result.stderr or result.stdout).strip()}")
+
+    def start_device(self, code, name):
+        device = Side(f"device '{name}'", [
+            self.device_bin, "connect", f"127.0.0.1:{self.port}", "--code", code, "--token-file", self.token_file,
+            "--ca", f"{self.certs}/ca.pem", "--name", name, "--auto-accept", "--json"])
+        self.devices.append(device)
+        device.wait_for("online")
+        return device
+
+    # -- plain HTTPS, for headers and replayed requests
+    def request(self, method, path, body=None, headers=None):
+        connection = http.client.HTTPSConnection("127.0.0.1", self.api_port, context=self.tls, timeout=15)
+        try:
+            payload = json.dumps(body).encode() if isinstance(body, (dict, list)) else body
+            all_headers = {"Accept": "application/json", **(headers or {})}
+            if payload is not None and "Content-Type" not in all_headers:
+                all_headers["Content-Type"] = "application/json"
+            connection.request(method, path, body=payload, headers=all_headers)
+            response = connection.getresponse()
+            return response.status, response.headers, response.read().decode("utf-8", "replace")
+        finally:
+            connection.close()
+
+    # -- browsers
+    def browser(self, name, performance_log=False):
+        profile = os.path.join(self.work, f"profile-{name}")
+        os.makedirs(profile, exist_ok=True)
+        options = Options()
+        options.binary_location = CHROMIUM
+        for argument in ("--headless=new", "--no-sandbox", "--ignore-certificate-errors", "--disable-gpu",
+                         "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--window-size=1280,900",
+                         "--no-first-run", "--no-default-browser-check", "--disable-extensions",
+                         "--disable-background-networking", "--disable-sync", "--password-store=basic",
+                         "--disable-features=Translate,OptimizationHints,MediaRouter"):
+            options.add_argument(argument)
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL", **({"performance": "ALL"} if performance_log else {})})
+        driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+        driver.set_page_load_timeout(WAIT)
+        driver.set_script_timeout(WAIT)
+        self.browsers.append(driver)
+        return driver
+
+    def stop(self):
+        for driver in self.browsers:
+            try:
+                driver.quit()
+            except Exception:  # noqa: BLE001 — cleaning up whatever state the browser is in
+                pass
+        if self.attacker:
+            self.attacker.shutdown()
+            self.attacker.server_close()
+        stop(*self.devices, self.node)
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- page helpers
+
+def wait(driver, condition, what, timeout=WAIT):
+    try:
+        return WebDriverWait(driver, timeout, poll_frequency=0.1).until(lambda d: condition(d))
+    except TimeoutException:
+        banner = ""
+        try:
+            if driver.find_element(By.ID, "banner").is_displayed():
+                banner = f" (the page's banner says: {driver.find_element(By.ID, 'banner-text').text})"
+        except WebDriverException:
+            pass
+        raise Failure(f"timed out after {timeout}s waiting for {what}{banner}") from None
+
+
+def screenshot(driver, name):
+    os.makedirs(SCREENSHOTS, exist_ok=True)
+    driver.save_screenshot(os.path.join(SCREENSHOTS, name))
+
+
+def sign_in(driver, world, login, password=None):
+    driver.get(world.base + "/")
+    field = wait(driver, lambda d: d.find_element(By.ID, "sign-in-login").is_displayed()
+                 and d.find_element(By.ID, "sign-in-login"), "the sign-in form")
+    field.clear()
+    field.send_keys(login)
+    secret = driver.find_element(By.ID, "sign-in-password")
+    secret.clear()
+    secret.send_keys(password or ACCOUNTS[login][2], Keys.ENTER)  # the form submits with Enter
+    wait(driver, lambda d: d.find_element(By.ID, "account-display-name").text == ACCOUNTS[login][0],
+         f"{login}'s display name in the header")
+    wait(driver, lambda d: d.find_element(By.ID, "codes-panel").get_attribute("data-loaded") == "true",
+         "the list of codes")
+
+
+def row(driver, code):
+    rows = driver.find_elements(By.CSS_SELECTOR, f'#codes-body tr[data-code="{code}"]')
+    return rows[0] if rows else None
+
+
+def row_state(driver, code):
+    found = row(driver, code)
+    return found.get_attribute("data-state") if found else None
+
+
+def click_action(driver, code, action):
+    wait(driver, lambda d: row(d, code) and row(d, code).find_elements(By.CSS_SELECTOR, f'button[data-action="{action}"]'),
+         f"a '{action}' button on {code}")[0].click()
+
+
+def create_code(driver, description, customer, assign=True, minutes="30"):
+    driver.find_element(By.ID, "new-code-toggle").click()
+    wait(driver, lambda d: d.find_element(By.ID, "new-code-form").is_displayed(), "the new-code form")
+    Select(driver.find_element(By.ID, "new-code-type")).select_by_value("remote_support")
+    driver.find_element(By.ID, "new-code-description").send_keys(description)
+    driver.find_element(By.ID, "new-code-customer").send_keys(customer)
+    driver.find_element(By.ID, "new-code-waiting").send_keys("A supporter will be with you shortly")
+    box = driver.find_element(By.ID, "new-code-assign")
+    if box.is_selected() != assign:
+        box.click()
+    minutes_field = driver.find_element(By.ID, "new-code-minutes")
+    minutes_field.send_keys(minutes, Keys.ENTER)
+    code = wait(driver, lambda d: d.find_element(By.ID, "new-code-result").is_displayed()
+                and d.find_element(By.ID, "new-code-value").text, "the new code")
+    wait(driver, lambda d: row(d, code) is not None, f"the row of {code}")
+    return code
+
+
+def no_alert(driver):
+    try:
+        alert = driver.switch_to.alert
+        return f"an alert is open: {alert.text!r}"
+    except NoAlertPresentException:
+        return None
+
+
+def page_fetch(driver, method, path, body=None, csrf=True):
+    """A fetch from inside the console's page (the signed-in cookie, the page's own Origin)."""
+    return driver.execute_async_script("""
+        const [method, path, body, csrf, done] = arguments;
+        (async () => {
+          const headers = {'Content-Type': 'application/json', 'Accept': 'application/json'};
+          if (csrf) {
+            const me = await (await fetch('/api/v1/me', {credentials: 'same-origin'})).json();
+            headers['X-CSRF-Token'] = me.csrf_token;
+          }
+          const init = {method, headers, credentials: 'same-origin'};
+          if (body !== null) init.body = JSON.stringify(body);
+          const response = await fetch(path, init);
+          done({status: response.status, body: await response.text()});
+        })().catch((error) => done({status: -1, body: String(error)}));
+    """, method, path, body, csrf)
+
+
+def browser_problems(driver):
+    """CSP violations and uncaught script errors the browser logged."""
+    problems = []
+    for entry in driver.get_log("browser"):
+        message = entry.get("message", "")
+        if "Content Security Policy" in message or "Uncaught" in message:
+            problems.append(message)
+    return problems
+
+
+# ---------------------------------------------------------------- scenarios
+
+def scenario_security_headers(world):
+    status, headers, _ = world.request("GET", "/")
+    check(status == 200, f"GET / answered {status}")
+    csp = headers.get("Content-Security-Policy", "")
+    for directive in ("default-src 'none'", "script-src 'self'", "style-src 'self'", "connect-src 'self'",
+                      "frame-ancestors 'none'", "base-uri 'none'", "form-action 'self'"):
+        check(directive in csp, f"CSP lacks {directive!r}: {csp!r}")
+    check("max-age=" in headers.get("Strict-Transport-Security", ""), f"HSTS: {headers.get('Strict-Transport-Security')!r}")
+    check(headers.get("X-Content-Type-Options", "").lower() == "nosniff", "no X-Content-Type-Options: nosniff")
+    check(headers.get("X-Frame-Options", "").upper() == "DENY", f"X-Frame-Options: {headers.get('X-Frame-Options')!r}")
+    check(headers.get("Referrer-Policy", "") == "no-referrer", f"Referrer-Policy: {headers.get('Referrer-Policy')!r}")
+    check("text/html" in headers.get("Content-Type", ""), f"/ is {headers.get('Content-Type')!r}")
+    for path, kind in (("/console.js", "javascript"), ("/console.css", "text/css")):
+        status, headers, _ = world.request("GET", path)
+        check(status == 200 and kind in headers.get("Content-Type", ""), f"GET {path}: {status} {headers.get('Content-Type')!r}")
+        check("default-src 'none'" in headers.get("Content-Security-Policy", ""), f"{path} has no CSP")
+    origin = {"Origin": world.base}
+    status, _, body = world.request("POST", "/api/v1/login", {"login": "alice", "password": "wrong-password"}, origin)
+    check(status == 401, f"a wrong password answered {status}: {body}")
+    check(json.loads(body).get("error", {}).get("message"), f"the 401 has no error message: {body}")
+    status, headers, body = world.request("POST", "/api/v1/login", {"login": "bob", "password": ACCOUNTS["bob"][2]}, origin)
+    check(status == 200, f"login answered {status}: {body}")
+    cookies = [value for key, value in headers.items() if key.lower() == "set-cookie"]
+    session = [cookie for cookie in cookies if cookie.startswith("rsup_session=")]
+    check(session, f"no rsup_session cookie: {cookies}")
+    flags = [part.strip().lower() for part in session[0].split(";")[1:]]
+    for flag in ("httponly", "secure", "samesite=strict"):
+        check(flag in flags, f"the session cookie lacks {flag}: {session[0].split(';', 1)[1]!r}")
+    check(json.loads(body).get("csrf_token"), "the login answer has no csrf_token")
+    # The files themselves: nothing the CSP would have to allow.
+    with open(os.path.join(ROOT, "web", "index.html"), encoding="utf-8") as handle:
+        html = handle.read().lower()
+    check("<script>" not in html and " style=" not in html and " onclick=" not in html and " onload=" not in html,
+          "web/index.html holds inline script, handlers or styles")
+
+
+def scenario_alice_session(world):
+    driver = world.alice
+    # A wrong password first: the server's message shows under the form.
+    driver.get(world.base + "/")
+    field = wait(driver, lambda d: d.find_element(By.ID, "sign-in-login").is_displayed()
+                 and d.find_element(By.ID, "sign-in-login"), "the sign-in form")
+    field.send_keys("alice")
+    driver.find_element(By.ID, "sign-in-password").send_keys("not-her-password", Keys.ENTER)
+    error = wait(driver, lambda d: d.find_element(By.ID, "sign-in-error").is_displayed()
+                 and d.find_element(By.ID, "sign-in-error").text, "the sign-in error")
+    status, _, body = world.request("POST", "/api/v1/login", {"login": "alice", "password": "x"}, {"Origin": world.base})
+    server_message = json.loads(body).get("error", {}).get("message", "")
+    check(error.startswith(server_message), f"the page shows {error!r}, the server says {server_message!r}")
+    screenshot(driver, "console-sign-in-error.png")
+
+    sign_in(driver, world, "alice")
+    check(driver.find_element(By.ID, "account-role").text == "supporter", "the header does not show the role")
+    check(driver.find_element(By.ID, "codes-empty").is_displayed(), "no empty state on a node without codes")
+    check(not driver.find_element(By.ID, "tab-users").is_displayed(), "a supporter sees the Users tab")
+    driver.execute_script("window.__sameDocument = 42;")  # gone if the page ever reloads
+
+    code = create_code(driver, "Printer shows error 0x42", "Ada Lovelace", assign=True)
+    world.codes["alice"] = code
+    check("alice" in row(driver, code).find_element(By.CSS_SELECTOR, ".c-assigned").text, "the code is not assigned to alice")
+    driver.execute_script("""
+        const code = arguments[0];
+        window.__states = [];
+        const note = () => {
+          const row = document.querySelector(`#codes-body tr[data-code="${code}"]`);
+          const state = row && row.dataset.state;
+          if (state && window.__states[window.__states.length - 1] !== state) window.__states.push(state);
+        };
+        note();
+        new MutationObserver(note).observe(document.getElementById('codes-body'), {childList: true, subtree: true, attributes: true});
+    """, code)
+
+    device = world.start_device(code, "Ada's Pixel 8")
+    wait(driver, lambda d: row_state(d, code) == "online"
+         and "Ada's Pixel 8" in row(d, code).find_element(By.CSS_SELECTOR, ".c-state").text,
+         "the row to show online with the device's name")
+    screenshot(driver, "console-online.png")
+
+    click_action(driver, code, "connect")
+    wait(driver, lambda d: d.find_element(By.ID, "connect-dialog").is_displayed(), "the connect dialog")
+    driver.find_element(By.ID, "connect-type-screen").click()
+    for feature in ("voip", "chat", "file_share", "remote_control", "ar_pointer", "app_messages"):
+        box = driver.find_element(By.ID, f"feature-{feature}")
+        if box.is_selected() != (feature in ("voip", "chat")):
+            box.click()
+    driver.find_element(By.ID, "connect-submit").click()
+    wait(driver, lambda d: row_state(d, code) == "active", "the row to show active", timeout=40)
+    states = driver.execute_script("return window.__states;")
+    check("request_pending" in states and states.index("request_pending") < states.index("active"),
+          f"the row never showed the pending request before active: {states}")
+    check(driver.execute_script("return window.__sameDocument;") == 42, "the page reloaded")
+    device.wait_for("connected")
+    driver.execute_script("document.activeElement && document.activeElement.blur && document.activeElement.blur();")
+    screenshot(driver, "console-active.png")
+
+    click_action(driver, code, "end")
+    wait(driver, lambda d: row_state(d, code) not in ("active", None), "the row to leave active")
+    device.wait_for("disconnected")
+
+    click_action(driver, code, "audit")
+    wanted = ["code_created", "device_online", "request_sent", "request_allowed", "session_started", "session_ended"]
+
+    def audit_kinds(d):
+        return [r.get_attribute("data-kind") for r in d.find_elements(By.CSS_SELECTOR, "#audit-body tr")]
+
+    wait(driver, lambda d: all(kind in audit_kinds(d) for kind in wanted),
+         f"the audit panel to list {', '.join(wanted)}")
+    actors = {}
+    for audit_row in driver.find_elements(By.CSS_SELECTOR, "#audit-body tr"):
+        actors.setdefault(audit_row.get_attribute("data-kind"), audit_row.find_element(By.CSS_SELECTOR, ".a-actor").text)
+    for kind in ("code_created", "request_sent", "session_ended"):
+        check("Alice Example" in actors.get(kind, "") or "alice" in actors.get(kind, ""),
+              f"the actor of {kind} is {actors.get(kind)!r}, not alice")
+    screenshot(driver, "console-audit.png")
+    check(driver.execute_script("return window.__sameDocument;") == 42, "the page reloaded")
+    problems = browser_problems(driver)
+    check(not problems, f"the browser logged: {problems[:3]}")
+
+
+def scenario_xss(world):
+    driver = world.alice
+    code = create_code(driver, XSS_DESCRIPTION, "<i>Mallory</i>", assign=False)
+    world.codes["xss"] = code
+    world.start_device(code, XSS_NAME)
+    wait(driver, lambda d: row_state(d, code) == "online", "the XSS device online")
+    shown = row(driver, code).find_element(By.CSS_SELECTOR, ".c-state .device-name").text
+    check(shown == XSS_NAME, f"the device name shows as {shown!r}")
+    description = row(driver, code).find_element(By.CSS_SELECTOR, ".c-description").text
+    check(description == XSS_DESCRIPTION, f"the description shows as {description!r}")
+    check(row(driver, code).find_element(By.CSS_SELECTOR, ".c-customer").text == "<i>Mallory</i>", "the customer name")
+    click_action(driver, code, "audit")
+    wait(driver, lambda d: any(XSS_NAME in r.text for r in d.find_elements(By.CSS_SELECTOR, "#audit-body tr")),
+         "the device name in the audit trail")
+    time.sleep(0.5)  # an onerror handler would have run by now
+    alert = no_alert(driver)
+    check(alert is None, alert)
+    images = driver.find_elements(By.CSS_SELECTOR, "#codes-table img, #audit-table img, main img")
+    check(not images, f"{len(images)} <img> element(s) in the page")
+    check(not driver.find_elements(By.CSS_SELECTOR, "main script, main b, main i"), "markup from data became elements")
+    screenshot(driver, "console-xss.png")
+
+
+def scenario_bob_isolated(world):
+    code = world.codes.get("alice")
+    check(code, "needs the code of the alice scenario")
+    driver = world.browser("bob")
+    sign_in(driver, world, "bob")
+    found = row(driver, code)
+    if found is not None:
+        buttons = [b.get_attribute("data-action") for b in found.find_elements(By.CSS_SELECTOR, "button")]
+        check(not set(buttons) - {"audit"}, f"bob sees alice's code with actions {buttons}")
+    if world.codes.get("xss"):
+        check(row(driver, world.codes["xss"]) is not None, "bob does not see the unassigned code")
+    answer = page_fetch(driver, "POST", f"/api/v1/sessions/{code}/connect",
+                        {"connection_type": "screen_share", "features": ["voip"]})
+    check(answer["status"] == 403, f"bob's connect on alice's code answered {answer['status']}: {answer['body']}")
+    for action in ("end", "cancel"):
+        answer = page_fetch(driver, "POST", f"/api/v1/sessions/{code}/{action}")
+        check(answer["status"] == 403, f"bob's {action} on alice's code answered {answer['status']}: {answer['body']}")
+    screenshot(driver, "console-bob.png")
+
+
+class AttackerHandler(http.server.BaseHTTPRequestHandler):
+    page = b""
+
+    def do_GET(self):  # noqa: N802 — http.server's name
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(self.page)))
+        self.end_headers()
+        self.wfile.write(self.page)
+
+    def log_message(self, *arguments):
+        pass
+
+
+def attacker_page(target):
+    # A same-site, cross-origin page (another port on 127.0.0.1, HTTPS too): SameSite=Strict does not keep the
+    # cookie out, so only the node's Origin and CSRF-token checks stand in the way.
+    return f"""<!doctype html><html><body><p id="result">running</p>
+<form id="attack" method="POST" action="{target}/api/v1/sessions" enctype="text/plain">
+<input type="hidden" name='{{"type":"remote_support","description":"csrf-form' value='"}}'>
+</form>
+<script>
+fetch("{target}/api/v1/sessions", {{method: "POST", credentials: "include", headers: {{"Content-Type": "text/plain"}},
+  body: JSON.stringify({{type: "remote_support", description: "csrf-fetch"}})}})
+  .then((r) => {{ document.getElementById("result").textContent = "fetch answered " + r.status; }},
+        (e) => {{ document.getElementById("result").textContent = "fetch failed " + e; }})
+  .finally(() => setTimeout(() => document.getElementById("attack").submit(), 200));
+</script></body></html>""".encode()
+
+
+def scenario_csrf(world):
+    driver = world.alice
+    # The console is signed in (alice's cookie is in this browser).
+    driver.get(world.base + "/")
+    wait(driver, lambda d: d.find_element(By.ID, "account-display-name").text == ACCOUNTS["alice"][0], "alice signed in")
+    driver.get_log("performance")  # drop what came before
+    AttackerHandler.page = attacker_page(world.base)
+    world.attacker = http.server.ThreadingHTTPServer(("127.0.0.1", 0), AttackerHandler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(f"{world.certs}/supporter.pem", f"{world.certs}/supporter.key")
+    world.attacker.socket = context.wrap_socket(world.attacker.socket, server_side=True)
+    threading.Thread(target=world.attacker.serve_forever, daemon=True).start()
+    attacker_origin = f"https://127.0.0.1:{world.attacker.server_address[1]}"
+    driver.get(attacker_origin + "/")
+    # The form navigates the tab to the node's answer.
+    wait(driver, lambda d: d.current_url.startswith(world.base + "/api/v1/sessions"), "the form POST to reach the node")
+    form_answer = wait(driver, lambda d: d.find_element(By.TAG_NAME, "body").text, "the node's answer to the form")
+    check('"status":403' in form_answer.replace(" ", "") or "403" in form_answer,
+          f"the node answered the cross-origin form with: {form_answer[:200]}")
+
+    statuses = []
+    requests = {}
+    for entry in driver.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        params = message.get("params", {})
+        if message.get("method") == "Network.requestWillBeSent":
+            requests[params.get("requestId")] = (params["request"]["method"], params["request"]["url"])
+        elif message.get("method") == "Network.responseReceived":
+            method, url = requests.get(params.get("requestId"), ("?", params["response"]["url"]))
+            if url.endswith("/api/v1/sessions") and method == "POST":
+                statuses.append(params["response"]["status"])
+    check(statuses and all(status == 403 for status in statuses),
+          f"the node's answers to the cross-origin POSTs: {statuses or 'none seen'}")
+    check(len(statuses) >= 2, f"saw {len(statuses)} of the 2 cross-origin POSTs (fetch and form): {statuses}")
+
+    # Replayed with alice's real cookie and CSRF token, from the attacker's origin: still refused.
+    driver.get(world.base + "/")
+    wait(driver, lambda d: d.find_element(By.ID, "codes-panel").get_attribute("data-loaded") == "true", "the console")
+    cookie = driver.get_cookie("rsup_session")
+    check(cookie, "no rsup_session cookie in the browser")
+    check(cookie.get("httpOnly") and cookie.get("secure") and cookie.get("sameSite") == "Strict",
+          f"the browser holds the cookie as {cookie}")
+    csrf = driver.execute_async_script(
+        "const done = arguments[0]; fetch('/api/v1/me').then((r) => r.json()).then((m) => done(m.csrf_token), () => done(null));")
+    jar = {"Cookie": f"rsup_session={cookie['value']}"}
+    create = {"type": "remote_support", "description": "csrf-replay"}
+    status, _, body = world.request("POST", "/api/v1/sessions", create, {**jar, "X-CSRF-Token": csrf, "Origin": attacker_origin})
+    check(status == 403, f"cookie + CSRF token from another origin answered {status}: {body}")
+    status, _, body = world.request("POST", "/api/v1/sessions", create, {**jar, "Origin": world.base})
+    check(status == 403, f"cookie without the CSRF token answered {status}: {body}")
+    status, _, body = world.request("POST", "/api/v1/sessions", create, {**jar, "X-CSRF-Token": "0" * 43, "Origin": world.base})
+    check(status == 403, f"cookie with a wrong CSRF token answered {status}: {body}")
+
+    listing = page_fetch(driver, "GET", "/api/v1/sessions?offset=0&limit=500", csrf=False)
+    check(listing["status"] == 200, f"listing answered {listing['status']}")
+    descriptions = [s.get("description") for s in json.loads(listing["body"])["sessions"]]
+    made = [d for d in descriptions if d and d.startswith("csrf-")]
+    check(not made, f"the attack created codes: {made}")
+    check(not any("csrf-" in r.text for r in driver.find_elements(By.CSS_SELECTOR, "#codes-body tr")),
+          "a csrf code shows in the console")
+
+
+def scenario_admin(world):
+    driver = world.browser("admin")
+    sign_in(driver, world, "root")
+    check(driver.find_element(By.ID, "account-role").text == "admin", "the header does not show the admin role")
+    for code in world.codes.values():
+        check(row(driver, code) is not None, f"the admin does not see {code}")
+    driver.find_element(By.ID, "tab-users").click()
+    wait(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#users-body tr")) >= len(ACCOUNTS), "the users list")
+    driver.find_element(By.ID, "new-user-login").send_keys("carol")
+    driver.find_element(By.ID, "new-user-display-name").send_keys("Carol <Contractor>")
+    Select(driver.find_element(By.ID, "new-user-role")).select_by_value("supporter")
+    driver.find_element(By.ID, "new-user-password").send_keys("carol-long-passphrase-5", Keys.ENTER)
+    carol = '#users-body tr[data-login="carol"]'
+    wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, carol), "carol in the users list")
+    check(driver.find_element(By.CSS_SELECTOR, f"{carol} .u-name").text == "Carol <Contractor>", "carol's display name")
+    driver.find_element(By.CSS_SELECTOR, f'{carol} button[data-action="disable"]').click()
+    wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, f"{carol} .u-state").text == "disabled", "carol disabled")
+    status, _, body = world.request("POST", "/api/v1/login", {"login": "carol", "password": "carol-long-passphrase-5"},
+                                    {"Origin": world.base})
+    check(status in (401, 403), f"a disabled account signed in: {status} {body}")
+    driver.find_element(By.CSS_SELECTOR, f'{carol} button[data-action="enable"]').click()
+    wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, f"{carol} .u-state").text == "active", "carol enabled")
+    driver.find_element(By.CSS_SELECTOR, f'{carol} button[data-action="role-admin"]').click()
+    wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, f"{carol} .u-role").text == "admin", "carol made admin")
+    driver.find_element(By.CSS_SELECTOR, f'{carol} button[data-action="password"]').click()
+    wait(driver, lambda d: d.find_element(By.ID, "password-dialog").is_displayed(), "the password dialog")
+    driver.find_element(By.ID, "password-value").send_keys("carol-new-passphrase-6", Keys.ENTER)
+    wait(driver, lambda d: not d.find_element(By.ID, "password-dialog").is_displayed(), "the password dialog to close")
+    status, _, body = world.request("POST", "/api/v1/login", {"login": "carol", "password": "carol-new-passphrase-6"},
+                                    {"Origin": world.base})
+    check(status == 200, f"carol's new password answered {status}: {body}")
+    screenshot(driver, "console-users.png")
+
+    driver.find_element(By.ID, "tab-tokens").click()
+    wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#tokens-body tr"), "the tokens list")
+    Select(driver.find_element(By.ID, "new-token-scope")).select_by_value("device")
+    driver.find_element(By.ID, "new-token-label").send_keys("field tablet 7", Keys.ENTER)
+    token = wait(driver, lambda d: d.find_element(By.ID, "new-token-result").is_displayed()
+                 and d.find_element(By.ID, "new-token-value").text, "the new token")
+    check(len(token) >= 24, f"the token shown is {len(token)} characters")
+    label_rows = lambda d: [r for r in d.find_elements(By.CSS_SELECTOR, "#tokens-body tr")  # noqa: E731
+                            if r.find_element(By.CSS_SELECTOR, ".t-label").text == "field tablet 7"]
+    wait(driver, label_rows, "the new token in the list")
+    check(token not in driver.find_element(By.ID, "tokens-table").text, "the token itself is in the list")
+    screenshot(driver, "console-tokens.png")
+    revoke = label_rows(driver)[0].find_element(By.CSS_SELECTOR, 'button[data-action="revoke"]')
+    revoke.click()
+    revoke.click()  # the second click confirms
+    wait(driver, lambda d: label_rows(d) and label_rows(d)[0].find_element(By.CSS_SELECTOR, ".t-state").text.startswith("revoked"),
+         "the token revoked")
+    problems = browser_problems(driver)
+    check(not problems, f"the browser logged: {problems[:3]}")
+
+
+SCENARIOS = [
+    ("security-headers", scenario_security_headers),
+    ("alice-connects-live", scenario_alice_session),
+    ("xss-device-name", scenario_xss),
+    ("bob-cannot-act-on-alices-code", scenario_bob_isolated),
+    ("csrf-cross-origin", scenario_csrf),
+    ("admin-users-and-tokens", scenario_admin),
+]
+
+
+def missing_tools():
+    missing = []
+    if not os.access(CHROMIUM, os.X_OK):
+        missing.append(f"{CHROMIUM} (Debian package chromium)")
+    if not os.access(CHROMEDRIVER, os.X_OK):
+        missing.append(f"{CHROMEDRIVER} (Debian package chromium-driver)")
+    if webdriver is None:
+        missing.append("the Python package selenium")
+    return missing
+
+
+def main():
+    missing = missing_tools()
+    if missing:
+        print(f"FAIL setup: missing {', '.join(missing)}; run scripts/install-deps.sh")
+        return 1
+
+    def out_of_time(*_):
+        raise RunTimeout(f"the whole run took over {WHOLE_RUN_SECONDS}s")
+
+    signal.signal(signal.SIGALRM, out_of_time)
+    signal.alarm(WHOLE_RUN_SECONDS)
+    world = World()
+    results = {}
+    started = time.monotonic()
+    try:
+        try:
+            world.start_node()
+            world.alice = world.browser("alice", performance_log=True)
+        except (Failure, WebDriverException, OSError, subprocess.SubprocessError) as error:
+            print(f"FAIL setup: {error}")
+            if world.node:
+                print("\n".join(world.node.errors[-10:]), file=sys.stderr)
+            return 1
+        for name, scenario in SCENARIOS:
+            began = time.monotonic()
+            try:
+                scenario(world)
+                results[name] = True
+                print(f"PASS {name} ({time.monotonic() - began:.1f}s)", flush=True)
+            except RunTimeout:
+                raise
+            except Exception as error:  # noqa: BLE001 — a scenario's unexpected error is that scenario's failure
+                results[name] = False
+                why = str(error) if isinstance(error, Failure) else f"{type(error).__name__}: {error}"
+                print(f"FAIL {name}: {why}", flush=True)
+                if not isinstance(error, Failure):
+                    traceback.print_exc(file=sys.stderr)
+                for index, driver in enumerate(world.browsers):
+                    try:
+                        screenshot(driver, f"failed-{name}-{index}.png")
+                    except WebDriverException:
+                        pass
+    except RunTimeout as error:
+        for name, _ in SCENARIOS:
+            if name not in results:
+                results[name] = False
+                print(f"FAIL {name}: {error}", flush=True)
+    finally:
+        signal.alarm(0)
+        world.stop()
+    failed = sum(1 for ok in results.values() if not ok)
+    print(f"console end-to-end: {time.monotonic() - started:.0f}s; screenshots in {SCREENSHOTS}")
+    print(f"{len(results) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
