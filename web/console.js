@@ -92,9 +92,9 @@ function button(label, action, className = 'secondary small', extra = {}) {
   return el('button', { className, text: label, attrs: { type: 'button', ...extra }, data: { action } });
 }
 
+/** A table cell; its contents sit in one box so that narrow screens can put the label beside them. */
 function cell(label, children, className) {
-  const td = el('td', { className, attrs: { 'data-label': label } }, children);
-  return td;
+  return el('td', { className, attrs: { 'data-label': label } }, [el('div', { className: 'cell-body' }, children)]);
 }
 
 function show(node, visible) { node.hidden = !visible; }
@@ -379,24 +379,24 @@ function codeRow(session) {
   const row = el('tr', { className: `code-row live-${live}`, data: { code: session.code, state: live } });
   if (state.audit.code === session.code) row.classList.add('highlight');
 
-  const codeCell = cell('Code', [el('span', { className: 'code-value', text: session.code })], 'c-code');
+  const codeParts = [el('span', { className: 'code-value', text: session.code })];
   if (live === 'open' || live === 'online') {
-    codeCell.append(el('span', { className: 'device-name muted', text: `valid until ${formatTime(session.valid_until)}` }));
+    codeParts.push(el('span', { className: 'device-name muted', text: `valid until ${formatTime(session.valid_until)}` }));
   }
-  row.append(codeCell);
+  row.append(cell('Code', codeParts, 'c-code'));
   row.append(cell('Type', [TYPE_LABELS[session.type] || session.type || '—'], 'c-type'));
   row.append(cell('Description', [session.description || '—'], 'c-description'));
   row.append(cell('Customer', [session.customer_name || '—'], 'c-customer'));
   const assigned = session.assigned_supporter;
   row.append(cell('Assigned to', [assigned ? (assigned === me ? `${assigned} (you)` : assigned) : 'anyone'], 'c-assigned'));
 
-  const stateCell = cell('State', [], 'c-state');
-  stateCell.dataset.state = live;
-  stateCell.append(el('span', { className: `state-badge state-${live}`, text: LIVE_STATE_LABELS[live] || live }));
+  const stateParts = [el('span', { className: `state-badge state-${live}`, text: LIVE_STATE_LABELS[live] || live })];
   if (session.device_name && live !== 'closed' && live !== 'expired' && (session.online || live !== 'open')) {
-    stateCell.append(el('span', { className: 'device-name', text: session.device_name }));
+    stateParts.push(el('span', { className: 'device-name', text: session.device_name }));
   }
-  if (session.reconnecting) stateCell.append(el('span', { className: 'reconnecting-note', text: 'device reconnecting…' }));
+  if (session.reconnecting) stateParts.push(el('span', { className: 'reconnecting-note', text: 'device reconnecting…' }));
+  const stateCell = cell('State', stateParts, 'c-state');
+  stateCell.dataset.state = live;
   row.append(stateCell);
 
   const actions = el('div', { className: 'actions' });
