@@ -37,7 +37,9 @@ WAIT = 20                 # one wait in the page
 
 try:
     from selenium import webdriver
-    from selenium.common.exceptions import NoAlertPresentException, TimeoutException, WebDriverException
+    from selenium.common.exceptions import (
+        NoAlertPresentException, NoSuchElementException, StaleElementReferenceException, TimeoutException,
+        WebDriverException)
     from selenium.webdriver.chrome.options import Options
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
@@ -170,7 +172,9 @@ class World:
 
 def wait(driver, condition, what, timeout=WAIT):
     try:
-        return WebDriverWait(driver, timeout, poll_frequency=0.1).until(lambda d: condition(d))
+        # Rows are rebuilt on every event: an element found a moment ago may be gone; look again.
+        return WebDriverWait(driver, timeout, poll_frequency=0.1,
+                             ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)).until(condition)
     except TimeoutException:
         banner = ""
         try:
@@ -324,7 +328,7 @@ def scenario_alice_session(world):
     screenshot(driver, "console-sign-in-error.png")
 
     sign_in(driver, world, "alice")
-    check(driver.find_element(By.ID, "account-role").text == "supporter", "the header does not show the role")
+    check(driver.find_element(By.ID, "account-role").text.lower() == "supporter", "the header does not show the role")
     check(driver.find_element(By.ID, "codes-empty").is_displayed(), "no empty state on a node without codes")
     check(not driver.find_element(By.ID, "tab-users").is_displayed(), "a supporter sees the Users tab")
     driver.execute_script("window.__sameDocument = 42;")  # gone if the page ever reloads
@@ -484,17 +488,21 @@ def scenario_csrf(world):
     check('"status":403' in form_answer.replace(" ", "") or "403" in form_answer,
           f"the node answered the cross-origin form with: {form_answer[:200]}")
 
-    statuses = []
-    requests = {}
+    # Chrome's network log: the status of each POST to the create-code endpoint, the cross-origin fetch's too
+    # (its answer is kept from the page by CORS, but the browser saw it: responseReceivedExtraInfo).
+    posts, seen = {}, {}
     for entry in driver.get_log("performance"):
         message = json.loads(entry["message"])["message"]
         params = message.get("params", {})
         if message.get("method") == "Network.requestWillBeSent":
-            requests[params.get("requestId")] = (params["request"]["method"], params["request"]["url"])
+            request = params["request"]
+            if request["method"] == "POST" and request["url"] == world.base + "/api/v1/sessions":
+                posts[params["requestId"]] = params.get("initiator", {}).get("type", "?")
+        elif message.get("method") == "Network.responseReceivedExtraInfo":
+            seen[params.get("requestId")] = params.get("statusCode")
         elif message.get("method") == "Network.responseReceived":
-            method, url = requests.get(params.get("requestId"), ("?", params["response"]["url"]))
-            if url.endswith("/api/v1/sessions") and method == "POST":
-                statuses.append(params["response"]["status"])
+            seen[params.get("requestId")] = params["response"]["status"]
+    statuses = [seen.get(request) for request in posts]
     check(statuses and all(status == 403 for status in statuses),
           f"the node's answers to the cross-origin POSTs: {statuses or 'none seen'}")
     check(len(statuses) >= 2, f"saw {len(statuses)} of the 2 cross-origin POSTs (fetch and form): {statuses}")
@@ -529,7 +537,7 @@ def scenario_csrf(world):
 def scenario_admin(world):
     driver = world.browser("admin")
     sign_in(driver, world, "root")
-    check(driver.find_element(By.ID, "account-role").text == "admin", "the header does not show the admin role")
+    check(driver.find_element(By.ID, "account-role").text.lower() == "admin", "the header does not show the admin role")
     for code in world.codes.values():
         check(row(driver, code) is not None, f"the admin does not see {code}")
     driver.find_element(By.ID, "tab-users").click()
@@ -560,7 +568,8 @@ def scenario_admin(world):
     screenshot(driver, "console-users.png")
 
     driver.find_element(By.ID, "tab-tokens").click()
-    wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#tokens-body tr"), "the tokens list")
+    wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#tokens-body tr") or d.find_element(By.ID, "tokens-empty").is_displayed(),
+         "the tokens list")
     Select(driver.find_element(By.ID, "new-token-scope")).select_by_value("device")
     driver.find_element(By.ID, "new-token-label").send_keys("field tablet 7", Keys.ENTER)
     token = wait(driver, lambda d: d.find_element(By.ID, "new-token-result").is_displayed()
@@ -571,9 +580,14 @@ def scenario_admin(world):
     wait(driver, label_rows, "the new token in the list")
     check(token not in driver.find_element(By.ID, "tokens-table").text, "the token itself is in the list")
     screenshot(driver, "console-tokens.png")
-    revoke = label_rows(driver)[0].find_element(By.CSS_SELECTOR, 'button[data-action="revoke"]')
-    revoke.click()
-    revoke.click()  # the second click confirms
+
+    def revoke(d):  # the first click asks for confirmation, the second revokes
+        button = label_rows(d)[0].find_element(By.CSS_SELECTOR, 'button[data-action="revoke"]')
+        confirming = "confirming" in (button.get_attribute("class") or "")
+        button.click()
+        return confirming
+
+    wait(driver, revoke, "the revoke button to be confirmed")
     wait(driver, lambda d: label_rows(d) and label_rows(d)[0].find_element(By.CSS_SELECTOR, ".t-state").text.startswith("revoked"),
          "the token revoked")
     problems = browser_problems(driver)
