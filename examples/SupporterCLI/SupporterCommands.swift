@@ -105,10 +105,14 @@ struct SupporterCommands: Sendable {
                 }
                 let rules = try Self.featureRules(
                     request["feature-rule"] as? [String] ?? [], default: request["default-rule"] as? String)
+                let assignee = request["assign"] as? String
+                if let assignee, node.account(assignee)?.isActive != true {
+                    return ["ok": false, "error": "--assign: no active supporter account '\(assignee)'"]
+                }
                 let details = SessionCodeDetails(
                     description: request["description"] as? String, customerName: request["customer"] as? String,
                     customerEmail: request["email"] as? String, waitingMessage: request["waiting-message"] as? String,
-                    featureRules: rules)
+                    featureRules: rules, assignedSupporter: assignee)
                 let info = try await node.createCode(type: type, details: details)
                 return ["ok": true, "code": Self.describe(info)]
             case "list":

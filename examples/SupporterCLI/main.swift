@@ -13,6 +13,7 @@ let usage = """
       create    create a session code             [--type remote|assist] [--description TEXT]
                                                   [--customer NAME] [--email ADDRESS] [--waiting-message TEXT]
                                                   [--feature-rule NAME=RULE]... [--default-rule RULE]
+                                                  [--assign LOGIN]  (the supporter account it belongs to)
       list      list codes with their live state
       rules     show or change a code's rules     --code CODE [NAME=RULE|NAME=default]... [--default-rule RULE]
                                                   [--reset]   (rules: allow, confirm, deny; see 'rules --help')
@@ -165,7 +166,7 @@ func main() -> Int32 {
         case "create":
             try remote(
                 "create", arguments, required: [],
-                optional: ["type", "description", "customer", "email", "waiting-message", "default-rule"],
+                optional: ["type", "description", "customer", "email", "waiting-message", "default-rule", "assign"],
                 repeatable: ["feature-rule"]
             ) { parsed throws(CLIError) in
                 _ = try SupporterCommands.featureRules(
