@@ -253,7 +253,7 @@ struct InteractiveConsole {
     let console: Console
 
     static let help = """
-        commands: create [remote|assist] [description…] · list · connect CODE NAME [screen|assist] ·
+        commands: create [remote|assist] [description…] · list · connect CODE LOGIN [screen|assist] ·
                   cancel CODE · end CODE · close CODE · say CODE TEXT · send CODE FILE · ask CODE FEATURE ·
                   token · help · quit
         """
