@@ -31,7 +31,7 @@ let package = Package(
         // The supporter node: registry of codes and tokens, device connections, supporter commands.
         .target(name: "SupporterNode", dependencies: ["SupportSession", "SupportRegistry", "SupportTransport", "CSQLite"]),
         // The supporter node's REST API (protocol/openapi.yaml), served beside the node on its public API only.
-        .target(name: "SupporterREST", dependencies: ["SupporterNode", "SupportHTTP"]),
+        .target(name: "SupporterREST", dependencies: ["SupporterNode", "SupportHTTP"], resources: [.copy("Console")]),
         // The device SDK an app embeds.
         .target(name: "DeviceNode", dependencies: ["SupportSession", "SupportTransport"]),
         // A small, strict HTTP/1.1 server over TLSStream for the supporter node's REST API.

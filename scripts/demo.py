@@ -7,6 +7,7 @@ Usage: demo.py BIN_DIR   (the folder holding rsup-supporter and rsup-device)
 Also a module: scripts/two_hosts.py imports Side, control, make_certs, stop and print_timeline from here.
 """
 import json
+import secrets
 import os
 import queue
 import shutil
@@ -127,7 +128,7 @@ def stop(*sides):
                 side.process.wait()
 
 
-def run_demo(bin_dir):
+def run_demo(bin_dir, keep_running=False):
     supporter_bin, device_bin = binaries(bin_dir)
     work = tempfile.mkdtemp(prefix="rsup-demo-")
     supporter = device = None
@@ -137,10 +138,19 @@ def run_demo(bin_dir):
         supporter = Side(
             "supporter",
             [supporter_bin, "serve", "--listen", "127.0.0.1:0", "--cert", f"{certs}/supporter.pem",
-             "--key", f"{certs}/supporter.key", "--data", data, "--non-interactive", "--json"],
+             "--key", f"{certs}/supporter.key", "--data", data, "--non-interactive", "--json",
+             "--api-listen", "127.0.0.1:0"],
         )
-        port = supporter.wait_for("listening")["port"]
+        listening = supporter.wait_for("listening")
+        port, api_port = listening["port"], listening["api_port"]
         token = control(supporter_bin, data, "token")["token"]
+        # A demo supporter account with a one-time password: the name the device's user sees comes from it.
+        password = secrets.token_urlsafe(12)
+        password_file = os.path.join(work, "alice.password")
+        with open(os.open(password_file, os.O_WRONLY | os.O_CREAT, 0o600), "w") as handle:
+            handle.write(password + "\n")
+        control(supporter_bin, data, "user", "add", "alice", "--display-name", "Alice Martin", "--role", "admin",
+                "--password-file", password_file)
         # The team's rule for this code: view yes, control no (protocol 1.1 access control).
         code = control(supporter_bin, data, "create", "--type", "remote", "--description", "demo",
                        "--waiting-message", "A supporter will be with you shortly",
@@ -153,7 +163,7 @@ def run_demo(bin_dir):
         )
         device.wait_for("online")
         supporter.wait_for("device_online")
-        control(supporter_bin, data, "connect", "--code", code, "--as", "Alice", "--type", "screen",
+        control(supporter_bin, data, "connect", "--code", code, "--as", "alice", "--type", "screen",
                 "--features", "voip,chat,remote_control")
         supporter.wait_for("features_denied")  # remote_control: the code's rule denies it
         device.wait_for("request")
@@ -171,7 +181,15 @@ def run_demo(bin_dir):
         if device.process.wait(timeout=TIMEOUT) != 0:
             fail(f"the device exited with {device.process.returncode}")
         print_timeline(supporter, device)
-        print(f"\nwhole session completed: code {code}, supporter 'Alice', device 'demo-phone'")
+        print(f"\nwhole session completed: code {code}, supporter 'Alice Martin' (account alice), device 'demo-phone'")
+        print(f"\nweb console: https://127.0.0.1:{api_port}/  (development certificate: your browser will warn)")
+        print(f"sign in as: alice / {password}  (a one-time password for this demo run)")
+        if keep_running:
+            print("the supporter node keeps running for the browser; press Enter (or Ctrl-C) to stop it")
+            try:
+                sys.stdin.readline()
+            except KeyboardInterrupt:
+                pass
     finally:
         stop(device, supporter)
         shutil.rmtree(work, ignore_errors=True)
@@ -198,8 +216,10 @@ def print_timeline(*sides):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    keep_running = "--keep-running" in argv
+    paths = [argument for argument in argv if argument != "--keep-running"]
     try:
-        run_demo(argv[0] if argv else ".build/debug")
+        run_demo(paths[0] if paths else ".build/debug", keep_running=keep_running)
     except Failure as failure:
         print(f"demo failed: {failure}", file=sys.stderr)
         return 1

@@ -77,6 +77,10 @@ class TwoHosts:
         if listening.get("port") != PORT:
             fail(f"the supporter listens on {listening}, not port {PORT}")
         self.token = self.control("token")["token"]
+        password_file = os.path.join(self.work, "alice.password")
+        with open(os.open(password_file, os.O_WRONLY | os.O_CREAT, 0o600), "w") as handle:
+            handle.write("two hosts password\n")
+        self.control("user", "add", "alice", "--display-name", "Alice", "--password-file", password_file)
 
     def code_state(self, code):
         for entry in self.control("list")["codes"]:
@@ -96,7 +100,7 @@ class TwoHosts:
         self.devices.append(device)
         device.wait_for("online", timeout=STEP_TIMEOUT)
         self.supporter.wait_for("device_online", timeout=STEP_TIMEOUT, code=code)
-        self.control("connect", "--code", code, "--as", "Alice", "--type", "screen", "--features", "voip")
+        self.control("connect", "--code", code, "--as", "alice", "--type", "screen", "--features", "voip")
         device.wait_for("request", timeout=STEP_TIMEOUT)
         device.wait_for("answer", timeout=STEP_TIMEOUT, decision="allow")
         device.wait_for("connected", timeout=STEP_TIMEOUT)

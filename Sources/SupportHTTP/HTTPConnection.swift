@@ -34,6 +34,8 @@ final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
     /// The client pipelined more than one request's worth while a handler ran: close after its answer.
     private var closeAfterResponse = false
     private var closed = false
+    /// The body being streamed (Server-Sent Events): nothing more is read or answered on this connection.
+    private var bodyStream: HTTPBodyStream?
     /// Bytes that may wait, unparsed, behind the request being answered.
     private let maxPipelinedBytes: Int
 
@@ -94,6 +96,8 @@ final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
         cancelTimers()
         inFlight?.task.cancel()
         inFlight = nil
+        bodyStream?.connectionClosed()
+        bodyStream = nil
         registry.remove(self)
     }
 
@@ -152,6 +156,10 @@ final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
         inFlight = nil
         handlerTimer?.cancel()
         handlerTimer = nil
+        if let body = response.stream, !current.isHead, response.status.allowsBody {
+            startStreaming(response, body, version: current.version)
+            return
+        }
         let keepAlive = current.keepAlive && !closeAfterResponse && !closing && !response.requestsClose
         write(response.serialized(keepAlive: keepAlive, version: current.version, includeBody: !current.isHead))
         guard keepAlive else {
@@ -161,6 +169,32 @@ final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
         }
         arm(.idle)
         processInput()
+    }
+
+    /// Writes the head of a streamed answer, then each piece of its body as it comes; closes when it ends.
+    private func startStreaming(_ response: HTTPResponse, _ body: HTTPBodyStream, version: HTTPVersion) {
+        closing = true  // nothing more is read as a request
+        cancelReadTimer()
+        bodyStream = body
+        write(response.serialized(keepAlive: false, version: version, includeBody: false))
+        let loop = self.loop
+        body.attach { [weak self] piece in
+            guard let connection = self else { return }
+            loop.execute { connection.deliver(piece) }
+        }
+    }
+
+    private func deliver(_ piece: HTTPBodyStream.Piece) {
+        guard !closed, let body = bodyStream else { return }
+        switch piece {
+        case .bytes(let bytes):
+            write(bytes)
+            body.written(bytes.count)
+        case .end:
+            bodyStream = nil
+            body.connectionClosed()
+            stream.close()
+        }
     }
 
     private func respondAndClose(_ response: HTTPResponse, version: HTTPVersion = .http1_1, isHead: Bool = false) {

@@ -10,12 +10,16 @@ public struct HTTPResponse: Sendable, Hashable {
     public var headers: HTTPHeaders
     /// The body; dropped for HEAD requests and for 1xx, 204 and 304.
     public var body: [UInt8]
+    /// A body written over time instead of ``body`` (Server-Sent Events): sent without `Content-Length`, and the
+    /// connection closes when the stream finishes.
+    public var stream: HTTPBodyStream?
 
     /// A response from its parts.
-    public init(status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
+    public init(status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = [], stream: HTTPBodyStream? = nil) {
         self.status = status
         self.headers = headers
         self.body = body
+        self.stream = stream
     }
 
     /// A JSON response from Foundation property-list values (`[String: Any]`, `[Any]`, `String`, numbers, `Bool`,
@@ -82,7 +86,7 @@ public struct HTTPResponse: Sendable, Hashable {
             head += "\(field.name): \(field.value)\r\n"
         }
         head += "Date: \(Self.imfFixdate(date))\r\n"
-        if status.allowsBody { head += "Content-Length: \(body.count)\r\n" }
+        if status.allowsBody, stream == nil { head += "Content-Length: \(body.count)\r\n" }
         if !keepAlive {
             head += "Connection: close\r\n"
         } else if version == .http1_0 {

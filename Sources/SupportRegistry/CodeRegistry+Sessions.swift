@@ -31,12 +31,16 @@ extension CodeRegistry {
             return [audit(.requestTimedOut, code, now, ["request_id": "\(id)", "by": "supporter"])]
         case .ended(let reason, let text):
             var intents: [StoreIntent] = []
+            let actorDetails = codes[code]?.endActor?.details ?? [:]
+            codes[code]?.endActor = nil
             if let since = codes[code]?.activeSince, codes[code]?.holder == connection {
                 let milliseconds = Int((now.timeIntervalSince(since) * 1000).rounded())
                 intents.append(
-                    audit(.sessionEnded, code, now, ["reason": "\(reason)", "duration_ms": "\(milliseconds)"]))
+                    audit(
+                        .sessionEnded, code, now,
+                        actorDetails.merging(["reason": "\(reason)", "duration_ms": "\(milliseconds)"]) { $1 }))
             }
-            var details = ["reason": "\(reason)", "source_address": address]
+            var details = actorDetails.merging(["reason": "\(reason)", "source_address": address]) { $1 }
             if let text { details["text"] = String(text.prefix(256)) }
             intents.append(audit(.deviceOffline, code, now, details))
             entry.code = nil
@@ -87,14 +91,18 @@ extension CodeRegistry {
         }
     }
 
-    /// A supporter sent connection request `requestID` on `code` as `supporterName`.
+    /// A supporter sent connection request `requestID` on `code` as `supporterName`. The code is assigned to
+    /// `assignTo` (the supporter's account, or the name when there is none) when it is unassigned, or always with
+    /// `replacingAssignee`.
     public mutating func requestSent(
-        code: String, requestID: UInt32, supporterName: String, type: ConnectionType, by actor: AuditActor, now: Date
+        code: String, requestID: UInt32, supporterName: String, type: ConnectionType, by actor: AuditActor, now: Date,
+        assignTo: String? = nil, replacingAssignee: Bool = true
     ) -> [StoreIntent] {
         guard var entry = codes[code] else { return [] }
         var intents: [StoreIntent] = []
-        if entry.record.assignedSupporter != supporterName {
-            entry.record.assignedSupporter = supporterName
+        let assignee = assignTo ?? supporterName
+        if entry.record.assignedSupporter != assignee, replacingAssignee || entry.record.assignedSupporter == nil {
+            entry.record.assignedSupporter = assignee
             codes[code] = entry
             intents.append(.updateCode(entry.record))
         }
@@ -104,6 +112,11 @@ extension CodeRegistry {
         details["type"] = type == .screenShare ? "screen_share" : "assist_ar"
         intents.append(audit(.requestSent, code, now, details))
         return intents
+    }
+
+    /// A supporter asked to end the session on `code`: the rows of its end name `actor`.
+    public mutating func endRequested(code: String, by actor: AuditActor) {
+        codes[code]?.endActor = actor
     }
 
     /// A supporter withdrew request `requestID` on `code`.

@@ -57,6 +57,8 @@ public struct CodeRegistry: Sendable {
         var deviceName: String?
         var deviceAddress: String?
         var activeSince: Date?
+        /// Who asked to end the session (a supporter's end), named in its `session_ended` and `device_offline` rows.
+        var endActor: AuditActor?
         /// The device's link is lost and its session kept for a resume (SPEC §15.5).
         var reconnecting = false
         /// Whether the code's expiry is in the audit trail (or happened before this node started).

@@ -247,15 +247,18 @@ public final class SessionStore: Sendable {
     /// Stored events in id order: those of `code` (all codes when nil), with `from <= time < to` (either bound
     /// optional), with an id greater than `afterID` (for paging: pass the last id seen), at most `limit` of them.
     public func auditEvents(
-        code: String? = nil, from: Date? = nil, to: Date? = nil, limit: Int = 1000, afterID: Int64? = nil
+        code: String? = nil, from: Date? = nil, to: Date? = nil, limit: Int = 1000, afterID: Int64? = nil,
+        beforeID: Int64? = nil, newestFirst: Bool = false
     ) throws(StoreError) -> [AuditEvent] {
         var conditions: [String] = []
         if code != nil { conditions.append("code = :code") }
         if from != nil { conditions.append("time >= :from") }
         if to != nil { conditions.append("time < :to") }
         if afterID != nil { conditions.append("id > :after") }
+        if beforeID != nil { conditions.append("id < :before") }
         let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
-        let sql = "SELECT id, time, code, kind, details FROM audit_events \(filter) ORDER BY id LIMIT :limit"
+        let order = newestFirst ? "id DESC" : "id"
+        let sql = "SELECT id, time, code, kind, details FROM audit_events \(filter) ORDER BY \(order) LIMIT :limit"
         return try perform("read audit events") {
             (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) -> [AuditEvent] in
             let statement = try connection.prepare(sql)
@@ -265,6 +268,7 @@ public final class SessionStore: Sendable {
             if let from { try statement.bind(from.unixMilliseconds, at: index); index += 1 }
             if let to { try statement.bind(to.unixMilliseconds, at: index); index += 1 }
             if let afterID { try statement.bind(afterID, at: index); index += 1 }
+            if let beforeID { try statement.bind(beforeID, at: index); index += 1 }
             try statement.bind(Int64(max(0, limit)), at: index)
             var events: [AuditEvent] = []
             while try statement.step() {
@@ -278,6 +282,16 @@ public final class SessionStore: Sendable {
                         kind: AuditEvent.Kind(rawValue: kind), details: details))
             }
             return events
+        }
+    }
+
+    /// The id of the newest audit event (0 when there is none).
+    public func latestAuditID() throws(StoreError) -> Int64 {
+        try perform("read the newest audit id") {
+            (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) -> Int64 in
+            let statement = try connection.prepare("SELECT coalesce(max(id), 0) FROM audit_events")
+            guard try statement.step() else { return 0 }
+            return statement.int64(at: 0) ?? 0
         }
     }
 

@@ -127,6 +127,20 @@ public enum StoreSchema {
                     PRIMARY KEY (code, feature)
                 ) STRICT, WITHOUT ROWID;
                 """),
+        Migration(
+            version: 6, summary: "supporter accounts: login, display name, role, state, scrypt password hash",
+            sql: """
+                CREATE TABLE supporter_accounts (
+                    login TEXT PRIMARY KEY NOT NULL,
+                    display_name TEXT NOT NULL,
+                    role TEXT NOT NULL CHECK (role IN ('supporter', 'admin')),
+                    state TEXT NOT NULL CHECK (state IN ('active', 'disabled')),
+                    password_hash TEXT NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    updated_at INTEGER NOT NULL
+                ) STRICT, WITHOUT ROWID;
+                CREATE INDEX session_codes_by_assignee ON session_codes (assigned_supporter);
+                """),
     ]
 
     /// The triggers that keep the audit trail append-only, by name, exactly as the store creates them;

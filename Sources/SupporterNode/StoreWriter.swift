@@ -312,6 +312,7 @@ extension StoreIntent {
         case .deleteCode: "code deletion"
         case .audit(let event): "audit \(event.kind)"
         case .saveBackoff, .deleteBackoff: "back-off"
+        case .saveAccount: "supporter account"
         }
     }
 }
@@ -329,6 +330,7 @@ extension StoreTransaction {
                 try saveBackoff(
                     key: row.key, failures: row.failures, blockedUntil: row.blockedUntil, lastFailure: row.lastFailure)
             case .deleteBackoff(let key): try deleteBackoff(key: key)
+            case .saveAccount(let record): try saveAccount(record)
             }
         }
     }

@@ -11,11 +11,14 @@ public struct SessionCodeDetails: Sendable, Hashable {
     public var waitingMessage: String?
     /// The code rules (SPEC §15.3); `allow` for every feature unless given.
     public var featureRules: FeatureRules
+    /// The supporter account (login) the code is assigned to; unassigned when nil.
+    public var assignedSupporter: String?
 
     public init(
         description: String? = nil, customerName: String? = nil, customerEmail: String? = nil,
-        waitingMessage: String? = nil, featureRules: FeatureRules = .codeDefault
+        waitingMessage: String? = nil, featureRules: FeatureRules = .codeDefault, assignedSupporter: String? = nil
     ) {
+        self.assignedSupporter = assignedSupporter
         self.description = description
         self.customerName = customerName
         self.customerEmail = customerEmail
@@ -51,7 +54,7 @@ extension SupporterNode {
                 code: code, type: type, description: details.description, customerName: details.customerName,
                 customerEmail: details.customerEmail, waitingMessage: details.waitingMessage, isClosed: false,
                 createdAt: now, validUntil: validUntil ?? now.addingTimeInterval(seconds), closedAt: nil,
-                assignedSupporter: nil, featureRules: details.featureRules)
+                assignedSupporter: details.assignedSupporter, featureRules: details.featureRules)
             do throws(RegistryError) {
                 return (record, try state.registry.createCode(record, by: actor))
             } catch {

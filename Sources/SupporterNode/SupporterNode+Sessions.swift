@@ -18,6 +18,17 @@ extension SupporterNode {
         code: String, supporterName: String, type: ConnectionType, features: FeatureSet = [],
         mediaDescriptor: [UInt8]? = nil, by actor: AuditActor = .local
     ) async throws(SupporterNodeError) -> UInt32 {
+        try await requestConnection(
+            code: code, supporterName: supporterName, type: type, features: features, mediaDescriptor: mediaDescriptor,
+            by: actor, assignTo: supporterName, replacingAssignee: true)
+    }
+
+    /// As the public one; the code is assigned to `assignTo` (replacing another assignee only with
+    /// `replacingAssignee`).
+    func requestConnection(
+        code: String, supporterName: String, type: ConnectionType, features: FeatureSet = [],
+        mediaDescriptor: [UInt8]? = nil, by actor: AuditActor, assignTo: String, replacingAssignee: Bool
+    ) async throws(SupporterNodeError) -> UInt32 {
         guard (1...WireLimits.nameLength).contains(supporterName.utf8.count) else {
             throw SupporterNodeError("a supporter name has 1 to \(WireLimits.nameLength) bytes", kind: .invalid)
         }
@@ -31,7 +42,8 @@ extension SupporterNode {
             if case .requestPending(_, let request, _) = machine.state { id = request.requestID }
             let intents = state.withLock {
                 $0.registry.requestSent(
-                    code: code, requestID: id, supporterName: supporterName, type: type, by: actor, now: .now)
+                    code: code, requestID: id, supporterName: supporterName, type: type, by: actor, now: .now,
+                    assignTo: assignTo, replacingAssignee: replacingAssignee)
             }
             return (actions, intents, id)
         }
@@ -56,8 +68,10 @@ extension SupporterNode {
         async throws(SupporterNodeError)
     {
         let connection = try connection(for: code)
-        try await connection.run { machine throws(SupporterSessionMachine.Refusal) in
-            (try machine.end(reason: .endedBySupporter, text: text), ())
+        try await connection.run { [self] machine throws(SupporterSessionMachine.Refusal) in
+            let actions = try machine.end(reason: .endedBySupporter, text: text)
+            state.withLock { $0.registry.endRequested(code: code, by: actor) }
+            return (actions, ())
         }
     }
 

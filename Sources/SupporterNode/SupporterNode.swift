@@ -22,6 +22,8 @@ public final class SupporterNode: Sendable {
     private let sweeper = Mutex<Task<Void, Never>?>(nil)
     let store: SessionStore
     let writer: StoreWriter
+    /// Hashes and checks passwords (and other blocking work of async callers) off every loop and cooperative thread.
+    let passwords = BlockingWorker()
     let state: Mutex<NodeState>
     let handshakeLog: RateLimitedLog
     private let eventContinuation: AsyncStream<SupporterNodeEvent>.Continuation
@@ -37,6 +39,11 @@ public final class SupporterNode: Sendable {
         /// Every open device link, registered or not.
         var links: [ConnectionID: DeviceConnection] = [:]
         var tokens = APITokenStore()
+        /// Supporter accounts by login, as stored.
+        var accounts: [String: SupporterAccountRecord] = [:]
+        var loginGuard = LoginGuard()
+        var loginSessions = LoginSessionTable()
+        var signInAudit = AuditThrottle(policy: AuditThrottle.Policy(window: .seconds(60), globalLimit: 600, keys: 10_000))
         var nextConnection: UInt64 = 1
         var shuttingDown = false
     }
@@ -60,7 +67,9 @@ public final class SupporterNode: Sendable {
             for record in try store.allRecords() { registry.load(record, now: now) }
             for row in try store.loadBackoff() { registry.load(row) }
             let tokens = try APITokenStore(loadingFrom: store)
-            self.state = Mutex(NodeState(registry: registry, tokens: tokens))
+            var nodeState = NodeState(registry: registry, tokens: tokens)
+            for account in try store.accounts() { nodeState.accounts[account.login] = account }
+            self.state = Mutex(nodeState)
         } catch {
             group.shutdown()
             throw SupporterNodeError(store: error)
@@ -162,6 +171,7 @@ public final class SupporterNode: Sendable {
         }
         group.shutdown()
         writer.stop()
+        passwords.stop()
         eventContinuation.finish()
     }
 
@@ -245,11 +255,21 @@ public final class SupporterNode: Sendable {
 
     /// The audit trail, oldest first, filtered by code and time (`from` included, `to` excluded).
     public func auditEvents(
-        code: String? = nil, from: Date? = nil, to: Date? = nil, limit: Int = 1000, afterID: Int64? = nil
+        code: String? = nil, from: Date? = nil, to: Date? = nil, limit: Int = 1000, afterID: Int64? = nil,
+        beforeID: Int64? = nil, newestFirst: Bool = false
     ) throws(SupporterNodeError) -> [AuditEvent] {
-        do throws(StoreError) { return try store.auditEvents(code: code, from: from, to: to, limit: limit, afterID: afterID) } catch {
+        do throws(StoreError) {
+            return try store.auditEvents(
+                code: code, from: from, to: to, limit: limit, afterID: afterID, beforeID: beforeID,
+                newestFirst: newestFirst)
+        } catch {
             throw SupporterNodeError(store: error)
         }
+    }
+
+    /// The id of the newest audit event (0 when there is none).
+    public func latestAuditID() throws(SupporterNodeError) -> Int64 {
+        do throws(StoreError) { return try store.latestAuditID() } catch { throw SupporterNodeError(store: error) }
     }
 
     /// Appends `events` to the audit trail; returns once they are durable. For services beside the node that refuse
@@ -274,6 +294,8 @@ public final class SupporterNode: Sendable {
         let now = Date()
         let (expiring, intents) = state.withLock { $0.registry.tick(now: now) }
         if !intents.isEmpty { _ = writer.submit(intents) { _ in } }
+        let signInRows = accountsTick(now: now)
+        if !signInRows.isEmpty { _ = writer.submit(signInRows) { _ in } }
         for code in expiring { try? await expireCode(code, by: .node) }
     }
 

@@ -20,6 +20,10 @@ public struct SupporterNodeError: Error, Sendable, Hashable, CustomStringConvert
         public static let invalid = Kind(name: "invalid")
         public static let transport = Kind(name: "transport")
         public static let store = Kind(name: "store")
+        /// The acting account may not do this (another supporter's code, an admin's task).
+        public static let forbidden = Kind(name: "forbidden")
+        /// Too much work waiting; try again shortly.
+        public static let busy = Kind(name: "busy")
     }
 
     public let kind: Kind

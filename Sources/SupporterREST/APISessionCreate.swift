@@ -20,6 +20,8 @@ public struct APISessionCreate: Codable, Sendable, Hashable {
     public var validUntil: Date?
     /// The code rules (SPEC §15.3); the code default (`allow` for every feature) when absent.
     public var featureRules: FeatureRules?
+    /// The account (login) the code is assigned to.
+    public var assignedSupporter: String?
 
     public init(
         type: APISessionType? = nil, description: String? = nil, customerName: String? = nil,
@@ -43,7 +45,7 @@ public struct APISessionCreate: Codable, Sendable, Hashable {
         case type, description
         case customerName = "customer_name", customerEmail = "customer_email", waitingMessage = "waiting_message"
         case validForSeconds = "valid_for_seconds", validUntil = "valid_until"
-        case featureRules = "feature_rules"
+        case featureRules = "feature_rules", assignedSupporter = "assigned_supporter"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -63,6 +65,7 @@ public struct APISessionCreate: Codable, Sendable, Hashable {
         validForSeconds = try object.integer("valid_for_seconds", in: Self.lifetimeRange)
         validUntil = try object.time("valid_until")
         featureRules = try object.featureRules()
+        assignedSupporter = try object.string("assigned_supporter", max: 64, required: false)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -75,6 +78,7 @@ public struct APISessionCreate: Codable, Sendable, Hashable {
         try container.encodeIfPresent(validForSeconds, forKey: .validForSeconds)
         try container.encodeIfPresent(validUntil.map(RESTTime.format), forKey: .validUntil)
         try container.encodeIfPresent(featureRules.map(APIFeatureRules.init), forKey: .featureRules)
+        try container.encodeIfPresent(assignedSupporter, forKey: .assignedSupporter)
     }
 
     /// The checks that depend on the clock: `valid_until` must lie after `now`.
@@ -90,7 +94,8 @@ public struct APISessionCreate: Codable, Sendable, Hashable {
     public var details: SessionCodeDetails {
         SessionCodeDetails(
             description: description, customerName: customerName, customerEmail: customerEmail,
-            waitingMessage: waitingMessage, featureRules: featureRules ?? .codeDefault)
+            waitingMessage: waitingMessage, featureRules: featureRules ?? .codeDefault,
+            assignedSupporter: assignedSupporter)
     }
 
     /// The lifetime asked for, if any (else the node's default, or ``validUntil``).

@@ -81,7 +81,18 @@ public struct RESTError: Error, Sendable, Hashable, CustomStringConvertible {
         case .notFound: self.init(.notFound, error.description)
         case .conflict: self.init(.conflict, error.description)
         case .invalid: self.init(.unprocessable, error.description)
+        case .forbidden: self.init(.forbidden, error.description)
+        case .busy: self.init(.unavailable, error.description)
         default: self.init(.internalError, error.description)
+        }
+    }
+
+    /// `error` as the API answers it: a ``RESTError`` as it is, a node's error by its kind, anything else a 500.
+    init(any error: any Error) {
+        switch error {
+        case let error as RESTError: self = error
+        case let error as SupporterNodeError: self.init(error)
+        default: self.init(.internalError, "\(error)")
         }
     }
 

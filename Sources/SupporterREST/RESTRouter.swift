@@ -12,36 +12,109 @@ struct RESTRouter: Sendable {
     let guardian: GuardBox
     let resolver: ClientAddressResolver
     let logger: NodeLogger
+    let console: ConsoleFiles
+    let feed: EventFeed
 
-    /// The path prefix of every resource.
-    static let base = ["api", "v1", "sessions"]
+    /// The path prefix of every API resource.
+    static let api = ["api", "v1"]
 
+    /// Answers `request`, with the security headers every answer carries (``BrowserSecurity``).
     func handle(_ request: HTTPRequest) async -> HTTPResponse {
+        let isAPI = request.pathSegments.first == "api"
+        var response: HTTPResponse
         do throws(RESTError) {
-            return try await route(request)
+            response = isAPI ? try await route(request) : try serveConsole(request)
         } catch {
-            return error.response
+            response = error.response
         }
+        BrowserSecurity.secure(&response, isAPI: isAPI)
+        return response
+    }
+
+    /// The web console's files: `GET /` and `GET /<file>`.
+    private func serveConsole(_ request: HTTPRequest) throws(RESTError) -> HTTPResponse {
+        guard request.method == .get || request.method == .head else {
+            throw RESTError(.methodNotAllowed, "\(request.method) is not allowed here", allowedMethods: "GET, HEAD")
+        }
+        guard let response = console.response(for: request.path) else {
+            throw RESTError(.notFound, "no such page: \(request.path)")
+        }
+        return response
     }
 
     private func route(_ request: HTTPRequest) async throws(RESTError) -> HTTPResponse {
         let segments = request.pathSegments
-        guard segments.count >= 3, Array(segments.prefix(3)) == Self.base, segments.count <= 4 else {
+        guard segments.count >= 3, Array(segments.prefix(2)) == Self.api else {
             throw RESTError(.notFound, "no such resource: \(request.path)")
         }
-        let actor = try await authenticate(request)
-        guard segments.count == 4 else {
+        let path = Array(segments.dropFirst(2))
+        switch path[0] {
+        case "login" where path.count == 1:
+            try allow(request, .post)
+            return try await signIn(request)
+        case "logout" where path.count == 1:
+            try allow(request, .post)
+            return try await signOut(request)
+        case "me" where path.count == 1:
+            try allow(request, .get)
+            let (principal, _) = try await authenticate(request)
+            guard case .account(let account, let session, _) = principal else {
+                throw RESTError(.notFound, "an API token has no account; /me is for signed-in supporters")
+            }
+            return .json(.ok, encoding: APISignedIn(account: APIAccount(account), csrfToken: session.csrfToken))
+        case "sessions" where path.count <= 3:
+            let (principal, _) = try await authenticate(request)
+            return try await sessions(request, Array(path.dropFirst()), as: principal)
+        case "audit" where path.count == 1:
+            try allow(request, .get)
+            let (principal, _) = try await authenticate(request)
+            return try audit(request, as: principal)
+        case "events" where path.count == 1:
+            try allow(request, .get)
+            let (principal, secret) = try await authenticate(request)
+            return try events(request, as: principal, sessionSecret: secret)
+        case "users" where path.count <= 2:
+            let (principal, _) = try await authenticate(request)
+            try principal.requireAdmin()
+            return try await users(request, path.count == 2 ? path[1] : nil, as: principal)
+        case "tokens" where path.count <= 2:
+            let (principal, _) = try await authenticate(request)
+            try principal.requireAdmin()
+            return try await tokens(request, path.count == 2 ? path[1] : nil, as: principal)
+        default:
+            throw RESTError(.notFound, "no such resource: \(request.path)")
+        }
+    }
+
+    /// 405 unless `request` uses one of `methods`.
+    func allow(_ request: HTTPRequest, _ methods: HTTPMethod...) throws(RESTError) {
+        guard !methods.contains(request.method) else { return }
+        throw RESTError(
+            .methodNotAllowed, "\(request.method) is not allowed here",
+            allowedMethods: methods.map(\.description).joined(separator: ", "))
+    }
+
+    private func sessions(_ request: HTTPRequest, _ path: [String], as principal: RESTPrincipal) async throws(RESTError)
+        -> HTTPResponse
+    {
+        guard let code = path.first else {
             switch request.method {
-            case .post: return try await create(request, by: actor)
-            case .get: return try list(request)
+            case .post: return try await create(request, by: principal)
+            case .get: return try list(request, for: principal)
             default: throw RESTError(.methodNotAllowed, "\(request.method) is not allowed here", allowedMethods: "GET, POST")
             }
         }
-        let code = segments[3]
+        guard path.count == 1 else {
+            guard ["connect", "cancel", "end"].contains(path[1]) else {
+                throw RESTError(.notFound, "no such resource: \(request.path)")
+            }
+            try allow(request, .post)
+            return try await act(path[1], on: code, request, by: principal)
+        }
         switch request.method {
-        case .get: return try get(code)
-        case .put: return try await update(code, request, by: actor)
-        case .delete: return try await delete(code, by: actor)
+        case .get: return try get(code, for: principal)
+        case .put: return try await update(code, request, by: principal)
+        case .delete: return try await delete(code, by: principal)
         default:
             throw RESTError(.methodNotAllowed, "\(request.method) is not allowed here", allowedMethods: "GET, PUT, DELETE")
         }
@@ -49,11 +122,22 @@ struct RESTRouter: Sendable {
 
     // MARK: authentication
 
-    /// The acting token and client address, or the 401, 403 or 429 to send (see ``AuthenticationGuard``). A refusal
-    /// that the guard audits is answered only once its row is durable.
-    private func authenticate(_ request: HTTPRequest) async throws(RESTError) -> AuditActor {
-        let address = resolver.clientAddress(
-            peer: request.peerAddress?.host, forwardedFor: request.headers.values(for: "X-Forwarded-For"))
+    /// The caller, or the 401, 403 or 429 to send. An `Authorization: Bearer` token is checked as before (admin
+    /// tokens only, guessing limited per address, see ``AuthenticationGuard``); without one, the login session cookie.
+    /// A request with the cookie that changes something must come from the node's own origin and carry the session's
+    /// CSRF token (``BrowserSecurity``). Also returns the session's secret, for event streams.
+    func authenticate(_ request: HTTPRequest) async throws(RESTError) -> (RESTPrincipal, String?) {
+        let address = clientAddress(request)
+        if request.headers["Authorization"] == nil, let secret = BrowserSecurity.sessionSecret(request) {
+            guard let (session, account) = node.loginSession(secret: secret) else {
+                throw RESTError(.unauthorized, "your sign-in has ended; sign in again")
+            }
+            if request.method != .get, request.method != .head {
+                try BrowserSecurity.checkSameOrigin(request)
+                try BrowserSecurity.checkCSRF(request, expected: session.csrfToken)
+            }
+            return (.account(account, session: session, address: address), secret)
+        }
         let credential: AuthenticationGuard.Credential
         if let token = AuthenticationGuard.bearerToken(request.headers["Authorization"]) {
             let record = node.tokenRecord(of: token)
@@ -67,7 +151,7 @@ struct RESTRouter: Sendable {
         }
         switch guardian.check(credential, address: address, now: Date()) {
         case .accept(let id):
-            return AuditActor(kind: "rest", tokenID: id, address: address)
+            return (.adminToken(id: id, address: address), nil)
         case .refuse(let error, let row):
             if let row {
                 logger.log(.warning, "REST API: unknown bearer token from \(address) (at most one line per minute)")
@@ -79,76 +163,8 @@ struct RESTRouter: Sendable {
         }
     }
 
-    // MARK: operations
-
-    private func create(_ request: HTTPRequest, by actor: AuditActor) async throws(RESTError) -> HTTPResponse {
-        let input = try StrictJSON.decode(APISessionCreate.self, from: request.body).validated(now: Date())
-        let info: SessionCodeInfo
-        do {
-            info = try await node.createCode(
-                type: input.codeType, details: input.details, lifetime: input.lifetime, validUntil: input.validUntil,
-                by: actor)
-        } catch {
-            throw RESTError(error)
-        }
-        return .json(
-            .created, encoding: APISession(info), headers: ["Location": "/api/v1/sessions/\(info.record.code)"])
-    }
-
-    private func list(_ request: HTTPRequest) throws(RESTError) -> HTTPResponse {
-        guard let offset = Self.integer(request.query("offset"), default: 0), offset >= 0 else {
-            throw RESTError(.badRequest, "offset must be a whole number, 0 or more")
-        }
-        guard let limit = Self.integer(request.query("limit"), default: 50), (1...500).contains(limit) else {
-            throw RESTError(.badRequest, "limit must be a whole number from 1 to 500")
-        }
-        let page = node.codes(offset: offset, limit: limit)
-        return .json(
-            .ok,
-            encoding: APISessionPage(
-                sessions: page.codes.map(APISession.init), total: page.total, offset: offset, limit: limit))
-    }
-
-    /// A query parameter of decimal digits only, or `fallback` when absent; nil when malformed or too large.
-    static func integer(_ text: String?, default fallback: Int) -> Int? {
-        guard let text else { return fallback }
-        guard !text.isEmpty, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
-        return Int(text)
-    }
-
-    private func get(_ code: String) throws(RESTError) -> HTTPResponse {
-        guard let info = node.code(code) else { throw RESTError(.notFound, "no session code \(code)") }
-        return .json(.ok, encoding: APISession(info))
-    }
-
-    private func update(_ code: String, _ request: HTTPRequest, by actor: AuditActor) async throws(RESTError)
-        -> HTTPResponse
-    {
-        guard let current = node.code(code) else { throw RESTError(.notFound, "no session code \(code)") }
-        let change = try StrictJSON.decode(APISessionUpdate.self, from: request.body).validated(now: Date())
-        if change.state == .open, current.record.isClosed {
-            throw RESTError(.conflict, "a closed session code cannot be reopened")
-        }
-        do {
-            if change.changesMetadata {
-                try await node.updateCode(code, by: actor) { record in change.apply(to: &record) }
-            }
-            if let rules = change.featureRules { try await node.setFeatureRules(code, rules, by: actor) }
-            if change.state == .closed, !current.record.isClosed { try await node.closeCode(code, by: actor) }
-        } catch {
-            throw RESTError(error)
-        }
-        guard let info = node.code(code) else { throw RESTError(.notFound, "no session code \(code)") }
-        return .json(.ok, encoding: APISession(info))
-    }
-
-    private func delete(_ code: String, by actor: AuditActor) async throws(RESTError) -> HTTPResponse {
-        do {
-            try await node.deleteCode(code, by: actor)
-        } catch {
-            throw RESTError(error)
-        }
-        return HTTPResponse(status: .noContent)
+    func clientAddress(_ request: HTTPRequest) -> String {
+        resolver.clientAddress(peer: request.peerAddress?.host, forwardedFor: request.headers.values(for: "X-Forwarded-For"))
     }
 }
 

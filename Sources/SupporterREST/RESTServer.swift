@@ -23,6 +23,7 @@ public final class RESTServer: Sendable {
     private let http: HTTPServer
     private let group: EventLoopGroup
     private let guardian: GuardBox
+    private let feed: EventFeed
     private let logger: NodeLogger
     private let sweeper = Mutex<Task<Void, Never>?>(nil)
     private let stopped = Atomic<Bool>(false)
@@ -51,18 +52,25 @@ public final class RESTServer: Sendable {
         self.guardian = guardian
         let group = try EventLoopGroup(loopCount: max(1, configuration.loopCount))
         self.group = group
-        let router = RESTRouter(node: node, guardian: guardian, resolver: resolver, logger: configuration.logger)
+        let console = ConsoleFiles()
+        if console.isEmpty { logger.log(.warning, "REST API: the web console's files are missing; serving the API only") }
+        let feed = EventFeed(node: node, logger: configuration.logger)
+        self.feed = feed
+        let router = RESTRouter(
+            node: node, guardian: guardian, resolver: resolver, logger: configuration.logger, console: console,
+            feed: feed)
         do {
             self.http = try HTTPServer(
                 host: configuration.host, port: configuration.port, context: context, group: group,
                 configuration: http
             ) { request in await router.handle(request) }
         } catch {
+            feed.stop()
             group.shutdown()
             throw error
         }
         localAddress = self.http.localAddress
-        logger.log(.info, "REST API on https://\(localAddress)/api/v1")
+        logger.log(.info, "REST API on https://\(localAddress)/api/v1, web console on https://\(localAddress)/")
         // Once a second: audit windows that closed write their aggregate rows; decayed back-off is forgotten.
         sweeper.withLock {
             $0 = Task { [guardian, node, logger] in
@@ -92,6 +100,7 @@ public final class RESTServer: Sendable {
             $0?.cancel()
             $0 = nil
         }
+        feed.stop()
         http.close()
         // Let answers and close_notify leave before the loops stop (bounded).
         let deadline = ContinuousClock.now + .seconds(1)
@@ -108,6 +117,7 @@ public final class RESTServer: Sendable {
     deinit {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         sweeper.withLock { $0?.cancel() }
+        feed.stop()
         http.close()
         group.shutdown()
     }

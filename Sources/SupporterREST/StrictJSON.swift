@@ -86,6 +86,32 @@ extension KeyedDecodingContainer where Key == JSONKey {
     }
 
     /// An RFC 3339 time member (not null).
+    /// A list of strings, each one of `choices`, at most `choices.count` of them, no repeats; nil when absent.
+    func names(_ name: String, from choices: Set<String>) throws(RESTError) -> [String]? {
+        guard has(name) else { return nil }
+        let values: [String]
+        do { values = try decode([String].self, forKey: JSONKey(name)) } catch {
+            throw RESTError.unprocessable("\(name) must be a list of strings")
+        }
+        for value in values where !choices.contains(value) {
+            throw RESTError.unprocessable("\(name): unknown value '\(value)' (one of \(choices.sorted().joined(separator: ", ")))")
+        }
+        guard Set(values).count == values.count else { throw RESTError.unprocessable("\(name) lists a value twice") }
+        return values
+    }
+
+    /// A string member, required (`required`) or optional; its length in code points within `min...max`.
+    func string(_ name: String, min: Int = 1, max: Int, required: Bool) throws(RESTError) -> String? {
+        guard has(name) else {
+            if required { throw RESTError.unprocessable("\(name) is required") }
+            return nil
+        }
+        guard case .set(let value) = try text(name, min: min, max: max, nullable: false) else {
+            throw RESTError.unprocessable("\(name) must be a string")
+        }
+        return value
+    }
+
     func time(_ name: String) throws(RESTError) -> Date? {
         guard has(name) else { return nil }
         guard !isNull(name), let text = try? decode(String.self, forKey: JSONKey(name)), let date = RESTTime.parse(text)

@@ -312,6 +312,25 @@ final class SupporterServer: Sendable {
         return reply
     }
 
+    /// Adds the supporter account `login` (display name `displayName`) unless the node has it; its password is in the
+    /// node's test folder.
+    func ensureAccount(_ login: String = "alice", displayName: String = "Alice", role: String = "supporter") async throws {
+        let listed = try await control(["user", "list"])
+        if (listed["users"] as? [[String: Any]] ?? []).contains(where: { $0["login"] as? String == login }) { return }
+        let passwordFile = folder.file("password-\(login)")
+        try Data("correct horse battery \(login)\n".utf8).write(to: URL(fileURLWithPath: passwordFile))
+        _ = try await control(
+            ["user", "add", login, "--display-name", displayName, "--role", role, "--password-file", passwordFile])
+    }
+
+    /// Sends a connection request on `code` as the account `login` (added first when missing, display name "Alice").
+    func connect(_ code: String, as login: String = "alice", displayName: String = "Alice", extra: [String] = [])
+        async throws -> [String: Any]
+    {
+        try await ensureAccount(login, displayName: displayName)
+        return try await control(["connect", "--code", code, "--as", login] + extra)
+    }
+
     func issueToken() async throws -> String {
         guard let token = try await control(["token"])["token"] as? String else { throw HarnessError("no token") }
         return token

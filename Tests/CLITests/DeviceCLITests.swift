@@ -234,10 +234,10 @@ struct DeviceCLITests {
             case .waitingOnline:
                 break
             case .requestPending:
-                _ = try await server.control(["connect", "--code", code, "--as", "Alice"])
+                _ = try await server.connect(code)
                 _ = try #require(await device.waitForEvent("request"), "\(device.transcript)")
             case .sessionActive:
-                _ = try await server.control(["connect", "--code", code, "--as", "Alice"])
+                _ = try await server.connect(code)
                 _ = try #require(await device.waitForEvent("connected"), "\(device.transcript)")
                 _ = try #require(await server.waitForEvent("connected", code: code), "\(server.process.transcript)")
             }
@@ -317,7 +317,7 @@ extension DeviceCLITests {
         defer { Task { await device.stop() } }
         _ = try #require(await device.waitForEvent("online"), "run \(run)\n\(device.transcript)")
         try await until("device_online") { count("device_online") >= run }
-        _ = try await server.control(["connect", "--code", code, "--as", "Alice"])
+        _ = try await server.connect(code)
         _ = try #require(await device.waitForEvent("connected"), "run \(run)\n\(device.transcript)")
         try await until("connected") { count("connected") >= run }
 

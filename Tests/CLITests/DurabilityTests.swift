@@ -48,7 +48,7 @@ struct DurabilityTests {
                     await node.waitForEvent("device_online", code: code(role)), "\(node.process.transcript)")
             }
             for role in [Role.pending, .pending2, .active, .active2, .rejecting, .slow] {
-                _ = try await node.control(["connect", "--code", code(role), "--as", "Alice"])
+                _ = try await node.connect(code(role))
             }
             for role in [Role.pending, .pending2, .slow] {
                 _ = try #require(await devices[role]!.waitForEvent("request"), "\(devices[role]!.transcript)")
@@ -93,7 +93,7 @@ struct DurabilityTests {
                             code: churnCode, token: token, trust: trust, extra: ["--auto-accept"]),
                         { churnDevices.withLock { $0.append(device) }; return true }(),
                         await device.waitForEvent("online") != nil,
-                        (try? await node.control(["connect", "--code", churnCode, "--as", "Alice"])) != nil,
+                        (try? await node.connect(churnCode)) != nil,
                         await device.waitForEvent("connected") != nil,
                         (try? await node.control(["end", "--code", churnCode])) != nil,
                         await device.waitForExit() != nil
@@ -104,7 +104,7 @@ struct DurabilityTests {
             let requests = Task {
                 while !Task.isCancelled {
                     guard (try? await node.control(["cancel", "--code", pendingCode])) != nil,
-                        (try? await node.control(["connect", "--code", pendingCode, "--as", "Alice"])) != nil
+                        (try? await node.connect(pendingCode)) != nil
                     else { return }
                     requestRounds.increment()
                 }
@@ -151,7 +151,7 @@ struct DurabilityTests {
                 #expect(new.type == old.type && new.description == old.description, "\(old.text) → \(new.text)")
                 #expect(new.state == "open", "\(new.text)")
                 // Every request was sent as Alice: one assigned before the kill stays; a later one may have landed.
-                #expect(new.supporter == old.supporter || (old.supporter == nil && new.supporter == "Alice"))
+                #expect(new.supporter == old.supporter || (old.supporter == nil && new.supporter == "alice"))
             }
 
             for (role, issued) in [(Role.waiting, token), (.waiting2, unusedToken)] {
@@ -161,7 +161,7 @@ struct DurabilityTests {
                 _ = try #require(
                     await restarted.waitForEvent("device_online", code: code(role)), "\(restarted.process.transcript)")
             }
-            _ = try await restarted.control(["connect", "--code", code(.waiting), "--as", "Alice"])
+            _ = try await restarted.connect(code(.waiting))
             _ = try #require(
                 await restarted.waitForEvent("connected", code: code(.waiting)), "\(restarted.process.transcript)")
 
@@ -270,7 +270,7 @@ struct DurabilityTests {
                 try await Task.sleep(for: .milliseconds(30))
                 let device = try node.startDevice(code: code, token: token, trust: trust, extra: ["--auto-accept"])
                 _ = try #require(await device.waitForEvent("online"), "\(device.transcript)")
-                _ = try await node.control(["connect", "--code", code, "--as", "Alice"])
+                _ = try await node.connect(code)
                 _ = try #require(await device.waitForEvent("connected"), "\(device.transcript)")
                 _ = try await node.control(["end", "--code", code])
                 #expect(await device.waitForExit() == 0, "\(device.transcript)")

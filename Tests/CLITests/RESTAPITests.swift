@@ -46,7 +46,8 @@ struct RESTAPITests {
                 #expect(try await api.curl("GET", "/sessions?\(query)").errorStatus == 400, "\(query)")
             }
 
-            // PUT changes present members only; null clears.
+            // PUT changes present members only; null clears. A code is assigned to an account.
+            try await api.server.ensureAccount("bob", displayName: "Bob")
             let named = try await api.curl(
                 "PUT", "/sessions/\(code)", json: #"{"customer_name":"Ann","assigned_supporter":"bob"}"#)
             #expect(named.status == 200, "\(named)")
@@ -470,9 +471,10 @@ struct RESTNode {
     /// `curl` with the node's CA: one request; `token` nil sends no Authorization.
     func curl(
         _ method: String, _ path: String, json: String? = nil, file: String? = nil, token: String?? = .none,
-        base: String = "/api/v1", headers: [String] = []
+        base: String = "/api/v1", headers: [String] = [], cookieJar: String? = nil
     ) async throws -> CurlResult {
-        var arguments = ["-sS", "--cacert", caPath, "-X", method, "-D", "-", "-w", "\n%{http_code}"]
+        var arguments = ["-sS", "--cacert", caPath, "-X", method, "-D", "-", "-w", "\n%{http_code}", "--path-as-is"]
+        if let cookieJar { arguments += ["-b", cookieJar, "-c", cookieJar] }
         let bearer: String? = token ?? adminToken
         if let bearer { arguments += ["-H", "Authorization: Bearer \(bearer)"] }
         for header in headers { arguments += ["-H", header] }

@@ -160,7 +160,7 @@ struct SupporterCLITests {
             let device = try server.startDevice(
                 code: code, token: token, trust: ["--ca", certificates.caPath], extra: ["--auto-accept"])
             #expect(await server.waitForEvent("device_online", code: code) != nil, "\(server.process.transcript)")
-            _ = try await server.control(["connect", "--code", code, "--as", "Alice"])
+            _ = try await server.connect(code)
             #expect(await server.waitForEvent("connected", code: code) != nil, "\(server.process.transcript)")
             _ = try await server.control(["end", "--code", code])
             #expect(await server.waitForEvent("ended", code: code) != nil, "\(server.process.transcript)")
@@ -182,7 +182,7 @@ struct SupporterCLITests {
             let device = try server.startDevice(
                 code: code, token: token, trust: ["--ca", certificates.caPath], extra: ["--auto-accept"])
             _ = try #require(await server.waitForEvent("device_online", code: code), "\(server.process.transcript)")
-            _ = try await server.control(["connect", "--code", code, "--as", "Alice"])
+            _ = try await server.connect(code)
             _ = try #require(await device.waitForEvent("connected"), "\(device.transcript)")
             _ = try #require(await server.waitForEvent("connected", code: code))
 

@@ -152,11 +152,13 @@ struct TerminalEscapingTests {
                 online?.hasSuffix(#"— please wait\n2026-01-01 INFO forged\x1B[2J\x9B\u{202E}"#) == true,
                 "\(device.transcript)")
 
-            let supporterName = "Eve\n2026-01-01 INFO forged\u{1B}[31m\u{9B}\u{2028}"
-            _ = try await server.control(["connect", "--code", code, "--as", supporterName])
+            // A display name cannot hold control characters (the node refuses them), but line and paragraph
+            // separators and bidirectional overrides are not controls: the device still escapes them.
+            let supporterName = "Eve\u{2028}2026-01-01 INFO forged\u{202E}"
+            _ = try await server.connect(code, as: "eve", displayName: supporterName)
             let request = await device.waitForLine { $0.contains("asks to connect") }
             #expect(
-                request?.contains(#"supporter 'Eve\n2026-01-01 INFO forged\x1B[31m\x9B\u{2028}' asks to connect"#)
+                request?.contains(#"supporter 'Eve\u{2028}2026-01-01 INFO forged\u{202E}' asks to connect"#)
                     == true, "\(device.transcript)")
             _ = await server.waitForEvent("rejected", code: code)
             await device.stop()

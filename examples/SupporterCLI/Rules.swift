@@ -39,14 +39,7 @@ enum Rules {
         var request: [String: Any] = ["command": "rules", "code": code, "set": parsed.positionals]
         if let text = parsed.options["default-rule"] { request["default-rule"] = text }
         if parsed.has("reset") { request["reset"] = true }
-        let folder = parsed.options["data"] ?? "supporter-data"
-        let reply = try ControlSocket.request(path: folder + "/control.sock", request)
-        guard reply["ok"] as? Bool == true else { throw .failure(reply["error"] as? String ?? "the command failed") }
-        let console = Console(json: parsed.has("json"))
-        if console.json {
-            console.line(Console.encode(reply))
-            return
-        }
+        guard let (reply, console) = try sendCommand(request, parsed) else { return }
         let rules = reply["feature_rules"] as? [String: Any] ?? [:]
         console.line(escaping: "\(reply["code"] ?? code)  default \(rules["default"] ?? "?")")
         let named = (rules["rules"] as? [String: String] ?? [:]).sorted { $0.key < $1.key }

@@ -253,7 +253,7 @@ struct InteractiveConsole {
     let console: Console
 
     static let help = """
-        commands: create [remote|assist] [description…] · list · connect CODE NAME [screen|assist] ·
+        commands: create [remote|assist] [description…] · list · connect CODE LOGIN [screen|assist] ·
                   cancel CODE · end CODE · close CODE · say CODE TEXT · send CODE FILE · ask CODE FEATURE ·
                   token · help · quit
         """
@@ -276,7 +276,7 @@ struct InteractiveConsole {
                 if words.count > 2 { request["description"] = words[2...].joined(separator: " ") }
             case "connect":
                 guard words.count >= 3 else {
-                    console.error("connect CODE NAME [screen|assist]")
+                    console.error("connect CODE LOGIN [screen|assist]   (LOGIN: a supporter account, see rsup-supporter user add)")
                     continue
                 }
                 request["code"] = words[1]

@@ -86,6 +86,13 @@ struct SupporterCommands: Sendable {
         return object
     }
 
+    static func describe(_ account: SupporterAccount) -> [String: Any] {
+        [
+            "login": account.login, "display_name": account.displayName, "role": account.role.rawValue,
+            "state": account.state.rawValue,
+        ]
+    }
+
     /// Runs one command; the reply has `ok` and either the result or `error`.
     func run(_ request: [String: Any]) async -> [String: Any] {
         let command = request["command"] as? String ?? ""
@@ -98,10 +105,14 @@ struct SupporterCommands: Sendable {
                 }
                 let rules = try Self.featureRules(
                     request["feature-rule"] as? [String] ?? [], default: request["default-rule"] as? String)
+                let assignee = request["assign"] as? String
+                if let assignee, node.account(assignee)?.isActive != true {
+                    return ["ok": false, "error": "--assign: no active supporter account '\(assignee)'"]
+                }
                 let details = SessionCodeDetails(
                     description: request["description"] as? String, customerName: request["customer"] as? String,
                     customerEmail: request["email"] as? String, waitingMessage: request["waiting-message"] as? String,
-                    featureRules: rules)
+                    featureRules: rules, assignedSupporter: assignee)
                 let info = try await node.createCode(type: type, details: details)
                 return ["ok": true, "code": Self.describe(info)]
             case "list":
@@ -125,8 +136,16 @@ struct SupporterCommands: Sendable {
                 }
                 return ["ok": true, "code": info.code, "feature_rules": Self.describe(info.featureRules)]
             case "connect":
-                guard let name = request["as"] as? String, !name.isEmpty else {
-                    return ["ok": false, "error": "a supporter name is required (--as NAME)"]
+                guard let login = request["as"] as? String, !login.isEmpty else {
+                    return ["ok": false, "error": "a supporter account is required (--as LOGIN)"]
+                }
+                // The device's user sees the account's display name, never free text.
+                guard let account = node.account(login), account.isActive else {
+                    return [
+                        "ok": false,
+                        "error": "no active supporter account '\(login)'; add one with 'rsup-supporter user add \(login) "
+                            + "--display-name NAME --password-file FILE'",
+                    ]
                 }
                 guard let type = Self.connectionType(request["type"] as? String) else {
                     return ["ok": false, "error": "type must be screen or assist"]
@@ -142,7 +161,7 @@ struct SupporterCommands: Sendable {
                     features.insert(Feature(id))
                 }
                 let id = try await node.requestConnection(
-                    code: code, supporterName: name, type: type, features: features)
+                    code: code, account: account, type: type, features: features, by: account.actor(kind: "local"))
                 return ["ok": true, "request_id": Int(id)]
             case "cancel":
                 try await node.abortRequest(code: code)
@@ -189,6 +208,22 @@ struct SupporterCommands: Sendable {
                     return entry
                 }
                 return ["ok": true, "tokens": tokens]
+            case "user-add":
+                let account = try await node.addAccount(
+                    login: request["login"] as? String ?? "", displayName: request["display-name"] as? String ?? "",
+                    role: SupporterRole(rawValue: request["role"] as? String ?? "") ?? .supporter,
+                    password: request["password"] as? String ?? "")
+                return ["ok": true, "user": Self.describe(account)]
+            case "user-list":
+                return ["ok": true, "users": node.accounts().map(Self.describe)]
+            case "user-change":
+                let change = SupporterAccountChange(
+                    displayName: request["display-name"] as? String,
+                    role: (request["role"] as? String).flatMap(SupporterRole.init(rawValue:)),
+                    state: (request["state"] as? String).flatMap(SupporterAccountState.init(rawValue:)),
+                    password: request["password"] as? String)
+                let account = try await node.changeAccount(request["login"] as? String ?? "", change)
+                return ["ok": true, "user": Self.describe(account)]
             case "token-revoke":
                 guard let id = request["id"] as? String else { return ["ok": false, "error": "--id is required"] }
                 try node.revokeAPIToken(id: id)

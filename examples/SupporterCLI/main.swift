@@ -13,10 +13,11 @@ let usage = """
       create    create a session code             [--type remote|assist] [--description TEXT]
                                                   [--customer NAME] [--email ADDRESS] [--waiting-message TEXT]
                                                   [--feature-rule NAME=RULE]... [--default-rule RULE]
+                                                  [--assign LOGIN]  (the supporter account it belongs to)
       list      list codes with their live state
       rules     show or change a code's rules     --code CODE [NAME=RULE|NAME=default]... [--default-rule RULE]
                                                   [--reset]   (rules: allow, confirm, deny; see 'rules --help')
-      connect   send a connection request         --code CODE --as NAME [--type screen|assist]
+      connect   send a connection request         --code CODE --as LOGIN [--type screen|assist]
                                                   [--features voip,chat,…] (default: voip)
       cancel    cancel the pending request        --code CODE
       say       chat with the device (1.1)        --code CODE --text TEXT   (needs chat granted)
@@ -24,6 +25,7 @@ let usage = """
       ask       ask for a feature mid-session     --code CODE --feature NAME [--text WHY]
       end       end the session on a code         --code CODE
       close     close a code for good             --code CODE
+      user      supporter accounts                add|list|disable|enable|passwd|role|rename
       token     issue a new API token             [--scope device|admin] [--label TEXT] (admin: for the REST API)
       token list    list tokens (ids, scopes, labels, revoked; never the tokens)
       token revoke  revoke a token at once        --id ID
@@ -101,14 +103,7 @@ func remote(
     if let code = request["code"] as? String, !SessionCodeFormat.isWellFormed(code) {
         throw .usage("'\(code)' is not a session code (the format is 123-456-789)")
     }
-    let folder = parsed.options["data"] ?? "supporter-data"
-    let reply = try ControlSocket.request(path: folder + "/control.sock", request)
-    guard reply["ok"] as? Bool == true else { throw .failure(reply["error"] as? String ?? "the command failed") }
-    let console = Console(json: parsed.has("json"))
-    if console.json {
-        console.line(Console.encode(reply))
-        return
-    }
+    guard let (reply, console) = try sendCommand(request, parsed) else { return }
     switch command {
     case "create":
         let code = reply["code"] as? [String: Any] ?? [:]
@@ -141,6 +136,20 @@ func remote(
     }
 }
 
+/// Sends `request` to the node serving `--data`; throws its error. With `--json` prints the reply and returns nil;
+/// otherwise returns it with the console to print it on.
+func sendCommand(_ request: [String: Any], _ parsed: ParsedArguments) throws(CLIError) -> ([String: Any], Console)? {
+    let folder = parsed.options["data"] ?? "supporter-data"
+    let reply = try ControlSocket.request(path: folder + "/control.sock", request)
+    guard reply["ok"] as? Bool == true else { throw .failure(reply["error"] as? String ?? "the command failed") }
+    let console = Console(json: parsed.has("json"))
+    if console.json {
+        console.line(Console.encode(reply))
+        return nil
+    }
+    return (reply, console)
+}
+
 func main() -> Int32 {
     var arguments = Array(CommandLine.arguments.dropFirst())
     guard let command = arguments.first else {
@@ -157,7 +166,7 @@ func main() -> Int32 {
         case "create":
             try remote(
                 "create", arguments, required: [],
-                optional: ["type", "description", "customer", "email", "waiting-message", "default-rule"],
+                optional: ["type", "description", "customer", "email", "waiting-message", "default-rule", "assign"],
                 repeatable: ["feature-rule"]
             ) { parsed throws(CLIError) in
                 _ = try SupporterCommands.featureRules(
@@ -179,6 +188,7 @@ func main() -> Int32 {
             default: try remote("token", arguments, required: [], optional: ["scope", "label"])
             }
         case "audit": try Audit.run(arguments)
+        case "user": try Users.run(arguments)
         default:
             throw CLIError.usage("unknown command '\(command)'; see 'rsup-supporter --help'")
         }

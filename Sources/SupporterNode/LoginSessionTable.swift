@@ -1,0 +1,78 @@
+import Foundation
+import SupportTransport
+
+/// A signed-in supporter's session, as the REST API and web console use it.
+public struct LoginSession: Sendable, Hashable {
+    /// Public id for the audit trail and logs (a prefix of the secret's digest; never the secret).
+    public let id: String
+    /// The account signed in.
+    public let login: String
+    /// The value every state-changing request of a cookie-authenticated client must echo in `X-CSRF-Token`.
+    public let csrfToken: String
+    public let createdAt: Date
+    public var lastUsed: Date
+}
+
+/// The node's login sessions, in memory: only SHA-256 digests of their secrets are kept. A session ends after
+/// ``idleTimeout`` unused, ``lifetime`` in all, at sign-out, or when its account is disabled or its password changed.
+/// At most ``capacity`` are held; beyond it the least recently used is dropped. (A restart signs everyone out.)
+struct LoginSessionTable: Sendable {
+    static let idleTimeout: TimeInterval = 8 * 3600
+    static let lifetime: TimeInterval = 24 * 3600
+    static let capacity = 10_000
+
+    private var sessions: [[UInt8]: LoginSession] = [:]
+
+    /// A new session for `login`; returns it with its secret (the cookie value), shown to nobody else.
+    mutating func open(login: String, now: Date) -> (secret: String, session: LoginSession) {
+        let secret = Self.random()
+        let digest = SHA256.hash(Array(secret.utf8))
+        let id = digest.prefix(6).map { String(format: "%02x", $0) }.joined()
+        let session = LoginSession(id: id, login: login, csrfToken: Self.random(), createdAt: now, lastUsed: now)
+        if sessions.count >= Self.capacity, let oldest = sessions.min(by: { $0.value.lastUsed < $1.value.lastUsed }) {
+            sessions[oldest.key] = nil
+        }
+        sessions[digest] = session
+        return (secret, session)
+    }
+
+    /// The live session whose secret is `secret` (marked used at `now`); nil when unknown or expired.
+    mutating func use(secret: String, now: Date) -> LoginSession? {
+        let digest = SHA256.hash(Array(secret.utf8))
+        guard var session = sessions[digest] else { return nil }
+        guard now.timeIntervalSince(session.lastUsed) < Self.idleTimeout,
+            now.timeIntervalSince(session.createdAt) < Self.lifetime
+        else {
+            sessions[digest] = nil
+            return nil
+        }
+        session.lastUsed = now
+        sessions[digest] = session
+        return session
+    }
+
+    /// Ends the session whose secret is `secret`; returns it.
+    mutating func close(secret: String) -> LoginSession? {
+        sessions.removeValue(forKey: SHA256.hash(Array(secret.utf8)))
+    }
+
+    /// Ends every session of `login`.
+    mutating func closeAll(of login: String) {
+        sessions = sessions.filter { $0.value.login != login }
+    }
+
+    /// Drops expired sessions.
+    mutating func sweep(now: Date) {
+        sessions = sessions.filter {
+            now.timeIntervalSince($0.value.lastUsed) < Self.idleTimeout
+                && now.timeIntervalSince($0.value.createdAt) < Self.lifetime
+        }
+    }
+
+    var count: Int { sessions.count }
+
+    private static func random() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return Base64.encode((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }, urlSafe: true)
+    }
+}

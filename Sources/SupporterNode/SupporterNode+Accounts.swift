@@ -1,0 +1,293 @@
+import Foundation
+import SupportRegistry
+import SupportTransport
+
+extension AuditEvent.Kind {
+    public static let accountCreated = AuditEvent.Kind(rawValue: "account_created")
+    public static let accountChanged = AuditEvent.Kind(rawValue: "account_changed")
+    public static let signedIn = AuditEvent.Kind(rawValue: "signed_in")
+    public static let signedOut = AuditEvent.Kind(rawValue: "signed_out")
+    public static let signInFailed = AuditEvent.Kind(rawValue: "sign_in_failed")
+}
+
+/// A change to an account; nil members stay as they are.
+public struct SupporterAccountChange: Sendable, Hashable {
+    public var displayName: String?
+    public var role: SupporterRole?
+    public var state: SupporterAccountState?
+    public var password: String?
+
+    public init(
+        displayName: String? = nil, role: SupporterRole? = nil, state: SupporterAccountState? = nil,
+        password: String? = nil
+    ) {
+        self.displayName = displayName
+        self.role = role
+        self.state = state
+        self.password = password
+    }
+}
+
+/// Why a sign-in failed.
+public struct SignInError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Kind: Sendable, Hashable {
+        /// No such login, or the wrong password (which one is not said).
+        case wrongCredentials
+        /// The password was right, but the account is disabled.
+        case disabled
+        /// Too many failures from this address (or on this account from addresses it never signed in from).
+        case rateLimited(retryAfter: Duration)
+        /// Too many sign-ins are being checked at once.
+        case busy
+    }
+
+    public let kind: Kind
+    public var description: String {
+        switch kind {
+        case .wrongCredentials: "wrong login or password"
+        case .disabled: "this account is disabled; ask an admin"
+        case .rateLimited(let wait):
+            "too many failed sign-ins; try again in \(max(1, wait.components.seconds + (wait.components.attoseconds > 0 ? 1 : 0))) s"
+        case .busy: "the node is busy checking other sign-ins; try again in a moment"
+        }
+    }
+}
+
+extension SupporterNode {
+    /// Every account, by login.
+    public func accounts() -> [SupporterAccount] {
+        state.withLock { $0.accounts.values.sorted { $0.login < $1.login }.map(SupporterAccount.init) }
+    }
+
+    /// The account with `login`.
+    public func account(_ login: String) -> SupporterAccount? {
+        state.withLock { $0.accounts[login].map(SupporterAccount.init) }
+    }
+
+    /// Creates an account. The password is hashed with scrypt off the loops; the creation is audited with `actor`.
+    public func addAccount(
+        login: String, displayName: String, role: SupporterRole = .supporter, password: String,
+        by actor: AuditActor = .local
+    ) async throws(SupporterNodeError) -> SupporterAccount {
+        try SupporterAccount.validate(login: login)
+        try SupporterAccount.validate(displayName: displayName)
+        try SupporterAccount.validate(password: password)
+        let hash = try await hashPassword(password)
+        let now = Date()
+        let record = SupporterAccountRecord(
+            login: login, displayName: displayName, role: role, state: .active, passwordHash: hash, createdAt: now,
+            updatedAt: now)
+        let taken = state.withLock { state -> Bool in
+            guard state.accounts[login] == nil else { return true }
+            state.accounts[login] = record
+            return false
+        }
+        guard !taken else { throw SupporterNodeError("an account with the login '\(login)' exists", kind: .conflict) }
+        var details = actor.details
+        details["account"] = login
+        details["display_name"] = displayName
+        details["role"] = role.rawValue
+        do {
+            try await commit([.saveAccount(record), .audit(AuditEvent(time: now, kind: .accountCreated, details: details))])
+        } catch {
+            _ = state.withLock { $0.accounts.removeValue(forKey: login) }
+            throw error
+        }
+        logger.log(.info, "account \(login) created (\(role.rawValue))")
+        return SupporterAccount(record)
+    }
+
+    /// Changes an account. Disabling it, or changing its password, ends its login sessions. The last active admin
+    /// cannot be disabled or made a supporter. Audited with what changed (never the password).
+    public func changeAccount(_ login: String, _ change: SupporterAccountChange, by actor: AuditActor = .local)
+        async throws(SupporterNodeError) -> SupporterAccount
+    {
+        if let name = change.displayName { try SupporterAccount.validate(displayName: name) }
+        if let password = change.password { try SupporterAccount.validate(password: password) }
+        guard account(login) != nil else { throw SupporterNodeError("no account has the login '\(login)'", kind: .notFound) }
+        let hash: String?
+        if let password = change.password { hash = try await hashPassword(password) } else { hash = nil }
+        let now = Date()
+        let result = state.withLock { state -> Result<(SupporterAccountRecord, SupporterAccountRecord), SupporterNodeError> in
+            guard var record = state.accounts[login] else {
+                return .failure(SupporterNodeError("no account has the login '\(login)'", kind: .notFound))
+            }
+            let before = record
+            if let name = change.displayName { record.displayName = name }
+            if let role = change.role { record.role = role }
+            if let newState = change.state { record.state = newState }
+            if let hash { record.passwordHash = hash }
+            let losesAdmin = before.role == .admin && before.state == .active && (record.role != .admin || record.state != .active)
+            if losesAdmin, !state.accounts.values.contains(where: { $0.login != login && $0.role == .admin && $0.state == .active }) {
+                return .failure(
+                    SupporterNodeError("'\(login)' is the last active admin; make another admin first", kind: .conflict))
+            }
+            record.updatedAt = now
+            state.accounts[login] = record
+            if record.state == .disabled || hash != nil { state.loginSessions.closeAll(of: login) }
+            return .success((before, record))
+        }
+        let (before, record): (SupporterAccountRecord, SupporterAccountRecord)
+        switch result {
+        case .success(let pair): (before, record) = pair
+        case .failure(let error): throw error
+        }
+        var details = actor.details
+        details["account"] = login
+        var changed: [String] = []
+        if before.displayName != record.displayName {
+            changed.append("display_name")
+            details["display_name"] = record.displayName
+        }
+        if before.role != record.role {
+            changed.append("role")
+            details["role"] = record.role.rawValue
+        }
+        if before.state != record.state {
+            changed.append("state")
+            details["state"] = record.state.rawValue
+        }
+        if hash != nil { changed.append("password") }
+        details["changed"] = changed.joined(separator: ",")
+        do {
+            try await commit([.saveAccount(record), .audit(AuditEvent(time: now, kind: .accountChanged, details: details))])
+        } catch {
+            state.withLock { $0.accounts[login] = before }
+            throw error
+        }
+        return SupporterAccount(record)
+    }
+
+    /// Checks `login` and `password` from `address` and opens a login session. Rate-limited per address and account
+    /// (``LoginGuard``) before any hashing; failures are audited at most once a minute per address (the rest counted).
+    /// Returns the session's secret (the cookie value) with the session and the account.
+    public func signIn(login: String, password: String, address: String) async throws(SignInError)
+        -> (secret: String, session: LoginSession, account: SupporterAccount)
+    {
+        let clock = Self.clock(Date())
+        let (blocked, record) = state.withLock { state in
+            (state.loginGuard.retryAfter(login: login, address: address, now: clock), state.accounts[login])
+        }
+        if let blocked { throw SignInError(kind: .rateLimited(retryAfter: blocked)) }
+        // An unknown login costs a hash too, so timing does not tell which logins exist.
+        let stored = record.flatMap { PasswordHash($0.passwordHash) } ?? Self.decoyHash
+        guard let matches = await passwords.run({ stored?.verify(password) ?? false }) else {
+            throw SignInError(kind: .busy)
+        }
+        let now = Date()
+        guard matches, let record else {
+            let row = state.withLock { state -> AuditEvent? in
+                state.loginGuard.recordFailure(login: login, address: address, now: Self.clock(now))
+                guard state.signInAudit.admit(address, now: Self.clock(now)) else { return nil }
+                return AuditEvent(
+                    time: now, kind: .signInFailed,
+                    details: ["login": String(login.prefix(64)), "source_address": address, "reason": "wrong_credentials"])
+            }
+            if let row { try? await commit([.audit(row)]) }
+            throw SignInError(kind: .wrongCredentials)
+        }
+        guard record.state == .active else { throw SignInError(kind: .disabled) }
+        let account = SupporterAccount(record)
+        let opened = state.withLock { state in
+            state.loginGuard.recordSuccess(login: login, address: address, now: Self.clock(now))
+            return state.loginSessions.open(login: login, now: now)
+        }
+        let actor = account.actor(kind: "rest", address: address, loginSession: opened.session.id)
+        try? await commit([.audit(AuditEvent(time: now, kind: .signedIn, details: actor.details))])
+        logger.log(.info, "\(login) signed in from \(address)")
+        return (opened.secret, opened.session, account)
+    }
+
+    /// The live login session whose secret is `secret`, with its account (which must still be active).
+    public func loginSession(secret: String) -> (session: LoginSession, account: SupporterAccount)? {
+        state.withLock { state in
+            guard let session = state.loginSessions.use(secret: secret, now: Date()),
+                let record = state.accounts[session.login], record.state == .active
+            else { return nil }
+            return (session, SupporterAccount(record))
+        }
+    }
+
+    /// Ends the login session whose secret is `secret` (audited).
+    public func signOut(secret: String, address: String? = nil) async {
+        let closed = state.withLock { state -> (LoginSession, SupporterAccountRecord?)? in
+            guard let session = state.loginSessions.close(secret: secret) else { return nil }
+            return (session, state.accounts[session.login])
+        }
+        guard let (session, record) = closed else { return }
+        let actor = AuditActor(
+            kind: "rest", address: address, account: session.login, accountName: record?.displayName,
+            loginSession: session.id)
+        try? await commit([.audit(AuditEvent(time: Date(), kind: .signedOut, details: actor.details))])
+    }
+
+    /// Sends a connection request on `code` as `account`: the device's user sees the account's display name. A
+    /// supporter may use their own and unassigned codes (an unassigned code becomes theirs); an admin any code.
+    @discardableResult
+    public func requestConnection(
+        code: String, account: SupporterAccount, type: ConnectionType, features: FeatureSet = [],
+        by actor: AuditActor
+    ) async throws(SupporterNodeError) -> UInt32 {
+        guard account.isActive else { throw SupporterNodeError("the account \(account.login) is disabled", kind: .forbidden) }
+        try checkAccess(account, to: code)
+        return try await requestConnection(
+            code: code, supporterName: account.displayName, type: type, features: features, by: actor,
+            assignTo: account.login, replacingAssignee: false)
+    }
+
+    /// Throws `forbidden` when `account` may not act on `code` (assigned to another supporter), `not_found` when there
+    /// is no such code.
+    public func checkAccess(_ account: SupporterAccount, to code: String) throws(SupporterNodeError) {
+        guard let info = self.code(code) else {
+            throw SupporterNodeError("no session code \(Redact.code(code))", kind: .notFound)
+        }
+        guard account.mayWork(onCodeAssignedTo: info.record.assignedSupporter) else {
+            throw SupporterNodeError(
+                "session code \(info.record.code) is assigned to another supporter", kind: .forbidden)
+        }
+    }
+
+    /// Once a second: forgotten sign-in failures, expired login sessions, and the aggregate rows of sign-in failures
+    /// held back.
+    func accountsTick(now: Date) -> [StoreIntent] {
+        let clock = Self.clock(now)
+        let suppressed = state.withLock { state in
+            state.loginGuard.tick(now: clock)
+            state.loginSessions.sweep(now: now)
+            return state.signInAudit.flush(now: clock)
+        }
+        return suppressed.map { item in
+            .audit(
+                AuditEvent(
+                    time: now, kind: .signInFailed,
+                    details: [
+                        "what": "sign_in_failures_suppressed", "source_address": item.key ?? "*", "count": "\(item.count)",
+                    ]))
+        }
+    }
+
+    private func hashPassword(_ password: String) async throws(SupporterNodeError) -> String {
+        guard let result = await passwords.run({ Result { () throws(PasswordHashError) in try PasswordHash.make(password: password) } })
+        else { throw SupporterNodeError("the node is busy hashing other passwords; try again", kind: .busy) }
+        switch result {
+        case .success(let hash): return hash.description
+        case .failure(let error): throw SupporterNodeError(error.description, kind: .refused)
+        }
+    }
+
+    /// Runs blocking `work` (a synchronous store write) on the node's worker thread, off the cooperative pool;
+    /// `busy` when too much such work waits.
+    public func run<Result: Sendable>(_ work: @escaping @Sendable () throws(SupporterNodeError) -> Result)
+        async throws(SupporterNodeError) -> Result
+    {
+        guard let result = await passwords.run({ Swift.Result { () throws(SupporterNodeError) in try work() } }) else {
+            throw SupporterNodeError("the node is busy; try again", kind: .busy)
+        }
+        return try result.get()
+    }
+
+    static func clock(_ date: Date) -> Duration { .milliseconds(date.unixMilliseconds) }
+
+    /// A hash no password matches in practice, checked for unknown logins so they take as long as known ones.
+    static let decoyHash: PasswordHash? = try? PasswordHash.make(password: "decoy-\(UInt64.random(in: 0...UInt64.max))")
+}

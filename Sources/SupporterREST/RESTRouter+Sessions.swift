@@ -1,0 +1,143 @@
+import Foundation
+import SupportHTTP
+import SupporterNode
+
+/// Session codes: create, list, read, change, delete, and the supporter's actions on them.
+extension RESTRouter {
+    func create(_ request: HTTPRequest, by principal: RESTPrincipal) async throws(RESTError) -> HTTPResponse {
+        var input = try StrictJSON.decode(APISessionCreate.self, from: request.body).validated(now: Date())
+        if let assignee = input.assignedSupporter {
+            try checkAssignment(to: assignee, by: principal)
+        } else if principal.account?.isAdmin == false {
+            // A supporter's new code is theirs unless they say otherwise (unassigned codes are everyone's).
+            input.assignedSupporter = nil
+        }
+        let info: SessionCodeInfo
+        do {
+            info = try await node.createCode(
+                type: input.codeType, details: input.details, lifetime: input.lifetime, validUntil: input.validUntil,
+                by: principal.actor)
+        } catch {
+            throw RESTError(error)
+        }
+        return .json(
+            .created, encoding: APISession(info), headers: ["Location": "/api/v1/sessions/\(info.record.code)"])
+    }
+
+    /// An assignment `principal` may make: to itself, or (admins) to any active account.
+    func checkAssignment(to assignee: String, by principal: RESTPrincipal) throws(RESTError) {
+        guard let account = node.account(assignee), account.isActive else {
+            throw RESTError.unprocessable("assigned_supporter: no active account has the login '\(assignee)'")
+        }
+        guard principal.isAdmin || principal.account?.login == account.login else {
+            throw RESTError(.forbidden, "a supporter may assign a code only to themselves")
+        }
+    }
+
+    func list(_ request: HTTPRequest, for principal: RESTPrincipal) throws(RESTError) -> HTTPResponse {
+        guard let offset = Self.integer(request.query("offset"), default: 0), offset >= 0 else {
+            throw RESTError(.badRequest, "offset must be a whole number, 0 or more")
+        }
+        guard let limit = Self.integer(request.query("limit"), default: 50), (1...500).contains(limit) else {
+            throw RESTError(.badRequest, "limit must be a whole number from 1 to 500")
+        }
+        if principal.isAdmin {
+            let page = node.codes(offset: offset, limit: limit)
+            return .json(
+                .ok,
+                encoding: APISessionPage(
+                    sessions: page.codes.map(APISession.init), total: page.total, offset: offset, limit: limit))
+        }
+        let visible = node.codes().filter { principal.mayWork(onCodeAssignedTo: $0.record.assignedSupporter) }
+        let page = visible.dropFirst(offset).prefix(limit)
+        return .json(
+            .ok,
+            encoding: APISessionPage(
+                sessions: page.map(APISession.init), total: visible.count, offset: offset, limit: limit))
+    }
+
+    /// A query parameter of decimal digits only, or `fallback` when absent; nil when malformed or too large.
+    static func integer(_ text: String?, default fallback: Int) -> Int? {
+        guard let text else { return fallback }
+        guard !text.isEmpty, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
+        return Int(text)
+    }
+
+    /// The code, when `principal` may work on it: 404 when there is none, 403 when it is another supporter's.
+    func visibleCode(_ code: String, for principal: RESTPrincipal) throws(RESTError) -> SessionCodeInfo {
+        guard let info = node.code(code) else { throw RESTError(.notFound, "no session code \(code)") }
+        guard principal.mayWork(onCodeAssignedTo: info.record.assignedSupporter) else {
+            throw RESTError(.forbidden, "session code \(code) is assigned to another supporter")
+        }
+        return info
+    }
+
+    func get(_ code: String, for principal: RESTPrincipal) throws(RESTError) -> HTTPResponse {
+        .json(.ok, encoding: APISession(try visibleCode(code, for: principal)))
+    }
+
+    func update(_ code: String, _ request: HTTPRequest, by principal: RESTPrincipal) async throws(RESTError)
+        -> HTTPResponse
+    {
+        let current = try visibleCode(code, for: principal)
+        let change = try StrictJSON.decode(APISessionUpdate.self, from: request.body).validated(now: Date())
+        if case .set(let assignee) = change.assignedSupporter { try checkAssignment(to: assignee, by: principal) }
+        if change.state == .open, current.record.isClosed {
+            throw RESTError(.conflict, "a closed session code cannot be reopened")
+        }
+        let actor = principal.actor
+        do {
+            if change.changesMetadata {
+                try await node.updateCode(code, by: actor) { record in change.apply(to: &record) }
+            }
+            if let rules = change.featureRules { try await node.setFeatureRules(code, rules, by: actor) }
+            if change.state == .closed, !current.record.isClosed { try await node.closeCode(code, by: actor) }
+        } catch {
+            throw RESTError(error)
+        }
+        guard let info = node.code(code) else { throw RESTError(.notFound, "no session code \(code)") }
+        return .json(.ok, encoding: APISession(info))
+    }
+
+    func delete(_ code: String, by principal: RESTPrincipal) async throws(RESTError) -> HTTPResponse {
+        _ = try visibleCode(code, for: principal)
+        do {
+            try await node.deleteCode(code, by: principal.actor)
+        } catch {
+            throw RESTError(error)
+        }
+        return HTTPResponse(status: .noContent)
+    }
+
+    /// `POST /sessions/{code}/connect|cancel|end`: answered 202 with the code's state once the action is audited
+    /// and on its way to the device; the device's answer arrives as events.
+    func act(_ action: String, on code: String, _ request: HTTPRequest, by principal: RESTPrincipal)
+        async throws(RESTError) -> HTTPResponse
+    {
+        _ = try visibleCode(code, for: principal)
+        do {
+            switch action {
+            case "connect":
+                // The name the device's user sees is the account's, never free text: an API token has none.
+                guard let account = principal.account else {
+                    throw RESTError(
+                        .forbidden, "a connection request is sent as a supporter account: sign in (POST /api/v1/login)")
+                }
+                let input = try StrictJSON.decode(APIConnect.self, from: request.body)
+                try await node.requestConnection(
+                    code: code, account: account, type: input.connectionType, features: input.features,
+                    by: principal.actor)
+            case "cancel":
+                try await node.abortRequest(code: code, by: principal.actor)
+            case "end":
+                try await node.endSession(code: code, by: principal.actor)
+            default:
+                throw RESTError(.notFound, "no such action '\(action)' (connect, cancel, end)")
+            }
+        } catch {
+            throw RESTError(any: error)
+        }
+        guard let info = node.code(code) else { throw RESTError(.notFound, "no session code \(code)") }
+        return .json(.accepted, encoding: APISession(info))
+    }
+}

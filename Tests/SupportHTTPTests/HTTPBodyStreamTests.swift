@@ -1,0 +1,96 @@
+import Foundation
+import Synchronization
+import Testing
+import SupportTransport
+import TestSupport
+@testable import SupportHTTP
+
+@Suite("HTTP body stream")
+struct HTTPBodyStreamTests {
+    @Test("sends before the connection attaches wait, in order; past the capacity the stream closes")
+    func bound() {
+        let stream = HTTPBodyStream(capacity: 10)
+        #expect(stream.send(Array("abc".utf8)))
+        #expect(stream.send(Array("defg".utf8)))
+        final class Seen: Sendable { let pieces = Mutex<[String]>([]) }
+        let seen = Seen()
+        stream.attach { piece in
+            if case .bytes(let bytes) = piece { seen.pieces.withLock { $0.append(String(decoding: bytes, as: UTF8.self)) } }
+        }
+        #expect(seen.pieces.withLock { $0 } == ["abc", "defg"])
+        stream.written(7)
+        #expect(stream.send(Array("0123456789".utf8)))
+        #expect(!stream.send(Array("x".utf8)), "a client 10 bytes behind took one more")
+        #expect(stream.isClosed)
+    }
+}
+
+extension HTTPIntegration {
+    @Suite("streamed answers (Server-Sent Events)")
+    struct StreamedAnswerTests {
+        @Test("a streamed body arrives piece by piece without Content-Length and ends when the stream finishes")
+        func streams() async throws {
+            try await withServer(handler: { _ in
+                let stream = HTTPBodyStream()
+                Task {
+                    for index in 0..<3 {
+                        stream.send(Array("data: \(index)\n\n".utf8))
+                        try? await Task.sleep(for: .milliseconds(50))
+                    }
+                    stream.finish()
+                }
+                return HTTPResponse(status: .ok, headers: ["Content-Type": "text/event-stream"], stream: stream)
+            }) { fixture in
+                let result = try await curl(fixture, ["-N", "-i", fixture.url("/events")])
+                #expect(result.status == 0, "\(result)")
+                #expect(result.stdout.contains("data: 0\n\ndata: 1\n\ndata: 2\n\n"), "\(result)")
+                #expect(!result.stdout.lowercased().contains("content-length"), "\(result)")
+                #expect(result.stdout.lowercased().contains("connection: close"), "\(result)")
+            }
+        }
+
+        @Test("a client that stops reading is dropped once it is a capacity behind; nothing is buffered without end")
+        func slowClientIsDropped() async throws {
+            final class Outcome: Sendable {
+                let state = Mutex<(sent: Int, refused: Bool)>((0, false))
+            }
+            let box = Outcome()
+            try await withServer(handler: { _ in
+                let stream = HTTPBodyStream(capacity: 64 << 10)
+                Task {
+                    let chunk = [UInt8](repeating: 0x61, count: 16 << 10)
+                    // Far more than the socket buffers and the stream's capacity together.
+                    for _ in 0..<4096 {
+                        guard stream.send(chunk) else {
+                            box.state.withLock { $0.refused = true }
+                            return
+                        }
+                        box.state.withLock { $0.sent += chunk.count }
+                        try? await Task.sleep(for: .microseconds(200))
+                    }
+                }
+                return HTTPResponse(status: .ok, headers: ["Content-Type": "text/event-stream"], stream: stream)
+            }) { fixture in
+                // A client that sends the request and then never reads, for longer than the test waits.
+                let client = Task {
+                    _ = try await python(
+                        fixture,
+                        """
+                        s = tls()
+                        s.sendall(b"GET /events HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
+                        time.sleep(12)
+                        print(json.dumps({"ok": True}))
+                        """)
+                    return true
+                }
+                defer { client.cancel() }
+                // Dropped by the server while the client still holds its socket open.
+                try await eventually("the server drops the stalled client", timeout: .seconds(8)) {
+                    box.state.withLock { $0.refused }
+                }
+                try await eventually("the connection closes", timeout: .seconds(2)) { fixture.server.connectionCount == 0 }
+                #expect(box.state.withLock { $0.sent } < 64 << 20, "the server kept sending into a client that reads nothing")
+            }
+        }
+    }
+}

@@ -1,0 +1,47 @@
+import SupportRegistry
+import Testing
+
+@Suite("login guard")
+struct LoginGuardTests {
+    let start = Duration.seconds(1_000_000)
+
+    @Test("five wrong passwords from an address are free; the sixth blocks that address, not another")
+    func perAddress() {
+        var guardian = LoginGuard()
+        for _ in 0..<5 { guardian.recordFailure(login: "alice", address: "10.0.0.9", now: start) }
+        #expect(guardian.retryAfter(login: "alice", address: "10.0.0.9", now: start) == nil)
+        guardian.recordFailure(login: "alice", address: "10.0.0.9", now: start)
+        #expect(guardian.retryAfter(login: "alice", address: "10.0.0.9", now: start) == .seconds(1))
+        #expect(guardian.retryAfter(login: "alice", address: "10.0.0.1", now: start) == nil)
+        #expect(guardian.retryAfter(login: "alice", address: "10.0.0.9", now: start + .seconds(1)) == nil)
+    }
+
+    @Test("guesses spread over many addresses slow the account down, except where its owner signed in before")
+    func perAccountSparesKnownAddresses() {
+        var guardian = LoginGuard()
+        guardian.recordSuccess(login: "alice", address: "10.0.0.1", now: start)
+        for index in 0..<11 { guardian.recordFailure(login: "alice", address: "10.9.0.\(index)", now: start) }
+        #expect(guardian.retryAfter(login: "alice", address: "10.0.0.77", now: start) != nil, "a new address waits")
+        #expect(guardian.retryAfter(login: "alice", address: "10.0.0.1", now: start) == nil, "the owner's does not")
+        #expect(guardian.retryAfter(login: "bob", address: "10.0.0.77", now: start) == nil, "other accounts do not")
+    }
+
+    @Test("a right password clears the address's and the account's failures")
+    func successResets() {
+        var guardian = LoginGuard()
+        for _ in 0..<12 { guardian.recordFailure(login: "alice", address: "10.0.0.1", now: start) }
+        guardian.recordSuccess(login: "alice", address: "10.0.0.1", now: start)
+        #expect(guardian.failures(address: "10.0.0.1", now: start) == 0)
+        #expect(guardian.retryAfter(login: "alice", address: "10.0.0.2", now: start) == nil)
+    }
+
+    @Test("a known address is forgotten after 30 days")
+    func knownAddressesExpire() {
+        var guardian = LoginGuard()
+        guardian.recordSuccess(login: "alice", address: "10.0.0.1", now: start)
+        let later = start + .seconds(31 * 24 * 3600)
+        for index in 0..<11 { guardian.recordFailure(login: "alice", address: "10.9.0.\(index)", now: later) }
+        guardian.tick(now: later)
+        #expect(guardian.retryAfter(login: "alice", address: "10.0.0.1", now: later) != nil)
+    }
+}
