@@ -215,9 +215,16 @@ def row_state(driver, code):
     return found.get_attribute("data-state") if found else None
 
 
+def click(driver, selector, what):
+    """Clicks the element `selector` finds, looking again if the list was rebuilt under it."""
+    def attempt(d):
+        d.find_element(By.CSS_SELECTOR, selector).click()
+        return True
+    wait(driver, attempt, what)
+
+
 def click_action(driver, code, action):
-    wait(driver, lambda d: row(d, code) and row(d, code).find_elements(By.CSS_SELECTOR, f'button[data-action="{action}"]'),
-         f"a '{action}' button on {code}")[0].click()
+    click(driver, f'#codes-body tr[data-code="{code}"] button[data-action="{action}"]', f"a '{action}' button on {code}")
 
 
 def create_code(driver, description, customer, assign=True, minutes="30"):
@@ -306,10 +313,10 @@ def scenario_security_headers(world):
         check(flag in flags, f"the session cookie lacks {flag}: {session[0].split(';', 1)[1]!r}")
     check(json.loads(body).get("csrf_token"), "the login answer has no csrf_token")
     # The files themselves: nothing the CSP would have to allow.
-    with open(os.path.join(ROOT, "web", "index.html"), encoding="utf-8") as handle:
+    with open(os.path.join(ROOT, "Sources", "SupporterREST", "Console", "index.html"), encoding="utf-8") as handle:
         html = handle.read().lower()
     check("<script>" not in html and " style=" not in html and " onclick=" not in html and " onload=" not in html,
-          "web/index.html holds inline script, handlers or styles")
+          "the console's index.html holds inline script, handlers or styles")
 
 
 def scenario_alice_session(world):
@@ -549,16 +556,16 @@ def scenario_admin(world):
     carol = '#users-body tr[data-login="carol"]'
     wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, carol), "carol in the users list")
     check(driver.find_element(By.CSS_SELECTOR, f"{carol} .u-name").text == "Carol <Contractor>", "carol's display name")
-    driver.find_element(By.CSS_SELECTOR, f'{carol} button[data-action="disable"]').click()
+    click(driver, f'{carol} button[data-action="disable"]', "carol's disable button")
     wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, f"{carol} .u-state").text == "disabled", "carol disabled")
     status, _, body = world.request("POST", "/api/v1/login", {"login": "carol", "password": "carol-long-passphrase-5"},
                                     {"Origin": world.base})
     check(status in (401, 403), f"a disabled account signed in: {status} {body}")
-    driver.find_element(By.CSS_SELECTOR, f'{carol} button[data-action="enable"]').click()
+    click(driver, f'{carol} button[data-action="enable"]', "carol's enable button")
     wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, f"{carol} .u-state").text == "active", "carol enabled")
-    driver.find_element(By.CSS_SELECTOR, f'{carol} button[data-action="role-admin"]').click()
+    click(driver, f'{carol} button[data-action="role-admin"]', "carol's role-admin button")
     wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, f"{carol} .u-role").text == "admin", "carol made admin")
-    driver.find_element(By.CSS_SELECTOR, f'{carol} button[data-action="password"]').click()
+    click(driver, f'{carol} button[data-action="password"]', "carol's password button")
     wait(driver, lambda d: d.find_element(By.ID, "password-dialog").is_displayed(), "the password dialog")
     driver.find_element(By.ID, "password-value").send_keys("carol-new-passphrase-6", Keys.ENTER)
     wait(driver, lambda d: not d.find_element(By.ID, "password-dialog").is_displayed(), "the password dialog to close")

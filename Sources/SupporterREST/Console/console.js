@@ -1,1 +1,997 @@
-// console script
+// RemoteSupport supporter console. Plain JavaScript, no outside packages, served under a strict CSP:
+// no inline scripts or handlers, no style attributes, no eval, no innerHTML. Every string that comes from the server
+// (names, descriptions, audit details, device names, error messages) reaches the page through textContent only.
+
+const API = '/api/v1';
+
+// Every kind the node records in its audit trail; the event stream names each event by its kind, and EventSource
+// only hands named events to listeners registered for that exact name.
+const EVENT_KINDS = [
+  'code_created', 'code_updated', 'code_closed', 'code_expired', 'code_deleted',
+  'device_online', 'device_offline', 'device_reconnecting', 'device_resumed',
+  'request_sent', 'request_allowed', 'request_rejected', 'request_aborted', 'request_timed_out',
+  'session_started', 'session_ended', 'voip_state', 'error',
+  'feature_denied', 'features_granted', 'feature_granted', 'feature_refused', 'feature_revoked',
+  'token_issued', 'token_revoked',
+  'account_created', 'account_changed', 'signed_in', 'signed_out', 'sign_in_failed',
+];
+
+const LIVE_STATE_LABELS = {
+  open: 'Open',
+  online: 'Online',
+  request_pending: 'Request pending',
+  active: 'Active',
+  closed: 'Closed',
+  expired: 'Expired',
+};
+
+const TYPE_LABELS = { remote_support: 'Remote support', assist_ar: 'Assist AR' };
+const CONNECTION_TYPE_LABELS = { screen_share: 'Screen share', assist_ar: 'Assist AR' };
+
+// What a stream event means to the person watching the list (shown in a polite live region).
+const EVENT_NOTES = {
+  device_online: 'device came online',
+  device_offline: 'device went offline',
+  request_sent: 'request sent, waiting for the device',
+  request_allowed: 'the device allowed the request',
+  request_rejected: 'the device rejected the request',
+  request_aborted: 'the request was aborted',
+  request_timed_out: 'the request timed out without an answer',
+  session_started: 'session started',
+  session_ended: 'session ended',
+  code_closed: 'code closed',
+  code_expired: 'code expired',
+  device_reconnecting: 'device is reconnecting',
+  device_resumed: 'device reconnected',
+};
+
+const state = {
+  account: null,
+  csrf: null,
+  sessions: new Map(),       // code -> Session
+  eventSeq: 0,               // counts stream events and action answers applied
+  codeSeq: new Map(),        // code -> eventSeq of the newest news about it
+  listLoaded: false,
+  listRequest: 0,
+  events: null,              // the EventSource
+  streamLost: false,
+  retryDelay: 1000,
+  retryTimer: null,
+  audit: { code: null, nextBefore: null, ids: new Set(), request: 0 },
+  connectCode: null,
+  passwordLogin: null,
+  currentPanel: 'codes-panel',
+};
+
+const $ = (id) => document.getElementById(id);
+
+// ---------------------------------------------------------------- DOM helpers (text only)
+
+/** An element with `text` as its text content; `options.attrs` may not set styles or handlers. */
+function el(tag, options = {}, children = []) {
+  const node = document.createElement(tag);
+  if (options.className) node.className = options.className;
+  if (options.text !== undefined && options.text !== null) node.textContent = String(options.text);
+  for (const [name, value] of Object.entries(options.attrs || {})) {
+    if (name === 'style' || name.toLowerCase().startsWith('on')) throw new Error(`refusing attribute ${name}`);
+    node.setAttribute(name, String(value));
+  }
+  for (const [key, value] of Object.entries(options.data || {})) node.dataset[key] = String(value);
+  for (const child of children) {
+    if (child === null || child === undefined) continue;
+    node.append(typeof child === 'string' ? document.createTextNode(child) : child);
+  }
+  return node;
+}
+
+function button(label, action, className = 'secondary small', extra = {}) {
+  return el('button', { className, text: label, attrs: { type: 'button', ...extra }, data: { action } });
+}
+
+/** A table cell; its contents sit in one box so that narrow screens can put the label beside them. */
+function cell(label, children, className) {
+  return el('td', { className, attrs: { 'data-label': label } }, [el('div', { className: 'cell-body' }, children)]);
+}
+
+function show(node, visible) { node.hidden = !visible; }
+
+function formatTime(iso) {
+  if (!iso) return '—';
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return String(iso);
+  return date.toLocaleString(undefined, {
+    year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit',
+  });
+}
+
+function timeElement(iso) {
+  const node = el('time', { text: formatTime(iso) });
+  if (iso) node.dateTime = String(iso);
+  return node;
+}
+
+// ---------------------------------------------------------------- API
+
+class APIError extends Error {
+  constructor(status, code, message, retryAfter) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.retryAfter = retryAfter;
+  }
+}
+
+/** One API call: JSON in and out, the CSRF token on every state-changing request. Throws APIError. */
+async function api(method, path, body, { quietUnauthorized = false } = {}) {
+  const headers = { Accept: 'application/json' };
+  const init = { method, headers, credentials: 'same-origin', cache: 'no-store' };
+  if (body !== undefined) {
+    headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  if (method !== 'GET' && method !== 'HEAD' && state.csrf) headers['X-CSRF-Token'] = state.csrf;
+  let response;
+  try {
+    response = await fetch(API + path, init);
+  } catch (error) {
+    throw new APIError(0, 'network', 'The console cannot reach the node — check your connection and try again.');
+  }
+  let payload = null;
+  const type = response.headers.get('Content-Type') || '';
+  if (response.status !== 204 && type.includes('application/json')) {
+    try { payload = await response.json(); } catch (error) { payload = null; }
+  }
+  if (!response.ok) {
+    const details = payload && payload.error ? payload.error : {};
+    const message = typeof details.message === 'string' && details.message
+      ? details.message
+      : `The node answered ${response.status} ${response.statusText || ''}`.trim();
+    const error = new APIError(response.status, details.code || 'error', message, response.headers.get('Retry-After'));
+    if (response.status === 401 && !quietUnauthorized && state.account) {
+      signedOut('Your sign-in has ended — sign in again.');
+    }
+    throw error;
+  }
+  return payload;
+}
+
+// ---------------------------------------------------------------- banner, notes
+
+function showBanner(message) {
+  $('banner-text').textContent = message;
+  show($('banner'), true);
+}
+
+function hideBanner() {
+  show($('banner'), false);
+  $('banner-text').textContent = '';
+}
+
+function reportError(error) {
+  if (error instanceof APIError && error.status === 401 && !state.account) return;  // already back at sign-in
+  showBanner(error instanceof Error ? error.message : String(error));
+}
+
+function note(text) {
+  $('live-note').textContent = text;
+  show($('live-note'), Boolean(text));
+}
+
+// ---------------------------------------------------------------- sign in / out
+
+function showSignIn(message) {
+  show($('loading'), false);
+  show($('app'), false);
+  show($('account-box'), false);
+  show($('sign-in'), true);
+  const error = $('sign-in-error');
+  error.textContent = message || '';
+  show(error, Boolean(message));
+  $('sign-in-login').focus();
+}
+
+function signedIn(account, csrf) {
+  state.account = account;
+  state.csrf = csrf;
+  hideBanner();
+  show($('loading'), false);
+  show($('sign-in'), false);
+  $('account-display-name').textContent = account.display_name || account.login;
+  $('account-login').textContent = `(${account.login})`;
+  $('account-role').textContent = account.role;
+  show($('account-box'), true);
+  const admin = account.role === 'admin';
+  for (const tab of document.querySelectorAll('.admin-only')) show(tab, admin);
+  show($('app'), true);
+  selectPanel('codes-panel');
+  loadSessions();
+  openEvents();
+}
+
+function signedOut(message) {
+  closeEvents();
+  state.account = null;
+  state.csrf = null;
+  state.sessions.clear();
+  state.codeSeq.clear();
+  state.listLoaded = false;
+  $('codes-body').replaceChildren();
+  $('users-body').replaceChildren();
+  $('tokens-body').replaceChildren();
+  delete $('codes-panel').dataset.loaded;
+  closeAudit();
+  hideNewToken();
+  show($('new-code-result'), false);
+  show($('stream-status'), false);
+  for (const dialog of document.querySelectorAll('dialog')) if (dialog.open) dialog.close();
+  hideBanner();
+  showSignIn(message);
+}
+
+async function onSignIn(event) {
+  event.preventDefault();
+  const login = $('sign-in-login').value.trim();
+  const password = $('sign-in-password').value;
+  const error = $('sign-in-error');
+  if (!login || !password) {
+    error.textContent = 'Enter your login and password.';
+    show(error, true);
+    (login ? $('sign-in-password') : $('sign-in-login')).focus();
+    return;
+  }
+  const submit = $('sign-in-submit');
+  submit.disabled = true;
+  show(error, false);
+  try {
+    const answer = await api('POST', '/login', { login, password }, { quietUnauthorized: true });
+    $('sign-in-password').value = '';
+    signedIn(answer.account, answer.csrf_token);
+  } catch (failure) {
+    let text = failure.message;
+    if (failure instanceof APIError && failure.status === 429 && failure.retryAfter) {
+      text += ` (try again in ${failure.retryAfter} s)`;
+    }
+    error.textContent = text;
+    show(error, true);
+    $('sign-in-password').select();
+    $('sign-in-password').focus();
+  } finally {
+    submit.disabled = false;
+  }
+}
+
+async function onSignOut() {
+  try {
+    await api('POST', '/logout', undefined, { quietUnauthorized: true });
+  } catch (error) {
+    // Signed out locally either way; the server's session ends by itself.
+  }
+  signedOut('You have signed out.');
+}
+
+// ---------------------------------------------------------------- panels
+
+function selectPanel(id) {
+  state.currentPanel = id;
+  for (const tab of document.querySelectorAll('.tab')) {
+    const current = tab.dataset.panel === id;
+    if (current) tab.setAttribute('aria-current', 'page'); else tab.removeAttribute('aria-current');
+  }
+  for (const panel of ['codes-panel', 'users-panel', 'tokens-panel']) show($(panel), panel === id);
+  if (id === 'users-panel') loadUsers();
+  if (id === 'tokens-panel') loadTokens();
+}
+
+// ---------------------------------------------------------------- codes
+
+/** Loads every code; news that arrived while the list was on its way wins over the list. */
+async function loadSessions() {
+  const request = ++state.listRequest;
+  const seqAtStart = state.eventSeq;
+  const loaded = new Map();
+  try {
+    let offset = 0;
+    for (let page = 0; page < 20; page++) {
+      const answer = await api('GET', `/sessions?offset=${offset}&limit=500`);
+      for (const session of answer.sessions || []) loaded.set(session.code, session);
+      offset += (answer.sessions || []).length;
+      if (!answer.sessions || answer.sessions.length === 0 || offset >= (answer.total || 0)) break;
+    }
+  } catch (error) {
+    reportError(error);
+    return;
+  }
+  if (request !== state.listRequest || !state.account) return;
+  for (const [code, seq] of state.codeSeq) {
+    if (seq <= seqAtStart) continue;
+    if (state.sessions.has(code)) loaded.set(code, state.sessions.get(code)); else loaded.delete(code);
+  }
+  state.sessions = loaded;
+  state.listLoaded = true;
+  renderCodes();
+  $('codes-panel').dataset.loaded = 'true';
+}
+
+/** Applies an action's answer unless the stream brought newer news about the code since the action began. */
+function applyAnswer(code, session, seqBefore) {
+  if (!session || (state.codeSeq.get(code) || 0) > seqBefore) return;
+  state.eventSeq++;
+  state.codeSeq.set(code, state.eventSeq);
+  state.sessions.set(code, session);
+  renderCodes();
+}
+
+function sortedSessions() {
+  return [...state.sessions.values()].sort((a, b) => {
+    const byTime = String(b.created_at || '').localeCompare(String(a.created_at || ''));
+    return byTime !== 0 ? byTime : String(a.code).localeCompare(String(b.code));
+  });
+}
+
+function renderCodes() {
+  const body = $('codes-body');
+  const sessions = sortedSessions();
+  show($('codes-empty'), state.listLoaded && sessions.length === 0);
+  show($('codes-table'), sessions.length > 0);
+
+  // Remember what had the keyboard focus, to put it back on the same action of the rebuilt row.
+  const active = document.activeElement;
+  const focusedRow = active && body.contains(active) ? active.closest('tr') : null;
+  const focus = focusedRow ? { code: focusedRow.dataset.code, action: active.dataset.action } : null;
+
+  const existing = new Map();
+  for (const row of body.children) existing.set(row.dataset.code, row);
+  const rows = sessions.map((session) => {
+    const fingerprint = JSON.stringify(session);
+    const old = existing.get(session.code);
+    if (old && old.dataset.fingerprint === fingerprint) return old;
+    const row = codeRow(session);
+    row.dataset.fingerprint = fingerprint;
+    return row;
+  });
+  let cursor = body.firstElementChild;
+  for (const row of rows) {
+    if (row === cursor) { cursor = cursor.nextElementSibling; continue; }
+    body.insertBefore(row, cursor);
+  }
+  while (cursor) {
+    const next = cursor.nextElementSibling;
+    cursor.remove();
+    cursor = next;
+  }
+  if (focus && (!document.activeElement || document.activeElement === document.body)) {
+    const row = body.querySelector(`tr[data-code="${CSS.escape(focus.code)}"]`);
+    if (row) {
+      const target = (focus.action && row.querySelector(`button[data-action="${CSS.escape(focus.action)}"]`))
+        || row.querySelector('button');
+      if (target) target.focus();
+    }
+  }
+}
+
+function codeRow(session) {
+  const live = session.live_state || session.state;
+  const me = state.account ? state.account.login : null;
+  const row = el('tr', { className: `code-row live-${live}`, data: { code: session.code, state: live } });
+  if (state.audit.code === session.code) row.classList.add('highlight');
+
+  const codeParts = [el('span', { className: 'code-value', text: session.code })];
+  if (live === 'open' || live === 'online') {
+    codeParts.push(el('span', { className: 'device-name muted', text: `valid until ${formatTime(session.valid_until)}` }));
+  }
+  row.append(cell('Code', codeParts, 'c-code'));
+  row.append(cell('Type', [TYPE_LABELS[session.type] || session.type || '—'], 'c-type'));
+  row.append(cell('Description', [session.description || '—'], 'c-description'));
+  row.append(cell('Customer', [session.customer_name || '—'], 'c-customer'));
+  const assigned = session.assigned_supporter;
+  row.append(cell('Assigned to', [assigned ? (assigned === me ? `${assigned} (you)` : assigned) : 'anyone'], 'c-assigned'));
+
+  const stateParts = [el('span', { className: `state-badge state-${live}`, text: LIVE_STATE_LABELS[live] || live })];
+  if (session.device_name && live !== 'closed' && live !== 'expired' && (session.online || live !== 'open')) {
+    stateParts.push(el('span', { className: 'device-name', text: session.device_name }));
+  }
+  if (session.reconnecting) stateParts.push(el('span', { className: 'reconnecting-note', text: 'device reconnecting…' }));
+  const stateCell = cell('State', stateParts, 'c-state');
+  stateCell.dataset.state = live;
+  row.append(stateCell);
+
+  const actions = el('div', { className: 'actions' });
+  const label = (verb) => ({ 'aria-label': `${verb} ${session.code}` });
+  if (live === 'online') actions.append(button('Connect', 'connect', 'small', label('Connect to')));
+  if (live === 'request_pending') actions.append(button('Abort', 'cancel', 'danger small', label('Abort the request on')));
+  if (live === 'active') actions.append(button('End', 'end', 'danger small', label('End the session on')));
+  if (live === 'open' || live === 'online') actions.append(button('Close', 'close', 'secondary small', label('Close')));
+  actions.append(button('Audit', 'audit', 'secondary small', label('Audit trail of')));
+  row.append(cell('Actions', [actions], 'c-actions'));
+  return row;
+}
+
+async function onCodesClick(event) {
+  const target = event.target.closest('button[data-action]');
+  if (!target) return;
+  const row = target.closest('tr');
+  const code = row && row.dataset.code;
+  if (!code) return;
+  const action = target.dataset.action;
+  if (action === 'connect') return openConnect(code);
+  if (action === 'audit') return openAudit(code);
+  if (action === 'close' && !target.classList.contains('confirming')) {
+    target.classList.add('confirming');
+    target.textContent = 'Confirm close';
+    setTimeout(() => {
+      if (target.isConnected && target.classList.contains('confirming')) {
+        target.classList.remove('confirming');
+        target.textContent = 'Close';
+      }
+    }, 5000);
+    return;
+  }
+  const requests = {
+    cancel: ['POST', `/sessions/${encodeURIComponent(code)}/cancel`, undefined],
+    end: ['POST', `/sessions/${encodeURIComponent(code)}/end`, undefined],
+    close: ['PUT', `/sessions/${encodeURIComponent(code)}`, { state: 'closed' }],
+  };
+  const request = requests[action];
+  if (!request) return;
+  target.disabled = true;
+  const seqBefore = state.eventSeq;
+  try {
+    const session = await api(...request);
+    hideBanner();
+    applyAnswer(code, session, seqBefore);
+  } catch (error) {
+    reportError(error);
+  } finally {
+    if (target.isConnected) target.disabled = false;
+  }
+}
+
+function toggleNewCode(open) {
+  const form = $('new-code-form');
+  show(form, open);
+  $('new-code-toggle').setAttribute('aria-expanded', String(open));
+  if (open) {
+    show($('new-code-result'), false);
+    $('new-code-type').focus();
+  }
+}
+
+async function onNewCode(event) {
+  event.preventDefault();
+  const body = { type: $('new-code-type').value };
+  const text = (id) => $(id).value.trim();
+  if (text('new-code-description')) body.description = text('new-code-description');
+  if (text('new-code-customer')) body.customer_name = text('new-code-customer');
+  if (text('new-code-waiting')) body.waiting_message = text('new-code-waiting');
+  const minutes = text('new-code-minutes');
+  if (minutes) {
+    const value = Number(minutes);
+    if (!Number.isInteger(value) || value < 1) {
+      showBanner('Validity must be a whole number of minutes, at least 1.');
+      $('new-code-minutes').focus();
+      return;
+    }
+    body.valid_for_seconds = value * 60;
+  }
+  if ($('new-code-assign').checked && state.account) body.assigned_supporter = state.account.login;
+  const submit = $('new-code-submit');
+  submit.disabled = true;
+  const seqBefore = state.eventSeq;
+  try {
+    const session = await api('POST', '/sessions', body);
+    hideBanner();
+    $('new-code-form').reset();
+    toggleNewCode(false);
+    $('new-code-value').textContent = session.code;
+    show($('new-code-result'), true);
+    applyAnswer(session.code, session, seqBefore);
+    const first = $('codes-body').querySelector(`tr[data-code="${CSS.escape(session.code)}"] button`);
+    (first || $('new-code-toggle')).focus();
+  } catch (error) {
+    reportError(error);
+  } finally {
+    submit.disabled = false;
+  }
+}
+
+// ---------------------------------------------------------------- connect dialog
+
+function openConnect(code) {
+  const session = state.sessions.get(code);
+  state.connectCode = code;
+  $('connect-code').textContent = code;
+  $('connect-device').textContent = session && session.device_name ? `Device: ${session.device_name}` : '';
+  const assist = session && session.type === 'assist_ar';
+  $('connect-type-screen').checked = !assist;
+  $('connect-type-assist').checked = Boolean(assist);
+  show($('connect-error'), false);
+  $('connect-dialog').showModal();
+  $('connect-submit').focus();
+}
+
+async function onConnect(event) {
+  event.preventDefault();
+  const code = state.connectCode;
+  if (!code) return;
+  const form = $('connect-form');
+  const type = form.querySelector('input[name="connection_type"]:checked');
+  const features = [...form.querySelectorAll('input[name="feature"]:checked')].map((box) => box.value);
+  const submit = $('connect-submit');
+  submit.disabled = true;
+  const seqBefore = state.eventSeq;
+  try {
+    const session = await api('POST', `/sessions/${encodeURIComponent(code)}/connect`, {
+      connection_type: type ? type.value : 'screen_share',
+      features,
+    });
+    hideBanner();
+    $('connect-dialog').close();
+    applyAnswer(code, session, seqBefore);
+    note(`${code}: ${CONNECTION_TYPE_LABELS[type ? type.value : 'screen_share']} request sent as `
+      + `${state.account.display_name || state.account.login}`);
+    const row = $('codes-body').querySelector(`tr[data-code="${CSS.escape(code)}"]`);
+    const next = row && row.querySelector('button[data-action="cancel"], button[data-action="end"], button');
+    if (next) next.focus();
+  } catch (error) {
+    $('connect-error').textContent = error.message;
+    show($('connect-error'), true);
+  } finally {
+    submit.disabled = false;
+  }
+}
+
+// ---------------------------------------------------------------- audit
+
+function describeActor(actor) {
+  if (!actor) return '—';
+  const parts = [];
+  if (actor.account) {
+    parts.push(actor.display_name ? `${actor.display_name} (${actor.account})` : actor.account);
+  } else if (actor.display_name) {
+    parts.push(actor.display_name);
+  }
+  if (actor.token) parts.push(`token ${actor.token}`);
+  if (!parts.length && actor.kind) parts.push(actor.kind);
+  if (actor.address) parts.push(`from ${actor.address}`);
+  return parts.join(', ');
+}
+
+function auditRow(event) {
+  const details = el('ul', { className: 'details-list' });
+  for (const [key, value] of Object.entries(event.details || {})) {
+    const text = typeof value === 'string' ? value : JSON.stringify(value);
+    details.append(el('li', {}, [el('span', { className: 'details-key', text: `${key}: ` }), text]));
+  }
+  return el('tr', { className: 'audit-row', data: { id: event.id, kind: event.kind } }, [
+    cell('Time', [timeElement(event.time)], 'a-time'),
+    cell('Event', [el('code', { text: event.kind })], 'a-kind'),
+    cell('Actor', [describeActor(event.actor)], 'a-actor'),
+    cell('Details', [details], 'a-details'),
+  ]);
+}
+
+async function openAudit(code) {
+  const audit = state.audit;
+  audit.code = code;
+  audit.ids = new Set();
+  audit.nextBefore = null;
+  $('audit-code').textContent = code;
+  $('audit-body').replaceChildren();
+  show($('audit-empty'), false);
+  show($('audit-more'), false);
+  show($('audit-panel'), true);
+  for (const row of $('codes-body').children) row.classList.toggle('highlight', row.dataset.code === code);
+  $('audit-panel').focus();
+  $('audit-panel').scrollIntoView({ block: 'nearest' });
+  await loadAudit(false);
+}
+
+async function loadAudit(older) {
+  const audit = state.audit;
+  const code = audit.code;
+  if (!code) return;
+  const request = ++audit.request;
+  let path = `/audit?code=${encodeURIComponent(code)}&limit=100`;
+  if (older && audit.nextBefore !== null) path += `&before_id=${encodeURIComponent(audit.nextBefore)}`;
+  try {
+    const answer = await api('GET', path);
+    if (request !== audit.request || audit.code !== code) return;
+    const body = $('audit-body');
+    for (const event of answer.events || []) {
+      if (audit.ids.has(event.id)) continue;
+      audit.ids.add(event.id);
+      body.append(auditRow(event));
+    }
+    audit.nextBefore = answer.next_before_id ?? null;
+    show($('audit-more'), audit.nextBefore !== null);
+    show($('audit-empty'), audit.ids.size === 0);
+    $('audit-panel').dataset.loaded = 'true';
+  } catch (error) {
+    reportError(error);
+  }
+}
+
+/** A stream event about the code whose audit is shown goes on top, in id order. */
+function auditLive(event) {
+  const audit = state.audit;
+  if (!audit.code || event.code !== audit.code || audit.ids.has(event.id)) return;
+  audit.ids.add(event.id);
+  const body = $('audit-body');
+  const row = auditRow(event);
+  const before = [...body.children].find((other) => Number(other.dataset.id) < Number(event.id));
+  body.insertBefore(row, before || null);
+  show($('audit-empty'), false);
+}
+
+function closeAudit() {
+  state.audit.code = null;
+  state.audit.request++;
+  show($('audit-panel'), false);
+  delete $('audit-panel').dataset.loaded;
+  for (const row of $('codes-body').children) row.classList.remove('highlight');
+}
+
+// ---------------------------------------------------------------- event stream
+
+function closeEvents() {
+  if (state.retryTimer) clearTimeout(state.retryTimer);
+  state.retryTimer = null;
+  if (state.events) state.events.close();
+  state.events = null;
+}
+
+function openEvents() {
+  closeEvents();
+  const source = new EventSource(`${API}/events`);
+  state.events = source;
+  source.onopen = () => {
+    if (state.events !== source) return;
+    state.retryDelay = 1000;
+    show($('stream-status'), false);
+    $('stream-status').textContent = 'Reconnecting…';
+    if (state.streamLost) {
+      state.streamLost = false;
+      loadSessions();  // whatever the stream could not resume is in the list
+      if (state.audit.code) loadAudit(false);
+    }
+  };
+  source.onerror = () => {
+    if (state.events !== source) return;
+    state.streamLost = true;
+    show($('stream-status'), true);
+    if (source.readyState === EventSource.CLOSED) {
+      // The browser gave up (the server refused the stream): find out why, then try again with a new one.
+      source.close();
+      state.events = null;
+      scheduleStreamRetry();
+    }
+  };
+  const handler = (message) => onStreamEvent(message);
+  for (const kind of EVENT_KINDS) source.addEventListener(kind, handler);
+  source.onmessage = handler;
+}
+
+function scheduleStreamRetry() {
+  if (state.retryTimer) clearTimeout(state.retryTimer);
+  const delay = state.retryDelay;
+  state.retryDelay = Math.min(state.retryDelay * 2, 15000);
+  state.retryTimer = setTimeout(async () => {
+    state.retryTimer = null;
+    if (!state.account) return;
+    try {
+      const answer = await api('GET', '/me', undefined, { quietUnauthorized: true });
+      if (answer && answer.csrf_token) state.csrf = answer.csrf_token;
+      openEvents();
+    } catch (error) {
+      if (error instanceof APIError && error.status === 401) {
+        signedOut('Your sign-in has ended — sign in again.');
+      } else {
+        scheduleStreamRetry();
+      }
+    }
+  }, delay);
+}
+
+function onStreamEvent(message) {
+  let data;
+  try { data = JSON.parse(message.data); } catch (error) { return; }
+  if (!data || typeof data !== 'object') return;
+  const kind = data.kind || message.type;
+  const code = data.code;
+  if (code && Object.prototype.hasOwnProperty.call(data, 'session')) {
+    state.eventSeq++;
+    state.codeSeq.set(code, state.eventSeq);
+    if (data.session) state.sessions.set(code, data.session); else state.sessions.delete(code);
+    renderCodes();
+    if (EVENT_NOTES[kind] && state.sessions.has(code)) note(`${code}: ${EVENT_NOTES[kind]}`);
+  }
+  if (code) auditLive(data);
+  if (kind && kind.startsWith('token_') && state.currentPanel === 'tokens-panel') loadTokens();
+  if (kind && kind.startsWith('account_') && state.currentPanel === 'users-panel') loadUsers();
+}
+
+// ---------------------------------------------------------------- users (admins)
+
+async function loadUsers() {
+  if (!state.account || state.account.role !== 'admin') return;
+  try {
+    const answer = await api('GET', '/users');
+    renderUsers(answer.users || []);
+  } catch (error) {
+    reportError(error);
+  }
+}
+
+function renderUsers(users) {
+  const body = $('users-body');
+  show($('users-empty'), users.length === 0);
+  show($('users-table'), users.length > 0);
+  const me = state.account ? state.account.login : null;
+  body.replaceChildren(...users.map((user) => {
+    const actions = el('div', { className: 'actions' });
+    const who = user.login;
+    if (user.state === 'disabled') {
+      actions.append(button('Enable', 'enable', 'secondary small', { 'aria-label': `Enable ${who}` }));
+    } else {
+      actions.append(button('Disable', 'disable', 'danger small', { 'aria-label': `Disable ${who}` }));
+    }
+    if (user.role === 'admin') {
+      actions.append(button('Make supporter', 'role-supporter', 'secondary small', { 'aria-label': `Make ${who} a supporter` }));
+    } else {
+      actions.append(button('Make admin', 'role-admin', 'secondary small', { 'aria-label': `Make ${who} an admin` }));
+    }
+    actions.append(button('Set password', 'password', 'secondary small', { 'aria-label': `Set the password of ${who}` }));
+    return el('tr', { data: { login: user.login } }, [
+      cell('Login', [user.login, user.login === me ? el('span', { className: 'muted', text: ' (you)' }) : null], 'u-login'),
+      cell('Display name', [user.display_name || '—'], 'u-name'),
+      cell('Role', [user.role], 'u-role'),
+      cell('State', [el('span', { className: `state-badge state-${user.state === 'active' ? 'online' : 'closed'}`, text: user.state })], 'u-state'),
+      cell('Created', [timeElement(user.created_at)], 'u-created'),
+      cell('Actions', [actions], 'u-actions'),
+    ]);
+  }));
+}
+
+async function onUsersClick(event) {
+  const target = event.target.closest('button[data-action]');
+  if (!target) return;
+  const login = target.closest('tr').dataset.login;
+  const changes = {
+    enable: { state: 'active' },
+    disable: { state: 'disabled' },
+    'role-admin': { role: 'admin' },
+    'role-supporter': { role: 'supporter' },
+  };
+  if (target.dataset.action === 'password') return openPassword(login);
+  const change = changes[target.dataset.action];
+  if (!change) return;
+  target.disabled = true;
+  try {
+    await api('PUT', `/users/${encodeURIComponent(login)}`, change);
+    hideBanner();
+    await loadUsers();
+  } catch (error) {
+    reportError(error);
+    if (target.isConnected) target.disabled = false;
+  }
+}
+
+async function onNewUser(event) {
+  event.preventDefault();
+  const body = {
+    login: $('new-user-login').value.trim(),
+    display_name: $('new-user-display-name').value.trim(),
+    role: $('new-user-role').value,
+    password: $('new-user-password').value,
+  };
+  if (!body.login || !body.display_name || !body.password) {
+    showBanner('A new user needs a login, a display name and a password.');
+    return;
+  }
+  const submit = $('new-user-submit');
+  submit.disabled = true;
+  try {
+    await api('POST', '/users', body);
+    hideBanner();
+    $('new-user-form').reset();
+    note(`User ${body.login} added.`);
+    await loadUsers();
+    $('new-user-login').focus();
+  } catch (error) {
+    reportError(error);
+  } finally {
+    submit.disabled = false;
+  }
+}
+
+function openPassword(login) {
+  state.passwordLogin = login;
+  $('password-login').textContent = login;
+  $('password-form').reset();
+  show($('password-error'), false);
+  $('password-dialog').showModal();
+  $('password-value').focus();
+}
+
+async function onPassword(event) {
+  event.preventDefault();
+  const login = state.passwordLogin;
+  const password = $('password-value').value;
+  if (!password) {
+    $('password-error').textContent = 'Enter the new password.';
+    show($('password-error'), true);
+    return;
+  }
+  const submit = $('password-submit');
+  submit.disabled = true;
+  try {
+    await api('PUT', `/users/${encodeURIComponent(login)}`, { password });
+    $('password-form').reset();
+    $('password-dialog').close();
+    note(`Password of ${login} changed.`);
+  } catch (error) {
+    $('password-error').textContent = error.message;
+    show($('password-error'), true);
+  } finally {
+    submit.disabled = false;
+  }
+}
+
+// ---------------------------------------------------------------- tokens (admins)
+
+async function loadTokens() {
+  if (!state.account || state.account.role !== 'admin') return;
+  try {
+    const answer = await api('GET', '/tokens');
+    renderTokens(answer.tokens || []);
+  } catch (error) {
+    reportError(error);
+  }
+}
+
+function renderTokens(tokens) {
+  const body = $('tokens-body');
+  show($('tokens-empty'), tokens.length === 0);
+  show($('tokens-table'), tokens.length > 0);
+  const sorted = [...tokens].sort((a, b) => String(b.created_at || '').localeCompare(String(a.created_at || '')));
+  body.replaceChildren(...sorted.map((token) => {
+    const actions = el('div', { className: 'actions' });
+    if (!token.revoked_at) {
+      actions.append(button('Revoke', 'revoke', 'danger small', { 'aria-label': `Revoke token ${token.id}` }));
+    }
+    const stateText = token.revoked_at ? `revoked ${formatTime(token.revoked_at)}` : 'active';
+    return el('tr', { data: { id: token.id } }, [
+      cell('Id', [el('span', { className: 'code-value', text: token.id })], 't-id'),
+      cell('Scope', [token.scope], 't-scope'),
+      cell('Label', [token.label || '—'], 't-label'),
+      cell('Created', [timeElement(token.created_at)], 't-created'),
+      cell('State', [el('span', { className: `state-badge state-${token.revoked_at ? 'closed' : 'online'}`, text: stateText })], 't-state'),
+      cell('Actions', [actions], 't-actions'),
+    ]);
+  }));
+}
+
+async function onTokensClick(event) {
+  const target = event.target.closest('button[data-action="revoke"]');
+  if (!target) return;
+  if (!target.classList.contains('confirming')) {
+    target.classList.add('confirming');
+    target.textContent = 'Confirm revoke';
+    setTimeout(() => {
+      if (target.isConnected && target.classList.contains('confirming')) {
+        target.classList.remove('confirming');
+        target.textContent = 'Revoke';
+      }
+    }, 5000);
+    return;
+  }
+  const id = target.closest('tr').dataset.id;
+  target.disabled = true;
+  try {
+    await api('DELETE', `/tokens/${encodeURIComponent(id)}`);
+    hideBanner();
+    note(`Token ${id} revoked.`);
+    await loadTokens();
+  } catch (error) {
+    reportError(error);
+    if (target.isConnected) target.disabled = false;
+  }
+}
+
+async function onNewToken(event) {
+  event.preventDefault();
+  const body = { scope: $('new-token-scope').value };
+  const label = $('new-token-label').value.trim();
+  if (label) body.label = label;
+  const submit = $('new-token-submit');
+  submit.disabled = true;
+  try {
+    const answer = await api('POST', '/tokens', body);
+    hideBanner();
+    $('new-token-form').reset();
+    $('new-token-scope-text').textContent = answer.scope;
+    $('new-token-value').textContent = answer.token;
+    show($('new-token-result'), true);
+    $('new-token-copy').focus();
+    await loadTokens();
+  } catch (error) {
+    reportError(error);
+  } finally {
+    submit.disabled = false;
+  }
+}
+
+function hideNewToken() {
+  $('new-token-value').textContent = '';
+  show($('new-token-result'), false);
+}
+
+async function onCopyToken() {
+  const value = $('new-token-value').textContent;
+  try {
+    await navigator.clipboard.writeText(value);
+    $('new-token-copy').textContent = 'Copied';
+  } catch (error) {
+    const selection = window.getSelection();
+    const range = document.createRange();
+    range.selectNodeContents($('new-token-value'));
+    selection.removeAllRanges();
+    selection.addRange(range);
+    $('new-token-copy').textContent = 'Selected — press Ctrl+C';
+  }
+  setTimeout(() => { $('new-token-copy').textContent = 'Copy'; }, 3000);
+}
+
+// ---------------------------------------------------------------- start
+
+function wire() {
+  // A polite live region for what happens on the codes (the stream's news).
+  const liveNote = el('p', { className: 'card notice live-note', attrs: { id: 'live-note', role: 'status', 'aria-live': 'polite' } });
+  liveNote.hidden = true;
+  $('codes-panel').insertBefore(liveNote, $('codes-empty'));
+
+  $('sign-in-form').addEventListener('submit', onSignIn);
+  $('sign-out').addEventListener('click', onSignOut);
+  $('banner-dismiss').addEventListener('click', hideBanner);
+  for (const tab of document.querySelectorAll('.tab')) tab.addEventListener('click', () => selectPanel(tab.dataset.panel));
+
+  $('new-code-toggle').addEventListener('click', () => toggleNewCode($('new-code-form').hidden));
+  $('new-code-cancel').addEventListener('click', () => { toggleNewCode(false); $('new-code-toggle').focus(); });
+  $('new-code-form').addEventListener('submit', onNewCode);
+  $('codes-body').addEventListener('click', onCodesClick);
+
+  $('connect-form').addEventListener('submit', onConnect);
+  $('connect-cancel').addEventListener('click', () => $('connect-dialog').close());
+  $('connect-dialog').addEventListener('close', () => { state.connectCode = null; });
+
+  $('audit-close').addEventListener('click', () => { closeAudit(); $('codes-title').focus(); });
+  $('audit-more').addEventListener('click', () => loadAudit(true));
+
+  $('new-user-form').addEventListener('submit', onNewUser);
+  $('users-body').addEventListener('click', onUsersClick);
+  $('password-form').addEventListener('submit', onPassword);
+  $('password-cancel').addEventListener('click', () => $('password-dialog').close());
+
+  $('new-token-form').addEventListener('submit', onNewToken);
+  $('tokens-body').addEventListener('click', onTokensClick);
+  $('new-token-copy').addEventListener('click', onCopyToken);
+  $('new-token-hide').addEventListener('click', hideNewToken);
+  $('codes-title').tabIndex = -1;
+}
+
+async function start() {
+  wire();
+  try {
+    const answer = await api('GET', '/me', undefined, { quietUnauthorized: true });
+    signedIn(answer.account, answer.csrf_token);
+  } catch (error) {
+    if (error instanceof APIError && error.status === 401) {
+      showSignIn('');
+    } else {
+      showSignIn('');
+      showBanner(error.message);
+    }
+  }
+}
+
+start();
