@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import ssl
 import subprocess
 import sys
@@ -76,6 +77,7 @@ class World:
         self.devices = []
         self.browsers = []
         self.attacker = None
+        self.proxy = None
         self.supporter_bin = os.path.join(BIN_DIR, "rsup-supporter")
         self.device_bin = os.path.join(BIN_DIR, "rsup-device")
         self.codes = {}          # what scenarios leave for later ones
@@ -161,6 +163,8 @@ class World:
                 driver.quit()
             except Exception:  # noqa: BLE001 — cleaning up whatever state the browser is in
                 pass
+        if self.proxy:
+            self.proxy.close()
         if self.attacker:
             self.attacker.shutdown()
             self.attacker.server_close()
@@ -601,6 +605,95 @@ def scenario_admin(world):
     check(not problems, f"the browser logged: {problems[:3]}")
 
 
+class CuttableProxy:
+    """A TCP relay to the node's API port (TLS passes through untouched) whose connections can be cut: the browser's
+    event stream breaks the way a lost network breaks it."""
+
+    def __init__(self, target_port):
+        self.target_port = target_port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.up = True
+        self.lock = threading.Lock()
+        self.open = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            if not self.up:
+                client.close()
+                continue
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target_port), timeout=5)
+                upstream.settimeout(None)
+            except OSError:
+                client.close()
+                continue
+            with self.lock:
+                self.open += [client, upstream]
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source, sink):
+        try:
+            while chunk := source.recv(65536):
+                sink.sendall(chunk)
+        except OSError:
+            pass
+        for end in (source, sink):
+            try:
+                end.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def cut(self):
+        """Drops every relayed connection and refuses new ones until `restore()`."""
+        self.up = False
+        with self.lock:
+            dropped, self.open = self.open, []
+        for connection in dropped:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            connection.close()
+
+    def restore(self):
+        self.up = True
+
+    def close(self):
+        self.cut()
+        self.listener.close()
+
+
+def scenario_stream_reconnects(world):
+    driver = world.alice
+    world.proxy = CuttableProxy(world.api_port)
+    through_proxy = f"https://127.0.0.1:{world.proxy.port}"
+    driver.get(through_proxy + "/")  # alice's cookie is for 127.0.0.1, any port: still signed in
+    wait(driver, lambda d: d.find_element(By.ID, "codes-panel").get_attribute("data-loaded") == "true", "the console")
+    time.sleep(1)  # the event stream is open
+    driver.execute_script("window.__sameDocument = 7;")
+    world.proxy.cut()
+    try:
+        wait(driver, lambda d: d.find_element(By.ID, "stream-status").is_displayed(), "the Reconnecting… bar", timeout=15)
+        check(driver.find_element(By.ID, "stream-status").text == "Reconnecting…", "the bar does not say Reconnecting…")
+        screenshot(driver, "console-reconnecting.png")
+        # Something happens while the page is cut off.
+        code = control(world.supporter_bin, world.data, "create", "--description", "made while offline")["code"]["code"]
+        time.sleep(1.5)  # the browser's retries fail meanwhile
+    finally:
+        world.proxy.restore()
+    wait(driver, lambda d: not d.find_element(By.ID, "stream-status").is_displayed(), "the stream to come back", timeout=30)
+    wait(driver, lambda d: row(d, code) is not None, "the code made while the stream was down, without a reload")
+    check(driver.execute_script("return window.__sameDocument;") == 7, "the page reloaded")
+
+
 SCENARIOS = [
     ("security-headers", scenario_security_headers),
     ("alice-connects-live", scenario_alice_session),
@@ -608,6 +701,7 @@ SCENARIOS = [
     ("bob-cannot-act-on-alices-code", scenario_bob_isolated),
     ("csrf-cross-origin", scenario_csrf),
     ("admin-users-and-tokens", scenario_admin),
+    ("event-stream-reconnects", scenario_stream_reconnects),
 ]
 
 
