@@ -447,6 +447,11 @@ def scenario_bob_isolated(world):
         answer = page_fetch(driver, "POST", f"/api/v1/sessions/{code}/{action}")
         check(answer["status"] == 403, f"bob's {action} on alice's code answered {answer['status']}: {answer['body']}")
     screenshot(driver, "console-bob.png")
+    driver.find_element(By.ID, "sign-out").click()
+    wait(driver, lambda d: d.find_element(By.ID, "sign-in-login").is_displayed(), "the sign-in form after signing out")
+    check(not driver.find_element(By.ID, "app").is_displayed(), "the codes still show after signing out")
+    answer = page_fetch(driver, "GET", "/api/v1/me", csrf=False)
+    check(answer["status"] == 401, f"after signing out /api/v1/me answered {answer['status']}")
 
 
 class AttackerHandler(http.server.BaseHTTPRequestHandler):

@@ -179,13 +179,14 @@ function note(text) {
 
 // ---------------------------------------------------------------- sign in / out
 
-function showSignIn(message) {
+function showSignIn(message, { isError = true } = {}) {
   show($('loading'), false);
   show($('app'), false);
   show($('account-box'), false);
   show($('sign-in'), true);
   const error = $('sign-in-error');
   error.textContent = message || '';
+  error.classList.toggle('form-info', !isError);
   show(error, Boolean(message));
   $('sign-in-login').focus();
 }
@@ -208,7 +209,7 @@ function signedIn(account, csrf) {
   openEvents();
 }
 
-function signedOut(message) {
+function signedOut(message, options) {
   closeEvents();
   state.account = null;
   state.csrf = null;
@@ -225,7 +226,7 @@ function signedOut(message) {
   show($('stream-status'), false);
   for (const dialog of document.querySelectorAll('dialog')) if (dialog.open) dialog.close();
   hideBanner();
-  showSignIn(message);
+  showSignIn(message, options);
 }
 
 async function onSignIn(event) {
@@ -233,6 +234,7 @@ async function onSignIn(event) {
   const login = $('sign-in-login').value.trim();
   const password = $('sign-in-password').value;
   const error = $('sign-in-error');
+  error.classList.remove('form-info');
   if (!login || !password) {
     error.textContent = 'Enter your login and password.';
     show(error, true);
@@ -252,6 +254,7 @@ async function onSignIn(event) {
       text += ` (try again in ${failure.retryAfter} s)`;
     }
     error.textContent = text;
+    error.classList.remove('form-info');
     show(error, true);
     $('sign-in-password').select();
     $('sign-in-password').focus();
@@ -266,7 +269,7 @@ async function onSignOut() {
   } catch (error) {
     // Signed out locally either way; the server's session ends by itself.
   }
-  signedOut('You have signed out.');
+  signedOut('You have signed out.', { isError: false });
 }
 
 // ---------------------------------------------------------------- panels
