@@ -32,6 +32,9 @@ let package = Package(
         .target(name: "SupporterNode", dependencies: ["SupportSession", "SupportRegistry", "SupportTransport", "CSQLite"]),
         // The supporter node's REST API (protocol/openapi.yaml), served beside the node on its public API only.
         .target(name: "SupporterREST", dependencies: ["SupporterNode", "SupportHTTP"], resources: [.copy("Console")]),
+        // libpq (Debian libpq-dev) and the PostgreSQL client built on it, for the PostgreSQL store (issue 12).
+        .systemLibrary(name: "CLibPQ", path: "Sources/CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .target(name: "SupportPostgres", dependencies: ["CLibPQ"]),
         // The device SDK an app embeds.
         .target(name: "DeviceNode", dependencies: ["SupportSession", "SupportTransport"]),
         // A small, strict HTTP/1.1 server over TLSStream for the supporter node's REST API.
@@ -50,6 +53,7 @@ let package = Package(
         .testTarget(name: "SupporterNodeTests", dependencies: ["SupporterNode"]),
         .testTarget(name: "SupportRegistryTests", dependencies: ["SupportRegistry"]),
         .testTarget(name: "SupporterRESTTests", dependencies: ["SupporterREST"]),
+        .testTarget(name: "SupportPostgresTests", dependencies: ["SupportPostgres", "TestSupport"]),
         // Certificates made at test time, shared by the test targets that speak TLS.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "SupportTransportTests", dependencies: ["SupportTransport", "SupportWire", "TestSupport"]),

@@ -2,8 +2,10 @@
 # Installs the Debian packages RemoteSupport needs, if any is missing. Used by the demo and by CI.
 set -euo pipefail
 need=()
-# chromium and chromium-driver: the web console's browser tests (tests/web/console_e2e.py).
-for package in libssl-dev libsqlite3-dev openssl iproute2 python3 python3-yaml curl chromium chromium-driver; do
+# chromium and chromium-driver: the web console's browser tests (tests/web/console_e2e.py); postgresql and libpq-dev:
+# the PostgreSQL store and its throwaway test clusters (scripts/pg-cluster.sh).
+for package in libssl-dev libsqlite3-dev openssl iproute2 python3 python3-yaml curl chromium chromium-driver \
+  postgresql libpq-dev; do
   dpkg -s "$package" >/dev/null 2>&1 || need+=("$package")
 done
 if [ ${#need[@]} -gt 0 ]; then
