@@ -11,6 +11,14 @@ public enum StoreIntent: Sendable, Hashable {
     case deleteBackoff(key: String)
     /// Creates or replaces a supporter account (by login).
     case saveAccount(SupporterAccountRecord)
+    /// Remembers a login session.
+    case saveLoginSession(LoginSessionRecord)
+    /// Forgets the login session with this digest (sign-out).
+    case deleteLoginSession(digest: [UInt8])
+    /// Forgets every login session of an account (disabled, or its password changed).
+    case deleteLoginSessions(login: String)
+    /// Forgets login sessions that began before this time (past their lifetime).
+    case deleteLoginSessionsBefore(Date)
 }
 
 /// Who made a change, for the audit trail: the node itself, a local operator (console or control socket), or a REST

@@ -40,3 +40,21 @@ public struct SupporterAccountRecord: Sendable, Hashable {
         self.updatedAt = updatedAt
     }
 }
+
+/// A login session as stored, so that a restarted node (or another node on the same database) still knows it: the
+/// SHA-256 digest of its secret (never the secret), its public id, its account, its CSRF token and when it began.
+public struct LoginSessionRecord: Sendable, Hashable {
+    public let digest: [UInt8]
+    public let id: String
+    public let login: String
+    public let csrfToken: String
+    public let createdAt: Date
+
+    public init(digest: [UInt8], id: String, login: String, csrfToken: String, createdAt: Date) {
+        self.digest = digest
+        self.id = id
+        self.login = login
+        self.csrfToken = csrfToken
+        self.createdAt = createdAt
+    }
+}

@@ -1,4 +1,5 @@
 import Foundation
+import SupportRegistry
 import SupportTransport
 
 /// A signed-in supporter's session, as the REST API and web console use it.
@@ -13,9 +14,10 @@ public struct LoginSession: Sendable, Hashable {
     public var lastUsed: Date
 }
 
-/// The node's login sessions, in memory: only SHA-256 digests of their secrets are kept. A session ends after
+/// The node's login sessions: only SHA-256 digests of their secrets are kept, here and in the store (so a restart
+/// signs nobody out; a session loaded from the store counts as used at load time). A session ends after
 /// ``idleTimeout`` unused, ``lifetime`` in all, at sign-out, or when its account is disabled or its password changed.
-/// At most ``capacity`` are held; beyond it the least recently used is dropped. (A restart signs everyone out.)
+/// At most ``capacity`` are held; beyond it the least recently used is dropped.
 struct LoginSessionTable: Sendable {
     static let idleTimeout: TimeInterval = 8 * 3600
     static let lifetime: TimeInterval = 24 * 3600
@@ -24,17 +26,34 @@ struct LoginSessionTable: Sendable {
     private var sessions: [[UInt8]: LoginSession] = [:]
 
     /// A new session for `login`; returns it with its secret (the cookie value), shown to nobody else.
-    mutating func open(login: String, now: Date) -> (secret: String, session: LoginSession) {
+    mutating func open(login: String, now: Date) -> (secret: String, session: LoginSession, record: LoginSessionRecord) {
         let secret = Self.random()
         let digest = SHA256.hash(Array(secret.utf8))
         let id = digest.prefix(6).map { String(format: "%02x", $0) }.joined()
         let session = LoginSession(id: id, login: login, csrfToken: Self.random(), createdAt: now, lastUsed: now)
+        insert(session, digest: digest)
+        let record = LoginSessionRecord(digest: digest, id: id, login: login, csrfToken: session.csrfToken, createdAt: now)
+        return (secret, session, record)
+    }
+
+    /// A stored session, unless it is past its lifetime at `now`.
+    mutating func load(_ record: LoginSessionRecord, now: Date) {
+        guard now.timeIntervalSince(record.createdAt) < Self.lifetime else { return }
+        insert(
+            LoginSession(
+                id: record.id, login: record.login, csrfToken: record.csrfToken, createdAt: record.createdAt,
+                lastUsed: now),
+            digest: record.digest)
+    }
+
+    private mutating func insert(_ session: LoginSession, digest: [UInt8]) {
         if sessions.count >= Self.capacity, let oldest = sessions.min(by: { $0.value.lastUsed < $1.value.lastUsed }) {
             sessions[oldest.key] = nil
         }
         sessions[digest] = session
-        return (secret, session)
     }
+
+    static func digest(of secret: String) -> [UInt8] { SHA256.hash(Array(secret.utf8)) }
 
     /// The live session whose secret is `secret` (marked used at `now`); nil when unknown or expired.
     mutating func use(secret: String, now: Date) -> LoginSession? {

@@ -52,3 +52,61 @@ extension StoreTransaction {
         }
     }
 }
+
+extension SessionStore {
+    /// Every stored login session.
+    public func loginSessions() throws(StoreError) -> [LoginSessionRecord] {
+        try perform("list login sessions") {
+            (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) -> [LoginSessionRecord] in
+            let statement = try connection.prepare(
+                "SELECT digest, id, login, csrf_token, created_at FROM login_sessions ORDER BY created_at")
+            var records: [LoginSessionRecord] = []
+            while try statement.step() {
+                guard let digest = statement.blob(at: 0), let id = statement.text(at: 1),
+                    let login = statement.text(at: 2), let csrf = statement.text(at: 3),
+                    let created = statement.int64(at: 4)
+                else { throw Self.invalidData("a login session row lacks a required value") }
+                records.append(
+                    LoginSessionRecord(
+                        digest: digest, id: id, login: login, csrfToken: csrf,
+                        createdAt: Date(unixMilliseconds: created)))
+            }
+            return records
+        }
+    }
+}
+
+/// A value bound into a statement.
+enum SQLValue {
+    case blob([UInt8])
+    case text(String)
+    case integer(Int64)
+}
+
+extension StoreTransaction {
+    mutating func saveLoginSession(_ record: LoginSessionRecord) throws(StoreError) {
+        try run("save login session") { (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) in
+            let statement = try connection.prepare(
+                "INSERT OR REPLACE INTO login_sessions (digest, id, login, csrf_token, created_at) VALUES (?, ?, ?, ?, ?)")
+            try statement.bind(blob: record.digest, at: 1)
+            try statement.bind(record.id, at: 2)
+            try statement.bind(record.login, at: 3)
+            try statement.bind(record.csrfToken, at: 4)
+            try statement.bind(record.createdAt.unixMilliseconds, at: 5)
+            try statement.run()
+        }
+    }
+
+    /// Deletes the login sessions `condition` (one `?`) selects.
+    mutating func deleteLoginSessions(_ condition: String, _ value: SQLValue) throws(StoreError) {
+        try run("delete login sessions") { (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) in
+            let statement = try connection.prepare("DELETE FROM login_sessions WHERE \(condition)")
+            switch value {
+            case .blob(let bytes): try statement.bind(blob: bytes, at: 1)
+            case .text(let text): try statement.bind(text, at: 1)
+            case .integer(let number): try statement.bind(number, at: 1)
+            }
+            try statement.run()
+        }
+    }
+}

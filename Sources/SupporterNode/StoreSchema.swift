@@ -141,6 +141,18 @@ public enum StoreSchema {
                 ) STRICT, WITHOUT ROWID;
                 CREATE INDEX session_codes_by_assignee ON session_codes (assigned_supporter);
                 """),
+        Migration(
+            version: 7, summary: "login sessions (digests of their secrets), so a restart does not sign supporters out",
+            sql: """
+                CREATE TABLE login_sessions (
+                    digest BLOB PRIMARY KEY NOT NULL,
+                    id TEXT NOT NULL,
+                    login TEXT NOT NULL REFERENCES supporter_accounts (login) ON DELETE CASCADE,
+                    csrf_token TEXT NOT NULL,
+                    created_at INTEGER NOT NULL
+                ) STRICT, WITHOUT ROWID;
+                CREATE INDEX login_sessions_by_login ON login_sessions (login);
+                """),
     ]
 
     /// The triggers that keep the audit trail append-only, by name, exactly as the store creates them;

@@ -313,6 +313,7 @@ extension StoreIntent {
         case .audit(let event): "audit \(event.kind)"
         case .saveBackoff, .deleteBackoff: "back-off"
         case .saveAccount: "supporter account"
+        case .saveLoginSession, .deleteLoginSession, .deleteLoginSessions, .deleteLoginSessionsBefore: "login session"
         }
     }
 }
@@ -331,6 +332,10 @@ extension StoreTransaction {
                     key: row.key, failures: row.failures, blockedUntil: row.blockedUntil, lastFailure: row.lastFailure)
             case .deleteBackoff(let key): try deleteBackoff(key: key)
             case .saveAccount(let record): try saveAccount(record)
+            case .saveLoginSession(let record): try saveLoginSession(record)
+            case .deleteLoginSession(let digest): try deleteLoginSessions("digest = ?", .blob(digest))
+            case .deleteLoginSessions(let login): try deleteLoginSessions("login = ?", .text(login))
+            case .deleteLoginSessionsBefore(let date): try deleteLoginSessions("created_at < ?", .integer(date.unixMilliseconds))
             }
         }
     }

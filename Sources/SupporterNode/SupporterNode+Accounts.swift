@@ -149,8 +149,11 @@ extension SupporterNode {
         }
         if hash != nil { changed.append("password") }
         details["changed"] = changed.joined(separator: ",")
+        var intents: [StoreIntent] = [.saveAccount(record)]
+        if record.state == .disabled || hash != nil { intents.append(.deleteLoginSessions(login: login)) }
+        intents.append(.audit(AuditEvent(time: now, kind: .accountChanged, details: details)))
         do {
-            try await commit([.saveAccount(record), .audit(AuditEvent(time: now, kind: .accountChanged, details: details))])
+            try await commit(intents)
         } catch {
             state.withLock { $0.accounts[login] = before }
             throw error
@@ -193,7 +196,15 @@ extension SupporterNode {
             return state.loginSessions.open(login: login, now: now)
         }
         let actor = account.actor(kind: "rest", address: address, loginSession: opened.session.id)
-        try? await commit([.audit(AuditEvent(time: now, kind: .signedIn, details: actor.details))])
+        // Stored before the cookie is handed out, so a restart right after still knows the session.
+        do {
+            try await commit([
+                .saveLoginSession(opened.record), .audit(AuditEvent(time: now, kind: .signedIn, details: actor.details)),
+            ])
+        } catch {
+            _ = state.withLock { $0.loginSessions.close(secret: opened.secret) }
+            throw SignInError(kind: .busy)
+        }
         logger.log(.info, "\(login) signed in from \(address)")
         return (opened.secret, opened.session, account)
     }
@@ -218,7 +229,10 @@ extension SupporterNode {
         let actor = AuditActor(
             kind: "rest", address: address, account: session.login, accountName: record?.displayName,
             loginSession: session.id)
-        try? await commit([.audit(AuditEvent(time: Date(), kind: .signedOut, details: actor.details))])
+        try? await commit([
+            .deleteLoginSession(digest: LoginSessionTable.digest(of: secret)),
+            .audit(AuditEvent(time: Date(), kind: .signedOut, details: actor.details)),
+        ])
     }
 
     /// Sends a connection request on `code` as `account`: the device's user sees the account's display name. A
@@ -256,7 +270,12 @@ extension SupporterNode {
             state.loginSessions.sweep(now: now)
             return state.signInAudit.flush(now: clock)
         }
-        return suppressed.map { item in
+        var intents: [StoreIntent] = []
+        // Once an hour: sessions past their lifetime leave the store too.
+        if Int(now.timeIntervalSince1970) % 3600 == 0 {
+            intents.append(.deleteLoginSessionsBefore(now.addingTimeInterval(-LoginSessionTable.lifetime)))
+        }
+        return intents + suppressed.map { item in
             .audit(
                 AuditEvent(
                     time: now, kind: .signInFailed,

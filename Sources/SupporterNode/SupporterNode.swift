@@ -69,6 +69,12 @@ public final class SupporterNode: Sendable {
             let tokens = try APITokenStore(loadingFrom: store)
             var nodeState = NodeState(registry: registry, tokens: tokens)
             for account in try store.accounts() { nodeState.accounts[account.login] = account }
+            // Sessions past their lifetime are forgotten here; the rest are loaded (a restart signs nobody out).
+            let expired = now.addingTimeInterval(-LoginSessionTable.lifetime)
+            try store.write { (transaction: inout StoreTransaction) throws(StoreError) in
+                try transaction.apply([.deleteLoginSessionsBefore(expired)])
+            }
+            for session in try store.loginSessions() { nodeState.loginSessions.load(session, now: now) }
             self.state = Mutex(nodeState)
         } catch {
             group.shutdown()

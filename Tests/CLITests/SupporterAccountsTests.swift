@@ -232,12 +232,55 @@ struct SupporterAccountsTests {
     }
 }
 
+extension SupporterAccountsTests {
+    @Test("a restart signs nobody out; a sign-out, a disabled account or a new password still end the session after it")
+    func sessionsSurviveARestart() async throws {
+        try await withCertificates { certificates in
+            let first = try await SupporterServer(certificate: certificates.server, extra: ["--api-listen", "127.0.0.1:0"])
+            try await first.ensureAccount("alice", displayName: "Alice")
+            try await first.ensureAccount("bob", displayName: "Bob")
+            let api = try await Self.restNode(first, certificates)
+            let alice = try Browser(api)
+            let bob = try Browser(api)
+            #expect(try await alice.signIn("alice", "correct horse battery alice").status == 200)
+            #expect(try await bob.signIn("bob", "correct horse battery bob").status == 200)
+            let csrf = alice.csrf
+            _ = try await first.control(["user", "disable", "bob"])
+            await first.close(keepingData: true)
+
+            let second = try await SupporterServer(
+                certificate: certificates.server, extra: ["--api-listen", "127.0.0.1:0"], reusing: first.folder)
+            let again = try await Self.restNode(second, certificates)
+            let me = try await alice.with(again).request("GET", "/me")
+            #expect(me.status == 200, "the restart signed alice out: \(me)")
+            #expect(me.object?["csrf_token"] as? String == csrf)
+            let created = try await alice.with(again).request("POST", "/sessions", json: "{}")
+            #expect(created.status == 201, "the CSRF token of before the restart was refused: \(created)")
+            #expect(try await bob.with(again).request("GET", "/me").errorStatus == 401, "a disabled account's session came back")
+            #expect(try await alice.with(again).request("POST", "/logout").status == 204)
+            await second.close(keepingData: true)
+
+            let third = try await SupporterServer(
+                certificate: certificates.server, extra: ["--api-listen", "127.0.0.1:0"], reusing: first.folder)
+            defer { Task { await third.close() } }
+            let last = try await Self.restNode(third, certificates)
+            #expect(try await alice.with(last).request("GET", "/me").errorStatus == 401, "a signed-out session came back")
+        }
+    }
+
+    static func restNode(_ server: SupporterServer, _ certificates: TestCertificates) async throws -> RESTNode {
+        let listening = try #require(await server.process.waitForEvent("listening"))
+        let apiPort = try #require(listening["api_port"] as? Int)
+        return RESTNode(server: server, apiPort: apiPort, caPath: certificates.caPath, adminToken: "-", deviceToken: "-")
+    }
+}
+
 /// A browser-like client: curl with a cookie jar, sending the CSRF token and Origin a page of the node would.
 struct Browser {
     let api: RESTNode
     let jar: String
     let forwardedFor: String?
-    private let csrfBox = CSRFBox()
+    private let csrfBox: CSRFBox
 
     final class CSRFBox: @unchecked Sendable {
         // @unchecked: used by one test task at a time (each Browser belongs to one test body).
@@ -250,7 +293,18 @@ struct Browser {
         self.api = api
         self.forwardedFor = forwardedFor
         jar = NSTemporaryDirectory() + "rsup-jar-\(UUID().uuidString)"
+        csrfBox = CSRFBox()
     }
+
+    private init(api: RESTNode, jar: String, forwardedFor: String?, csrf: CSRFBox) {
+        self.api = api
+        self.jar = jar
+        self.forwardedFor = forwardedFor
+        csrfBox = csrf
+    }
+
+    /// The same browser (cookies, CSRF token) talking to `api` (a node restarted on another port).
+    func with(_ api: RESTNode) -> Browser { Browser(api: api, jar: jar, forwardedFor: forwardedFor, csrf: csrfBox) }
 
     func signIn(_ login: String, _ password: String) async throws -> CurlResult {
         let body = try JSONSerialization.data(withJSONObject: ["login": login, "password": password])

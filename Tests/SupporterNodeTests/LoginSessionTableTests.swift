@@ -10,7 +10,7 @@ struct LoginSessionTableTests {
     @Test("a session is found by its secret only, with its own CSRF token, and ends at sign-out")
     func openUseClose() throws {
         var table = LoginSessionTable()
-        let (secret, session) = table.open(login: "alice", now: start)
+        let (secret, session, _) = table.open(login: "alice", now: start)
         #expect(secret.count >= 43 && session.csrfToken.count >= 43 && secret != session.csrfToken)
         #expect(!secret.contains(session.id), "the public id gives the secret away")
         #expect(table.use(secret: secret, now: start)?.login == "alice")
@@ -23,10 +23,10 @@ struct LoginSessionTableTests {
     @Test("unused for 8 hours, or 24 hours after sign-in, a session is over")
     func expiry() {
         var table = LoginSessionTable()
-        let (idle, _) = table.open(login: "alice", now: start)
+        let (idle, _, _) = table.open(login: "alice", now: start)
         #expect(table.use(secret: idle, now: start + 8 * 3600 - 1) != nil)
         #expect(table.use(secret: idle, now: start + 16 * 3600) == nil, "idle 8 h")
-        let (busy, _) = table.open(login: "bob", now: start)
+        let (busy, _, _) = table.open(login: "bob", now: start)
         var now = start
         for _ in 0..<6 {
             now += 4 * 3600
@@ -38,9 +38,9 @@ struct LoginSessionTableTests {
     @Test("disabling an account ends all its sessions and no other's")
     func closeAll() {
         var table = LoginSessionTable()
-        let (first, _) = table.open(login: "alice", now: start)
-        let (second, _) = table.open(login: "alice", now: start)
-        let (other, _) = table.open(login: "bob", now: start)
+        let (first, _, _) = table.open(login: "alice", now: start)
+        let (second, _, _) = table.open(login: "alice", now: start)
+        let (other, _, _) = table.open(login: "bob", now: start)
         table.closeAll(of: "alice")
         #expect(table.use(secret: first, now: start) == nil && table.use(secret: second, now: start) == nil)
         #expect(table.use(secret: other, now: start) != nil)
