@@ -13,11 +13,32 @@ public struct NoCallObserver: CallObserver {
     public func currentCall() -> SystemCallStatus { .idle }
 }
 
+/// One supporter node's address.
+public struct NodeAddress: Sendable, Hashable, CustomStringConvertible {
+    public var host: String
+    public var port: UInt16
+
+    public init(host: String, port: UInt16 = 7443) {
+        self.host = host
+        self.port = port
+    }
+
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}
+
 /// How a device node reaches its supporter node and what it says about itself. Defaults on every field but the
 /// address, the trust and the API token.
 public struct DeviceConfiguration: Sendable {
     public var host: String
     public var port: UInt16 = 7443
+    /// Other supporter nodes of the same service (nodes sharing one database), for failover: when `host:port` cannot
+    /// be reached they are tried in turn (each with every address its name resolves to), and a lost link is redialled
+    /// through all of them, starting with the node it was on — so a session resumes on another node when its node
+    /// dies (SPEC §15.5). Only unreachable nodes (refused, unreachable, timed out, no address) make the device try the
+    /// next one; a TLS or protocol failure does not.
+    public var alternateNodes: [NodeAddress] = []
+    /// Every node, `host:port` first.
+    public var nodes: [NodeAddress] { [NodeAddress(host: host, port: port)] + alternateNodes }
     /// The TLS client configuration: CA and/or pins, optional client certificate.
     public var tls: TLSConfiguration
     /// The API token the supporter node issued. A secret: never logged.

@@ -30,6 +30,8 @@ public final class DeviceSession: @unchecked Sendable {
     private var resumeGrace: Duration = .seconds(30)
     private var redialTimer: LoopTimer?
     private var redialAttempt = 0
+    /// The index in `configuration.nodes` of the node the last link went to (the first one tried on a redial).
+    fileprivate var currentNode = 0
     /// Every event of this session, in order; finishes when the session is over and its connection closed: the
     /// goodbye (SESSION_END, GOAWAY, TLS close_notify) has left, so a program may exit as soon as the stream ends.
     public let events: AsyncStream<DeviceSessionEvent>
@@ -75,7 +77,9 @@ public final class DeviceSession: @unchecked Sendable {
         node.loop.execute { [weak self] in
             if let handedOverCallID { _ = self?.machine.setCallID(handedOverCallID) }
         }
-        logger.log(.info, "connecting to \(configuration.host):\(configuration.port) for code \(Redact.code(code))")
+        logger.log(
+            .info,
+            "connecting to \(configuration.nodes.map(\.description).joined(separator: ", ")) for code \(Redact.code(code))")
         _ = node.loop.execute { [weak self] in self?.dial() }
     }
 
@@ -90,19 +94,38 @@ public final class DeviceSession: @unchecked Sendable {
         let loop = node.loop
         let forwarder = LinkForwarder(session: self)
         self.forwarder = forwarder
+        let nodes = configuration.nodes
+        let first = currentNode
+        // Redialling, a node that does not answer is given up on sooner: the others may.
+        let timeout = phase == .reconnecting ? min(configuration.connectTimeout, .seconds(3)) : configuration.connectTimeout
+        let logger = self.logger
         // The dial holds only the forwarder, whose reference to the session is weak.
         Task {
             do throws(TransportError) {
-                let link = try await TLSDialer.connect(
-                    host: configuration.host, port: configuration.port, context: context, settings: settings,
-                    loop: loop, connectTimeout: configuration.connectTimeout, delegate: forwarder)
-                loop.execute {
-                    guard let session = forwarder.session, session.forwarder === forwarder else {
-                        link.close(reason: .normalClose)
+                var lastError = TransportError(.nameResolution, "no supporter node address")
+                for offset in 0..<nodes.count {
+                    let index = (first + offset) % nodes.count
+                    let node = nodes[index]
+                    do throws(TransportError) {
+                        let link = try await TLSDialer.connect(
+                            host: node.host, port: node.port, context: context, settings: settings, loop: loop,
+                            connectTimeout: timeout, delegate: forwarder)
+                        loop.execute {
+                            guard let session = forwarder.session, session.forwarder === forwarder else {
+                                link.close(reason: .normalClose)
+                                return
+                            }
+                            session.currentNode = index
+                            session.attach(link)
+                        }
                         return
+                    } catch {
+                        lastError = error
+                        guard DeviceSession.isUnreachable(error), offset + 1 < nodes.count else { throw error }
+                        logger.log(.info, "supporter node \(node) cannot be reached (\(error)); trying the next")
                     }
-                    session.attach(link)
                 }
+                throw lastError
             } catch {
                 loop.execute {
                     guard let session = forwarder.session, session.forwarder === forwarder else { return }
@@ -110,6 +133,11 @@ public final class DeviceSession: @unchecked Sendable {
                 }
             }
         }
+    }
+
+    /// Errors that say a node is not there (rather than misconfigured): worth trying another node.
+    static func isUnreachable(_ error: TransportError) -> Bool {
+        [.connectionRefused, .hostUnreachable, .connectTimeout, .nameResolution].contains(error.kind)
     }
 
     fileprivate func attach(_ link: FramedLink) {

@@ -5,13 +5,15 @@ import Foundation
 import SupportTransport
 
 let usage = """
-    usage: rsup-device connect HOST[:PORT] --code CODE (--token-file FILE | --token TOKEN) (--ca FILE | --pin PIN)
-                               [options]
+    usage: rsup-device connect HOST[:PORT] [HOST[:PORT]]... --code CODE (--token-file FILE | --token TOKEN)
+                               (--ca FILE | --pin PIN) [options]
 
     Joins a session code on a RemoteSupport supporter node as a device, shows what happens, and asks you to allow or
     reject connection requests. Ctrl-C (or typing 'leave') leaves the code, in any state. During a session, type
     'say TEXT' to chat, 'send FILE' to send a file (at most 16 MiB), 'revoke FEATURE' to withdraw a grant; answer a
     supporter's feature ask with y or n. A lost link is resumed within the node's grace period (protocol 1.1).
+    Several HOST[:PORT]s name other supporter nodes of the same service: an unreachable one is skipped, and a lost
+    link is redialled through all of them.
 
       --code CODE              the session code, e.g. 123-456-789
       --token-file FILE        the API token the supporter node issued ('rsup-supporter token'), on FILE's first line
@@ -57,8 +59,11 @@ func run() throws(CLIError) -> Int32 {
         print(usage)
         return 0
     }
-    guard parsed.positionals.count == 1 else { throw .usage("give the supporter node as HOST[:PORT]") }
+    guard !parsed.positionals.isEmpty else { throw .usage("give the supporter node as HOST[:PORT]") }
     let target = try HostPort(parsed.positionals[0], defaultPort: 7443)
+    let alternates = try parsed.positionals.dropFirst().map { (text) throws(CLIError) in
+        try HostPort(text, defaultPort: 7443)
+    }
     let code = try parsed.require("code")
     guard SessionCodeFormat.isWellFormed(code) else {
         throw .usage("'\(code)' is not a session code: the format is three groups of three digits, like 123-456-789")
@@ -86,6 +91,7 @@ func run() throws(CLIError) -> Int32 {
     let name = parsed.options["name"] ?? ProcessInfo.processInfo.hostName
     var configuration = DeviceConfiguration(
         host: target.host, port: target.port, tls: tls, apiToken: token, deviceName: String(name.prefix(64)))
+    configuration.alternateNodes = alternates.map { NodeAddress(host: $0.host, port: $0.port) }
     configuration.promptTimeout = try parsed.duration("prompt-timeout", default: .seconds(60))
     configuration.keepaliveInterval = try parsed.duration("keepalive", default: .seconds(15))
     configuration.capabilities = [
