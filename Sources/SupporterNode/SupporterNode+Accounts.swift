@@ -206,7 +206,31 @@ extension SupporterNode {
             throw SignInError(kind: .busy)
         }
         logger.log(.info, "\(login) signed in from \(address)")
+        if let stored, stored.needsUpgrade() {
+            // Hashed with weaker parameters than today's: hash the password again now that we have it.
+            Task { await self.upgradeHash(of: login, password: password) }
+        }
         return (opened.secret, opened.session, account)
+    }
+
+    /// Stores `password` hashed with today's parameters for `login` (its old hash was weaker); sessions stay.
+    func upgradeHash(of login: String, password: String) async {
+        guard let hash = try? await hashPassword(password) else { return }
+        let record = state.withLock { state -> SupporterAccountRecord? in
+            guard var record = state.accounts[login], record.state == .active else { return nil }
+            record.passwordHash = hash
+            state.accounts[login] = record
+            return record
+        }
+        guard let record else { return }
+        try? await commit([
+            .saveAccount(record),
+            .audit(
+                AuditEvent(
+                    time: Date(), kind: .accountChanged,
+                    details: ["actor": "node", "account": login, "changed": "password_hash_parameters"])),
+        ])
+        logger.log(.info, "the password hash of \(login) was upgraded to today's scrypt parameters")
     }
 
     /// The live login session whose secret is `secret`, with its account (which must still be active).

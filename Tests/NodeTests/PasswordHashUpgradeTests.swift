@@ -1,0 +1,40 @@
+import Foundation
+import SupporterNode
+import SupportTransport
+import Testing
+
+extension NodeIntegration {
+    /// A password hashed with weaker scrypt parameters than today's is hashed again at the next sign-in.
+    @Suite(.serialized) struct PasswordHashUpgradeTests {
+        @Test func aWeakerHashIsReplacedAtSignInAndStillAcceptsThePassword() async throws {
+            let folder = NSTemporaryDirectory() + "rsup-upgrade-\(UUID().uuidString)"
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let path = folder + "/store.sqlite"
+            do {
+                let store = try SessionStore(path: path)
+                let weak = try PasswordHash.make(password: "an old password", parameters: .init(logN: 10, r: 8, p: 1))
+                let now = Date()
+                try store.write { (transaction: inout StoreTransaction) throws(StoreError) in
+                    try transaction.saveAccount(
+                        SupporterAccountRecord(
+                            login: "old", displayName: "Old Timer", role: .supporter, state: .active,
+                            passwordHash: weak.description, createdAt: now, updatedAt: now))
+                }
+            }
+            let harness = try NodeHarness(storePath: path)
+            defer { harness.shutdown() }
+            _ = try await harness.supporter.signIn(login: "old", password: "an old password", address: "127.0.0.1")
+            var upgraded = false
+            for _ in 0..<100 where !upgraded {
+                try await Task.sleep(for: .milliseconds(50))
+                let stored = try SessionStore(path: path).accounts().first { $0.login == "old" }
+                upgraded = stored?.passwordHash.hasPrefix("$scrypt$ln=15,") == true
+            }
+            #expect(upgraded, "the weak hash stayed")
+            _ = try await harness.supporter.signIn(login: "old", password: "an old password", address: "127.0.0.1")
+            let audit = try harness.supporter.auditEvents().map(\.kind.rawValue)
+            #expect(audit.contains("account_changed"), "\(audit)")
+        }
+    }
+}
