@@ -305,7 +305,9 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
                                             kind: .store)))
                             }))
                 } catch {
-                    resume.resume(.failure(SupporterNodeError(error.description)))
+                    // The session's state forbids the command (a request already pending, a session already active,
+                    // no request to cancel): a conflict with the code's state, which the REST API answers with 409.
+                    resume.resume(.failure(SupporterNodeError(error.description, kind: .conflict)))
                 }
             }
             if !accepted {

@@ -52,6 +52,7 @@ extension RESTRouter {
         }
         var events: [AuditEvent] = []
         var cursor = before
+        var reachedEnd = false
         // Filtering by kind happens here: read pages until `limit` match or the trail ends (bounded to 20 pages).
         for _ in 0..<20 {
             let page: [AuditEvent]
@@ -61,11 +62,17 @@ extension RESTRouter {
                 throw RESTError(error)
             }
             events += page.filter { kind == nil || $0.kind.rawValue == kind }
-            cursor = page.last?.id
-            if page.count < limit || events.count >= limit { break }
+            cursor = page.last?.id ?? cursor
+            if page.count < limit {
+                reachedEnd = true
+                break
+            }
+            if events.count >= limit { break }
         }
         events = Array(events.prefix(limit))
-        let next = events.count == limit ? events.last?.id : nil
+        // A full page goes on after its last row; a page cut short by the 20-page bound goes on where reading stopped
+        // (so a client is never told the trail ended when it did not).
+        let next = events.count == limit ? events.last?.id : (reachedEnd ? nil : cursor)
         return .json(.ok, encoding: APIAuditPage(events: events.map(APIAuditEvent.init), nextBeforeID: next))
     }
 

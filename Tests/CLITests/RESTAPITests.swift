@@ -409,16 +409,34 @@ struct RESTAPITests {
     @Test("protocol/check_openapi.py finds no mismatch between the spec and the node")
     func openAPIConformance() async throws {
         try await withRESTNode { api in
+            // The accounts the checker signs in with (their passwords: "correct horse battery <login>").
+            let accounts = [
+                ("root", "Root Admin", "admin"), ("alice", "Alice Martin", "supporter"), ("bob", "Bob", "supporter"),
+            ]
+            for (login, name, role) in accounts {
+                try await api.server.ensureAccount(login, displayName: name, role: role)
+            }
+            func password(_ login: String) -> String { "correct horse battery \(login)" }
+            // A device that allows every request at once, and one that leaves requests unanswered (it asks on stdin).
             let created = try await api.curl("POST", "/sessions", json: #"{"description":"device here"}"#)
             let code = try #require(created.object?["code"] as? String, "\(created)")
             let device = try api.startDevice(code: code)
             _ = try #require(await api.server.waitForEvent("device_online", code: code), "\(device.transcript)")
+            let asking = try await api.curl("POST", "/sessions", json: #"{"description":"device asks"}"#)
+            let pendingCode = try #require(asking.object?["code"] as? String, "\(asking)")
+            let askingDevice = try api.server.startDevice(
+                code: pendingCode, token: api.deviceToken, trust: ["--ca", api.caPath], keepStdinOpen: true)
+            _ = try #require(
+                await api.server.waitForEvent("device_online", code: pendingCode), "\(askingDevice.transcript)")
             let result = try await runCommand(
                 "/usr/bin/env",
                 [
                     "python3", RESTNode.packageRoot + "/protocol/check_openapi.py", "--base-url",
                     "https://127.0.0.1:\(api.apiPort)/api/v1", "--ca", api.caPath, "--admin-token", api.adminToken,
-                    "--device-token", api.deviceToken, "--online-code", code,
+                    "--device-token", api.deviceToken, "--online-code", code, "--pending-code", pendingCode,
+                    "--admin-login", "root", "--admin-password", password("root"),
+                    "--supporter-login", "alice", "--supporter-password", password("alice"),
+                    "--other-supporter-login", "bob", "--other-supporter-password", password("bob"),
                 ], timeout: .seconds(300))
             #expect(result.exitCode == 0, "\(result)")
         }
