@@ -198,6 +198,10 @@ final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
     }
 
     private func respondAndClose(_ response: HTTPResponse, version: HTTPVersion = .http1_1, isHead: Bool = false) {
+        var response = response
+        for field in configuration.headersOnServerAnswers where !response.headers.contains(field.name) {
+            response.headers.add(name: field.name, value: field.value)
+        }
         closing = true
         cancelTimers()
         write(response.serialized(keepAlive: false, version: version, includeBody: !isHead))

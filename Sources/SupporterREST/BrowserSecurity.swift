@@ -27,6 +27,14 @@ enum BrowserSecurity {
         if isAPI { response.headers.replaceOrAdd(name: "Cache-Control", value: "no-store") }
     }
 
+    /// The headers of ``secure(_:isAPI:)`` alone, for answers the HTTP server makes itself (a malformed request, a
+    /// timeout).
+    static var headers: HTTPHeaders {
+        var response = HTTPResponse(status: .ok)
+        secure(&response, isAPI: true)
+        return response.headers
+    }
+
     /// `Set-Cookie` for a new login session: HttpOnly (no script reads it), Secure (HTTPS only), SameSite=Strict (no
     /// other site's request carries it), for the whole origin, ending with the browser session.
     static func sessionCookie(_ secret: String) -> String {

@@ -70,7 +70,9 @@ final class EventFeed: Sendable {
             return true
         }
         guard added else {
-            throw RESTError(.unavailable, "too many event streams are open (\(Self.maxSubscribers)); try again later")
+            throw RESTError(
+                .unavailable, "too many event streams are open (\(Self.maxSubscribers)); try again later",
+                retryAfter: .seconds(5))
         }
         // Tell the browser to come back soon after a drop, and open the body at once.
         stream.send(Array("retry: 1000\n: connected\n\n".utf8))

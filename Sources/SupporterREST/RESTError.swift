@@ -82,7 +82,7 @@ public struct RESTError: Error, Sendable, Hashable, CustomStringConvertible {
         case .conflict: self.init(.conflict, error.description)
         case .invalid: self.init(.unprocessable, error.description)
         case .forbidden: self.init(.forbidden, error.description)
-        case .busy: self.init(.unavailable, error.description)
+        case .busy: self.init(.unavailable, error.description, retryAfter: .seconds(1))
         default: self.init(.internalError, error.description)
         }
     }

@@ -5,13 +5,10 @@ import SupporterNode
 /// Session codes: create, list, read, change, delete, and the supporter's actions on them.
 extension RESTRouter {
     func create(_ request: HTTPRequest, by principal: RESTPrincipal) async throws(RESTError) -> HTTPResponse {
-        var input = try StrictJSON.decode(APISessionCreate.self, from: request.body).validated(now: Date())
-        if let assignee = input.assignedSupporter {
-            try checkAssignment(to: assignee, by: principal)
-        } else if principal.account?.isAdmin == false {
-            // A supporter's new code is theirs unless they say otherwise (unassigned codes are everyone's).
-            input.assignedSupporter = nil
-        }
+        // Unassigned unless `assigned_supporter` says otherwise (an unassigned code becomes a supporter's when they
+        // send a request on it).
+        let input = try StrictJSON.decode(APISessionCreate.self, from: request.body).validated(now: Date())
+        if let assignee = input.assignedSupporter { try checkAssignment(to: assignee, by: principal) }
         let info: SessionCodeInfo
         do {
             info = try await node.createCode(

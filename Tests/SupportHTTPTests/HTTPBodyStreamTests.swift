@@ -94,3 +94,25 @@ extension HTTPIntegration {
         }
     }
 }
+
+extension HTTPIntegration {
+    @Suite("headers on the server's own answers")
+    struct ServerAnswerHeaderTests {
+        @Test("a malformed request's 400 carries the configured headers too")
+        func malformed() async throws {
+            try await withServer(configure: { $0.headersOnServerAnswers = ["X-Frame-Options": "DENY"] }) { fixture in
+                let result = try await python(
+                    fixture,
+                    """
+                    s = tls()
+                    s.sendall(b"GARBAGE\\r\\n\\r\\n")
+                    text = read_all(s)
+                    print(json.dumps({"head": text.split("\\r\\n\\r\\n")[0]}))
+                    """)
+                let head = result["head"] as? String ?? ""
+                #expect(head.hasPrefix("HTTP/1.1 400"), "\(head)")
+                #expect(head.contains("X-Frame-Options: DENY"), "\(head)")
+            }
+        }
+    }
+}
