@@ -9,7 +9,10 @@ import Synchronization
 public final class HTTPBodyStream: Sendable, Hashable {
     enum Piece: Sendable {
         case bytes([UInt8])
+        /// Finished: close once what was sent is written.
         case end
+        /// The client fell too far behind: close at once, dropping what waits.
+        case drop
     }
 
     private struct State {
@@ -17,6 +20,8 @@ public final class HTTPBodyStream: Sendable, Hashable {
         var waitingBytes = 0
         var deliver: (@Sendable (Piece) -> Void)?
         var closed = false
+        /// Closed because the client fell behind (before or after the connection attached).
+        var dropped = false
     }
 
     /// Bytes that may wait for the socket.
@@ -33,6 +38,7 @@ public final class HTTPBodyStream: Sendable, Hashable {
             guard !state.closed else { return (nil, false) }
             guard state.waitingBytes + bytes.count <= capacity else {
                 state.closed = true
+                state.dropped = true
                 state.waiting = []
                 return (state.deliver, false)
             }
@@ -43,7 +49,7 @@ public final class HTTPBodyStream: Sendable, Hashable {
             }
             return (deliver, true)
         }
-        deliver?(ok ? .bytes(bytes) : .end)
+        deliver?(ok ? .bytes(bytes) : .drop)
         return ok
     }
 
@@ -72,7 +78,8 @@ public final class HTTPBodyStream: Sendable, Hashable {
         let waiting = state.withLock { state -> [Piece] in
             state.deliver = deliver
             defer { state.waiting = [] }
-            return state.waiting
+            // Dropped before the connection was ready: it closes at once.
+            return state.dropped ? [.drop] : state.waiting
         }
         for piece in waiting { deliver(piece) }
     }

@@ -194,6 +194,10 @@ final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
             bodyStream = nil
             body.connectionClosed()
             stream.close()
+        case .drop:
+            bodyStream = nil
+            body.connectionClosed()
+            stream.abort()
         }
     }
 

@@ -68,6 +68,17 @@ public final class TLSStream: TLSConnectionHandler, @unchecked Sendable {
         }
     }
 
+    /// Closes at once, dropping whatever is queued and unsent (a peer that fell too far behind). From any thread.
+    public func abort() {
+        closedFlag.store(true, ordering: .releasing)
+        let error = TransportError(.writeBufferFull, "dropped: the peer does not read fast enough")
+        if loop.inLoop {
+            connection.abort(error)
+        } else {
+            loop.execute { [self] in self.connection.abort(error) }
+        }
+    }
+
     func connectionDidBecomeActive(_ connection: TLSConnection) { delegate?.streamDidBecomeActive(self) }
 
     func connection(_ connection: TLSConnection, didRead bytes: UnsafeRawBufferPointer) {

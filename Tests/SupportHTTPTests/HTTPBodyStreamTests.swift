@@ -23,6 +23,18 @@ struct HTTPBodyStreamTests {
         #expect(!stream.send(Array("x".utf8)), "a client 10 bytes behind took one more")
         #expect(stream.isClosed)
     }
+
+    @Test("a stream dropped before its connection is ready closes that connection at once when it attaches")
+    func droppedBeforeAttach() {
+        let stream = HTTPBodyStream(capacity: 4)
+        #expect(!stream.send(Array("too long".utf8)))
+        final class Seen: Sendable { let drops = Mutex(0) }
+        let seen = Seen()
+        stream.attach { piece in
+            if case .drop = piece { seen.drops.withLock { $0 += 1 } }
+        }
+        #expect(seen.drops.withLock { $0 } == 1)
+    }
 }
 
 extension HTTPIntegration {
@@ -59,14 +71,14 @@ extension HTTPIntegration {
                 let stream = HTTPBodyStream(capacity: 64 << 10)
                 Task {
                     let chunk = [UInt8](repeating: 0x61, count: 16 << 10)
-                    // Far more than the socket buffers and the stream's capacity together.
-                    for _ in 0..<4096 {
+                    // As fast as it goes, up to far more than the socket buffers and the stream's capacity together.
+                    for _ in 0..<16_384 {
                         guard stream.send(chunk) else {
                             box.state.withLock { $0.refused = true }
                             return
                         }
                         box.state.withLock { $0.sent += chunk.count }
-                        try? await Task.sleep(for: .microseconds(200))
+                        await Task.yield()
                     }
                 }
                 return HTTPResponse(status: .ok, headers: ["Content-Type": "text/event-stream"], stream: stream)
@@ -78,14 +90,14 @@ extension HTTPIntegration {
                         """
                         s = tls()
                         s.sendall(b"GET /events HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
-                        time.sleep(12)
+                        time.sleep(40)
                         print(json.dumps({"ok": True}))
                         """)
                     return true
                 }
                 defer { client.cancel() }
                 // Dropped by the server while the client still holds its socket open.
-                try await eventually("the server drops the stalled client", timeout: .seconds(8)) {
+                try await eventually("the server drops the stalled client", timeout: .seconds(25)) {
                     box.state.withLock { $0.refused }
                 }
                 try await eventually("the connection closes", timeout: .seconds(2)) { fixture.server.connectionCount == 0 }

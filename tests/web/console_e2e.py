@@ -346,7 +346,9 @@ def scenario_alice_session(world):
 
     code = create_code(driver, "Printer shows error 0x42", "Ada Lovelace", assign=True)
     world.codes["alice"] = code
-    check("alice" in row(driver, code).find_element(By.CSS_SELECTOR, ".c-assigned").text, "the code is not assigned to alice")
+    # Rows are rebuilt on every event: read them inside a wait, which looks again when one went stale.
+    wait(driver, lambda d: "alice" in row(d, code).find_element(By.CSS_SELECTOR, ".c-assigned").text,
+         "the code assigned to alice")
     driver.execute_script("""
         const code = arguments[0];
         window.__states = [];
@@ -416,7 +418,8 @@ def scenario_xss(world):
     check(shown == XSS_NAME, f"the device name shows as {shown!r}")
     description = row(driver, code).find_element(By.CSS_SELECTOR, ".c-description").text
     check(description == XSS_DESCRIPTION, f"the description shows as {description!r}")
-    check(row(driver, code).find_element(By.CSS_SELECTOR, ".c-customer").text == "<i>Mallory</i>", "the customer name")
+    wait(driver, lambda d: row(d, code).find_element(By.CSS_SELECTOR, ".c-customer").text == "<i>Mallory</i>",
+         "the customer name shown as text")
     click_action(driver, code, "audit")
     wait(driver, lambda d: any(XSS_NAME in r.text for r in d.find_elements(By.CSS_SELECTOR, "#audit-body tr")),
          "the device name in the audit trail")
@@ -564,7 +567,8 @@ def scenario_admin(world):
     driver.find_element(By.ID, "new-user-password").send_keys("carol-long-passphrase-5", Keys.ENTER)
     carol = '#users-body tr[data-login="carol"]'
     wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, carol), "carol in the users list")
-    check(driver.find_element(By.CSS_SELECTOR, f"{carol} .u-name").text == "Carol <Contractor>", "carol's display name")
+    wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, f"{carol} .u-name").text == "Carol <Contractor>",
+         "carol's display name shown as text")
     click(driver, f'{carol} button[data-action="disable"]', "carol's disable button")
     wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, f"{carol} .u-state").text == "disabled", "carol disabled")
     status, _, body = world.request("POST", "/api/v1/login", {"login": "carol", "password": "carol-long-passphrase-5"},
