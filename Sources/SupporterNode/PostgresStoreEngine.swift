@@ -25,7 +25,8 @@ final class PostgresStoreEngine: StoreEngine {
 
     private enum Work {
         case job(Job)
-        case call(@Sendable (PostgresConnection) -> Void)
+        /// Returns true when the connection was found lost.
+        case call(@Sendable (PostgresConnection) -> Bool)
     }
 
     private struct State: ~Copyable {
@@ -125,6 +126,8 @@ final class PostgresStoreEngine: StoreEngine {
                     }
                     outcome.withLock { $0 = result }
                     done.signal()
+                    if case .failure(let error) = result { return Self.isConnectionLoss(error) }
+                    return false
                 })
             return true
         }
@@ -153,6 +156,9 @@ final class PostgresStoreEngine: StoreEngine {
         wake.signal()
         finished.wait()
     }
+
+    /// Set by the engine's thread when a statement found the connection broken, even if libpq still calls it open.
+    private nonisolated(unsafe) var connectionLost = false
 
     private func run(_ connection: PostgresConnection) {
         while true {
@@ -190,7 +196,7 @@ final class PostgresStoreEngine: StoreEngine {
                 }
                 if case .call(let body) = taken[0] {
                     reconnectIfNeeded(connection)
-                    body(connection)
+                    if body(connection) { connectionLost = true }
                     continue
                 }
                 apply(taken.compactMap { if case .job(let job) = $0 { job } else { nil } }, connection)
@@ -201,9 +207,10 @@ final class PostgresStoreEngine: StoreEngine {
     /// Opens the connection again when it broke; false when the server is still unreachable.
     @discardableResult
     private func reconnectIfNeeded(_ connection: PostgresConnection) -> Bool {
-        guard !connection.isOpen else { return true }
+        guard connectionLost || !connection.isOpen else { return true }
         do {
             try connection.reconnect()
+            connectionLost = false
             logger.log(.info, "store: reconnected to \(location)")
             return true
         } catch {
@@ -226,8 +233,9 @@ final class PostgresStoreEngine: StoreEngine {
                 failures = try applyOnce(batch, connection, committing: &committing)
                 break
             } catch {
-                let connectionLost = (error.underlying as? PostgresError)?.kind == .connection
-                if connectionLost, !committing, attempt == 1, reconnectIfNeeded(connection) { continue }
+                let lost = Self.isConnectionLoss(error)
+                if lost { connectionLost = true }
+                if lost, !committing, attempt == 1, reconnectIfNeeded(connection) { continue }
                 failures = Array(repeating: error, count: batch.count)
                 break
             }
@@ -272,7 +280,7 @@ final class PostgresStoreEngine: StoreEngine {
                         try transaction.run("RELEASE SAVEPOINT job", [], "release savepoint")
                         failures.append(nil)
                     } catch {
-                        if (error.underlying as? PostgresError)?.kind == .connection { throw error }
+                        if Self.isConnectionLoss(error) { throw error }
                         try transaction.run("ROLLBACK TO SAVEPOINT job", [], "roll back savepoint")
                         try transaction.run("RELEASE SAVEPOINT job", [], "release savepoint")
                         transaction.savedHead = saved
@@ -550,6 +558,8 @@ final class PostgresStoreEngine: StoreEngine {
         let kind: StoreError.Kind
         switch error.sqlState {
         case _ where error.kind == .connection || error.kind == .closed: kind = .unavailable
+        case nil, "57P01", "57P02", "57P03": kind = .unavailable
+        case let state? where state.hasPrefix("08"): kind = .unavailable
         case "23505": kind = .duplicate
         case let state? where state.hasPrefix("23"): kind = .constraint
         case "40001", "40P01", "55P03": kind = .busy
@@ -560,6 +570,15 @@ final class PostgresStoreEngine: StoreEngine {
             kind: kind, operation: error.operation,
             message: error.message + (error.sqlState.map { " (SQLSTATE \($0))" } ?? ""), path: location,
             underlying: error)
+    }
+
+    /// Whether `error` means the connection broke: libpq's own failures (no SQLSTATE), class 08 (connection
+    /// exception) and the server shutting the session down (57P01–57P03).
+    static func isConnectionLoss(_ error: StoreError) -> Bool {
+        guard let underlying = error.underlying as? PostgresError else { return false }
+        if underlying.kind == .connection || underlying.kind == .closed { return true }
+        guard let state = underlying.sqlState else { return underlying.kind == .query }
+        return state.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains(state)
     }
 
     static func invalidData(_ message: String, _ location: String) -> StoreError {

@@ -118,7 +118,7 @@ extension NodeIntegration {
             #expect(try engine.verifyAudit().isVerified)
         }
 
-        @Test func aLostServerFailsJobsUntilItIsBackAndNothingAcknowledgedIsLost() async throws {
+        @Test func aServerRestartIsReconnectedAndNothingAcknowledgedIsLost() async throws {
             let cluster = try ThrowawayPostgres()
             defer { cluster.stop() }
             let engine = try PostgresStoreEngine(connectionString: cluster.connectionString, logger: .disabled)
