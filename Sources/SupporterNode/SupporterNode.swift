@@ -8,8 +8,8 @@ import SupportTransport
 /// The supporter node: listens for devices over TLS, keeps the durable registry of session codes, API tokens, bans
 /// and the audit trail, and lets supporters request, abort and end sessions.
 ///
-/// Glue only: links ⇄ ``CodeRegistry`` (a pure value, behind one lock held for in-memory work only) ⇄ ``StoreWriter``
-/// (one thread; loops never wait for SQLite). Nothing is acknowledged — to a device, an API caller or ``events`` —
+/// Glue only: links ⇄ ``CodeRegistry`` (a pure value, behind one lock held for in-memory work only) ⇄ a store engine
+/// (SQLite's ``StoreWriter`` or the PostgreSQL engine: one thread each; loops never wait for a database). Nothing is acknowledged — to a device, an API caller or ``events`` —
 /// before the audit record of what it acknowledges is durable.
 ///
 /// Thread-safe: every method may be called from any thread or task (async ones not from a node's loop).
