@@ -29,7 +29,9 @@ let package = Package(
         // SQLite 3 from Debian (libsqlite3-dev): the supporter node's durable store.
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         // The supporter node: registry of codes and tokens, device connections, supporter commands.
-        .target(name: "SupporterNode", dependencies: ["SupportSession", "SupportRegistry", "SupportTransport", "CSQLite"]),
+        .target(
+            name: "SupporterNode",
+            dependencies: ["SupportSession", "SupportRegistry", "SupportTransport", "CSQLite", "SupportPostgres"]),
         // The supporter node's REST API (protocol/openapi.yaml), served beside the node on its public API only.
         .target(name: "SupporterREST", dependencies: ["SupporterNode", "SupportHTTP"], resources: [.copy("Console")]),
         // libpq (Debian libpq-dev) and the PostgreSQL client built on it, for the PostgreSQL store (issue 12).
@@ -57,7 +59,7 @@ let package = Package(
         // Certificates made at test time, shared by the test targets that speak TLS.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "SupportTransportTests", dependencies: ["SupportTransport", "SupportWire", "TestSupport"]),
-        .testTarget(name: "NodeTests", dependencies: ["DeviceNode", "SupporterNode", "TestSupport"]),
+        .testTarget(name: "NodeTests", dependencies: ["DeviceNode", "SupporterNode", "SupportPostgres", "TestSupport"]),
         .testTarget(name: "SupportHTTPTests", dependencies: ["SupportHTTP", "TestSupport"]),
         // The two CLIs run as real processes against real TLS on loopback (SwiftPM builds them for this target).
         .testTarget(

@@ -425,7 +425,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         let loop = link.loop
         // On a closed link nothing behind the barrier reaches the device or a caller waiting on it, only events: the
         // record may wait a little for the next write that wakes the writer, and share its transaction.
-        let queued = node.writer.submit(intents, deferrable: link.isClosed) { [self] error in
+        let queued = node.store.submit(intents, deferrable: link.isClosed) { [self] error in
             let delivered = loop.execute { self.committed(error) }
             if !delivered { self.node?.logger.log(.debug, "commit for \(self.sourceAddress) after its loop stopped") }
         }

@@ -343,7 +343,7 @@ public final class SessionStore: Sendable {
         bytes.append(UInt8(ascii: "\""))
     }
 
-    private static func details(fromJSON text: String) throws(StoreError) -> [String: String] {
+    static func details(fromJSON text: String) throws(StoreError) -> [String: String] {
         if text == "{}" { return [:] }
         do {
             return try JSONDecoder().decode([String: String].self, from: Data(text.utf8))

@@ -8,7 +8,7 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     public struct Kind: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case sqlite, cantOpen, corrupt, duplicate, notFound, schemaTooNew, invalidData, constraint, busy, integrity,
-                revoked, io
+                revoked, io, postgres, unavailable
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -39,6 +39,11 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let revoked = Kind(.revoked)
         /// Reading or writing a file other than the database failed (an audit archive, the data folder).
         public static let io = Kind(.io)
+        /// Any other failure reported by PostgreSQL (see ``StoreError/underlying`` for its SQLSTATE).
+        public static let postgres = Kind(.postgres)
+        /// The database server cannot be reached, or the connection to it broke: nothing of the change is stored; the
+        /// store reconnects and later changes go through once the server is back.
+        public static let unavailable = Kind(.unavailable)
 
         public var description: String { base.rawValue }
     }
@@ -53,13 +58,32 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     public var path: String
     /// SQLite's extended result code, when SQLite reported the error.
     public var resultCode: Int32?
+    /// The error of the engine below, when there is one (a `PostgresError`, with its SQLSTATE). Not part of equality.
+    public var underlying: (any Error & Sendable)?
 
-    public init(kind: Kind, operation: String, message: String, path: String, resultCode: Int32? = nil) {
+    public init(
+        kind: Kind, operation: String, message: String, path: String, resultCode: Int32? = nil,
+        underlying: (any Error & Sendable)? = nil
+    ) {
         self.kind = kind
         self.operation = operation
         self.message = message
         self.path = path
         self.resultCode = resultCode
+        self.underlying = underlying
+    }
+
+    public static func == (lhs: StoreError, rhs: StoreError) -> Bool {
+        lhs.kind == rhs.kind && lhs.operation == rhs.operation && lhs.message == rhs.message && lhs.path == rhs.path
+            && lhs.resultCode == rhs.resultCode
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(kind)
+        hasher.combine(operation)
+        hasher.combine(message)
+        hasher.combine(path)
+        hasher.combine(resultCode)
     }
 
     /// An error from SQLite's result code `code` on connection `db` (nil when there is no connection).

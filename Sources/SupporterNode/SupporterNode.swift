@@ -8,8 +8,8 @@ import SupportTransport
 /// The supporter node: listens for devices over TLS, keeps the durable registry of session codes, API tokens, bans
 /// and the audit trail, and lets supporters request, abort and end sessions.
 ///
-/// Glue only: links ⇄ ``CodeRegistry`` (a pure value, behind one lock held for in-memory work only) ⇄ ``StoreWriter``
-/// (one thread; loops never wait for SQLite). Nothing is acknowledged — to a device, an API caller or ``events`` —
+/// Glue only: links ⇄ ``CodeRegistry`` (a pure value, behind one lock held for in-memory work only) ⇄ a store engine
+/// (SQLite's ``StoreWriter`` or the PostgreSQL engine: one thread each; loops never wait for a database). Nothing is acknowledged — to a device, an API caller or ``events`` —
 /// before the audit record of what it acknowledges is durable.
 ///
 /// Thread-safe: every method may be called from any thread or task (async ones not from a node's loop).
@@ -20,8 +20,8 @@ public final class SupporterNode: Sendable {
     private let context: TLSContext
     private let listener = Mutex<TLSListener?>(nil)
     private let sweeper = Mutex<Task<Void, Never>?>(nil)
-    let store: SessionStore
-    let writer: StoreWriter
+    /// The durable store: SQLite (embedded default) or PostgreSQL, by ``SupporterNodeConfiguration/storeBackend``.
+    let store: any StoreEngine
     /// Hashes and checks passwords (and other blocking work of async callers) off every loop and cooperative thread.
     let passwords = BlockingWorker()
     let state: Mutex<NodeState>
@@ -60,27 +60,42 @@ public final class SupporterNode: Sendable {
         } catch {
             throw SupporterNodeError(transport: error)
         }
-        do {
-            store = try SessionStore(path: configuration.storePath, durability: configuration.durability)
+        do throws(StoreError) {
+            let engine: any StoreEngine =
+                switch configuration.storeBackend {
+                case .sqlite:
+                    try SQLiteStoreEngine(
+                        path: configuration.storePath, durability: configuration.durability,
+                        logger: configuration.logger, capacity: configuration.storeQueueCapacity)
+                case .postgres(let connectionString):
+                    try PostgresStoreEngine(
+                        connectionString: connectionString, logger: configuration.logger,
+                        capacity: configuration.storeQueueCapacity)
+                }
+            store = engine
             var registry = CodeRegistry(policy: configuration.registryPolicy)
             let now = Date()
-            for record in try store.allRecords() { registry.load(record, now: now) }
-            for row in try store.loadBackoff() { registry.load(row) }
-            let tokens = try APITokenStore(loadingFrom: store)
-            var nodeState = NodeState(registry: registry, tokens: tokens)
-            for account in try store.accounts() { nodeState.accounts[account.login] = account }
             // Sessions past their lifetime are forgotten here; the rest are loaded (a restart signs nobody out).
-            let expired = now.addingTimeInterval(-LoginSessionTable.lifetime)
-            try store.write { (transaction: inout StoreTransaction) throws(StoreError) in
-                try transaction.apply([.deleteLoginSessionsBefore(expired)])
+            let snapshot: StoreSnapshot
+            do throws(StoreError) {
+                snapshot = try engine.loadSnapshot(
+                    expiringLoginSessionsBefore: now.addingTimeInterval(-LoginSessionTable.lifetime))
+            } catch {
+                engine.stop()
+                throw error
             }
-            for session in try store.loginSessions() { nodeState.loginSessions.load(session, now: now) }
+            for record in snapshot.codes { registry.load(record, now: now) }
+            for row in snapshot.backoff { registry.load(row) }
+            var tokens = APITokenStore()
+            for (digest, record) in snapshot.activeTokens { tokens.add(digest: digest, record: record) }
+            var nodeState = NodeState(registry: registry, tokens: tokens)
+            for account in snapshot.accounts { nodeState.accounts[account.login] = account }
+            for session in snapshot.loginSessions { nodeState.loginSessions.load(session, now: now) }
             self.state = Mutex(nodeState)
         } catch {
             group.shutdown()
             throw SupporterNodeError(store: error)
         }
-        writer = StoreWriter(store: store, logger: configuration.logger, capacity: configuration.storeQueueCapacity)
         // Bounded: a node whose owner never reads `events` must not grow without end.
         (events, eventContinuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(Self.unreadEventLimit))
     }
@@ -146,10 +161,10 @@ public final class SupporterNode: Sendable {
 
     /// What the store writer did so far (for benchmarks and diagnostics).
     public var storeStatistics: (applied: Int, failed: Int, transactions: Int, largestBatch: Int, queued: Int) {
-        let statistics = writer.statistics
+        let statistics = store.statistics
         return (
             statistics.jobsApplied, statistics.jobsFailed, statistics.transactions, statistics.largestBatch,
-            writer.queued
+            statistics.queued
         )
     }
 
@@ -176,7 +191,7 @@ public final class SupporterNode: Sendable {
             nanosleep(&pause, nil)
         }
         group.shutdown()
-        writer.stop()
+        store.stop()
         passwords.stop()
         eventContinuation.finish()
     }
@@ -206,18 +221,13 @@ public final class SupporterNode: Sendable {
         let now = Date()
         let record: APITokenRecord
         do throws(StoreError) {
-            record = try store.write { (transaction: inout StoreTransaction) throws(StoreError) -> APITokenRecord in
-                let (record, isNew) = try transaction.addTokenReportingNew(
-                    digest: digest, scope: scope, label: label, createdAt: now)
-                if isNew {
-                    var details = actor.details
-                    details["token"] = record.id
-                    details["scope"] = scope.rawValue
-                    if let label { details["label"] = label }
-                    _ = try transaction.append(AuditEvent(time: now, kind: .tokenIssued, details: details))
-                }
-                return record
-            }
+            record = try store.addToken(digest: digest, scope: scope, label: label, createdAt: now) { record in
+                var details = actor.details
+                details["token"] = record.id
+                details["scope"] = scope.rawValue
+                if let label { details["label"] = label }
+                return AuditEvent(time: now, kind: .tokenIssued, details: details)
+            }.record
         } catch {
             throw SupporterNodeError(store: error)
         }
@@ -236,13 +246,10 @@ public final class SupporterNode: Sendable {
         let now = Date()
         let revoked: Bool
         do throws(StoreError) {
-            revoked = try store.write { (transaction: inout StoreTransaction) throws(StoreError) -> Bool in
-                guard try transaction.revokeToken(id: id, at: now) else { return false }
-                var details = actor.details
-                details["token"] = id
-                _ = try transaction.append(AuditEvent(time: now, kind: .tokenRevoked, details: details))
-                return true
-            }
+            var details = actor.details
+            details["token"] = id
+            revoked = try store.revokeToken(
+                id: id, at: now, audit: AuditEvent(time: now, kind: .tokenRevoked, details: details))
         } catch {
             throw SupporterNodeError(store: error)
         }
@@ -287,7 +294,7 @@ public final class SupporterNode: Sendable {
     /// Writes `intents` and waits for the commit; the caller acknowledges only after this returns.
     func commit(_ intents: [StoreIntent]) async throws(SupporterNodeError) {
         guard !intents.isEmpty else { return }
-        do throws(StoreError) { try await writer.write(intents) } catch {
+        do throws(StoreError) { try await store.write(intents) } catch {
             throw SupporterNodeError(store: error)
         }
     }
@@ -299,9 +306,9 @@ public final class SupporterNode: Sendable {
     func tick() async {
         let now = Date()
         let (expiring, intents) = state.withLock { $0.registry.tick(now: now) }
-        if !intents.isEmpty { _ = writer.submit(intents) { _ in } }
+        if !intents.isEmpty { _ = store.submit(intents, deferrable: false) { _ in } }
         let signInRows = accountsTick(now: now)
-        if !signInRows.isEmpty { _ = writer.submit(signInRows) { _ in } }
+        if !signInRows.isEmpty { _ = store.submit(signInRows, deferrable: false) { _ in } }
         for code in expiring { try? await expireCode(code, by: .node) }
     }
 

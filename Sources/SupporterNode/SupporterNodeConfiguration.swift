@@ -33,7 +33,10 @@ public struct SupporterNodeConfiguration: Sendable {
     /// Most store jobs waiting for the writer; beyond it new events are refused (SPEC §13).
     public var storeQueueCapacity = 65_536
     public var logger: NodeLogger = .disabled
-    /// The SQLite file that keeps codes, the audit trail, token digests and bans; `:memory:` keeps nothing.
+    /// Which engine keeps the node's durable state: the SQLite file at ``storePath`` (default) or a PostgreSQL
+    /// database.
+    public var storeBackend: StoreBackend = .sqlite
+    /// With ``StoreBackend/sqlite``: the SQLite file that keeps codes, the audit trail, token digests and bans; `:memory:` keeps nothing.
     public var storePath: String = ":memory:"
     /// What a committed audit event survives: a crash of the node (default) or also a power loss (slower).
     public var durability: SQLiteDatabase.Durability = .processCrash

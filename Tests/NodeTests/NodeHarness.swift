@@ -54,7 +54,7 @@ final class NodeHarness: Sendable {
     init(
         keepalive: Duration = .seconds(15), requestTimeout: Duration = .seconds(90),
         policy: CodeRegistry.Policy = CodeRegistry.Policy(), registrationDeadline: Duration = .seconds(10),
-        storePath: String = ":memory:", storeQueueCapacity: Int = 65_536,
+        storePath: String = ":memory:", storeBackend: StoreBackend = .sqlite, storeQueueCapacity: Int = 65_536,
         extensions: ProtocolExtensions = [.accessControl, .sessionMessages], resumeGrace: Duration = .seconds(30)
     ) throws {
         certificates = try TestCertificates.make()
@@ -68,6 +68,7 @@ final class NodeHarness: Sendable {
         configuration.registryPolicy = policy
         configuration.registrationDeadline = registrationDeadline
         configuration.storePath = storePath
+        configuration.storeBackend = storeBackend
         configuration.storeQueueCapacity = storeQueueCapacity
         configuration.extensions = extensions
         configuration.resumeGrace = resumeGrace

@@ -18,12 +18,44 @@ enum Serve {
     /// The fewest characters `--api-token` / `--api-token-file` may give: a token people choose must not be guessable.
     static let minimumAPITokenLength = 24
 
+    /// Where `--store` puts the node's durable state.
+    enum StoreChoice: Equatable {
+        case sqlite(path: String)
+        case postgres(String)
+    }
+
+    /// `--store`: absent → SQLite in the data folder; `sqlite:DIR` → SQLite in DIR; `postgres://…`,
+    /// `postgresql://…` or libpq `key=value` pairs → PostgreSQL. Anything else is a usage error.
+    static func storeBackend(_ option: String?, dataFolder: String) throws(CLIError) -> StoreChoice {
+        guard let option else { return .sqlite(path: dataFolder + "/supporter.sqlite") }
+        if option.hasPrefix("sqlite:") {
+            let folder = String(option.dropFirst("sqlite:".count))
+            guard !folder.isEmpty else { throw .usage("--store sqlite:DIR needs a folder after 'sqlite:'") }
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder), isFolder.boolValue else {
+                throw .usage("--store sqlite:\(folder): no such folder; create it first")
+            }
+            return .sqlite(path: folder + "/supporter.sqlite")
+        }
+        if option.hasPrefix("postgres://") || option.hasPrefix("postgresql://") {
+            guard option.count > option.prefix(while: { $0 != "/" }).count + 2 else {
+                throw .usage("--store \(option): name a server, e.g. postgres://user@host/dbname")
+            }
+            return .postgres(option)
+        }
+        let pairs = option.split(separator: " ")
+        if !pairs.isEmpty, pairs.allSatisfy({ $0.contains("=") && !$0.hasPrefix("=") }) { return .postgres(option) }
+        throw .usage(
+            "--store '\(StoreBackend.redacted(option))': say sqlite:DIR, postgres://USER@HOST/DB or libpq key=value "
+                + "pairs such as 'host=db.example dbname=rsup'")
+    }
+
     static func run(_ arguments: [String], usage: String) throws(CLIError) -> Int32 {
         let parsed = try ParsedArguments(
             arguments,
             valueOptions: [
                 "listen", "api-listen", "trusted-proxy", "cert", "key", "data", "api-token", "api-token-file", "keepalive",
-                "request-timeout", "log-level", "resume-grace", "protocol",
+                "request-timeout", "log-level", "resume-grace", "protocol", "store",
             ],
             flagOptions: ["non-interactive", "json"])
         if parsed.has("help") {
@@ -65,7 +97,15 @@ enum Serve {
         let logLevel = try Logging.level(parsed.options["log-level"])
         configuration.logger = Logging.logger(level: logLevel, component: "supporter")
         let folder = try dataFolder(parsed)
-        configuration.storePath = folder + "/supporter.sqlite"
+        let storeText: String
+        switch try storeBackend(parsed.options["store"], dataFolder: folder) {
+        case .sqlite(let path):
+            configuration.storePath = path
+            storeText = folder
+        case .postgres(let connectionString):
+            configuration.storeBackend = .postgres(connectionString)
+            storeText = StoreBackend.redacted(connectionString)
+        }
         var restConfiguration: RESTServerConfiguration?
         if let api = parsed.options["api-listen"] {
             let address = try HostPort(api, defaultPort: 7444)
@@ -122,7 +162,7 @@ enum Serve {
             fields["api_port"] = Int(restServer.port)
             restText = "; REST API on https://\(HostPort(host: restServer.configuration.host, port: restServer.port))/api/v1"
         }
-        console.event("listening", "supporter node listening on \(bound) (data: \(folder))\(restText)", fields)
+        console.event("listening", "supporter node listening on \(bound) (data: \(storeText))\(restText)", fields)
 
         let events = Task {
             for await event in node.events { report(event, console) }

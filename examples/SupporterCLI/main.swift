@@ -46,6 +46,9 @@ let serveUsage = """
       --cert FILE              the node's certificate chain (PEM), e.g. from certs/make-dev-certs.sh
       --key FILE               its private key (PEM)
       --data DIR               data folder (default ./supporter-data)
+      --store STORE            where the durable state lives: sqlite:DIR (an SQLite file in DIR; default: the data
+                               folder) or PostgreSQL, postgres://USER@HOST/DB or libpq key=value pairs (the data
+                               folder still holds the control socket)
       --api-token-file FILE    also accept the API token on FILE's first line (keep the file mode 600)
       --api-token TOKEN        the same, on the command line: at least 24 characters. Every user of this machine
                                sees a command line in 'ps': prefer --api-token-file (or issue tokens with

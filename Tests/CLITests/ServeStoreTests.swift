@@ -1,0 +1,57 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// `rsup-supporter serve --store`: the node's durable state in PostgreSQL (a real throwaway cluster), with a real
+/// device process; bad store options and an unreachable server end the start with one clear line.
+@Suite("serve --store", .serialized)
+struct ServeStoreTests {
+    @Test("serve --store postgres://…: a device registers, a request connects, and the state outlives the node")
+    func postgresStoreServesADeviceAndKeepsState() async throws {
+        let cluster = try ThrowawayPostgres()
+        defer { cluster.stop() }
+        let uri = "postgres://rsup@127.0.0.1:\(cluster.port)/rsup"
+        try await withCertificates { certificates in
+            let node = try await SupporterServer(certificate: certificates.server, extra: ["--store", uri])
+            let token = try await node.issueToken()
+            let code = try await node.createCode()
+            let device = try node.startDevice(
+                code: code, token: token, trust: ["--ca", certificates.caPath], extra: ["--auto-accept"])
+            _ = try #require(await device.waitForEvent("online"), "\(device.transcript)")
+            _ = try #require(await node.waitForEvent("device_online", code: code), "\(node.process.transcript)")
+            _ = try await node.connect(code)
+            _ = try #require(await node.waitForEvent("connected", code: code), "\(node.process.transcript)")
+            #expect(!FileManager.default.fileExists(atPath: node.data + "/supporter.sqlite"))
+            await node.close(keepingData: true)
+
+            // The same database, a new process: the account, the token and the code are there.
+            let again = try await SupporterServer(certificate: certificates.server, extra: ["--store", uri], reusing: node.folder)
+            let users = try await again.control(["user", "list"])
+            #expect((users["users"] as? [[String: Any]] ?? []).contains { $0["login"] as? String == "alice" }, "\(users)")
+            let second = try again.startDevice(code: code, token: token, trust: ["--ca", certificates.caPath])
+            _ = try #require(await second.waitForEvent("online"), "\(second.transcript)")
+            await again.close()
+        }
+    }
+
+    @Test("an unreachable PostgreSQL server is one line and exit 1, an unknown store a usage error")
+    func unreachableOrUnknownStoreIsOneLine() async throws {
+        try await withCertificates { certificates in
+            let folder = try TemporaryFolder()
+            defer { folder.remove() }
+            let common = [
+                "serve", "--listen", "127.0.0.1:0", "--non-interactive", "--data", folder.file("data"), "--cert",
+                certificates.server.certificatePath, "--key", certificates.server.keyPath,
+            ]
+            let unreachable = try await runCommand(
+                Binaries.supporter, common + ["--store", "postgres://rsup:secret@127.0.0.1:1/rsup?connect_timeout=2"])
+            #expect(unreachable.exitCode == 1, "\(unreachable)")
+            #expect(unreachable.stderr.count == 1, "\(unreachable)")
+            #expect(unreachable.stderr.first?.contains("connect to PostgreSQL") == true, "\(unreachable)")
+            #expect(!unreachable.stderr.joined().contains("secret"), "the password was printed: \(unreachable)")
+            let unknown = try await runCommand(Binaries.supporter, common + ["--store", "mysql://db/rsup"])
+            #expect(unknown.exitCode == 2, "\(unknown)")
+            #expect(unknown.stderr.first?.contains("--store") == true, "\(unknown)")
+        }
+    }
+}

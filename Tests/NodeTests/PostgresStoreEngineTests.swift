@@ -1,0 +1,150 @@
+import DeviceNode
+import Foundation
+import SupportPostgres
+import Synchronization
+@testable import SupporterNode
+import SupportRegistry
+import SupportTransport
+import TestSupport
+import Testing
+
+extension NodeIntegration {
+    /// The supporter node with all its durable state in PostgreSQL (a real throwaway cluster per test): the same
+    /// end-to-end flow as on SQLite, a restart on the same database, and typed failures.
+    @Suite(.serialized) struct PostgresStoreEngineTests {
+        @Test func aWholeSessionTokensAndSignInAreStoredAndTheAuditChainVerifies() async throws {
+            let cluster = try ThrowawayPostgres()
+            defer { cluster.stop() }
+            let harness = try NodeHarness(storeBackend: .postgres(cluster.connectionString))
+            defer { harness.shutdown() }
+            let code = try await harness.supporter.createCode(type: .remoteSupport, description: "printer").code
+            let device = try JoinedDevice(node: try harness.device(), code: code)
+            #expect(await device.online())
+            let id = try await harness.supporter.requestConnection(code: code, supporterName: "Alice", type: .screenShare)
+            let request = try #require(await device.request())
+            #expect(request.requestID == id)
+            device.session.answer(requestID: request.requestID, allow: true)
+            #expect(await harness.supporterEvent(on: code) { $0 == .connected(requestID: id) } != nil)
+            try await harness.supporter.endSession(code: code)
+            #expect(await device.event { $0 == .supporterDisconnected(reason: .endedBySupporter, text: nil) } != nil)
+
+            let second = try harness.supporter.issueAPIToken(scope: .admin, label: "ops")
+            let record = try #require(harness.supporter.tokenRecord(of: second))
+            try harness.supporter.revokeAPIToken(id: record.id)
+            #expect(harness.supporter.scope(ofToken: second) == nil)
+            #expect(try harness.supporter.apiTokens().first { $0.id == record.id }?.isRevoked == true)
+
+            _ = try await harness.supporter.addAccount(login: "alice", displayName: "Alice Martin", password: "a long password 1")
+            let signedIn = try await harness.supporter.signIn(
+                login: "alice", password: "a long password 1", address: "127.0.0.1")
+            #expect(harness.supporter.loginSession(secret: signedIn.secret)?.account.login == "alice")
+
+            let kinds = try harness.supporter.auditEvents().map(\.kind)
+            for kind: AuditEvent.Kind in [
+                .tokenIssued, .codeCreated, .deviceOnline, .requestSent, .requestAllowed, .sessionStarted, .sessionEnded,
+                .tokenRevoked,
+            ] {
+                #expect(kinds.contains(kind), "no \(kind) in \(kinds)")
+            }
+            #expect(try harness.supporter.latestAuditID() == Int64(kinds.count))
+            let engine = try #require(harness.supporter.store as? PostgresStoreEngine)
+            let verification = try engine.verifyAudit()
+            #expect(verification.isVerified, "\(verification.problems)")
+            #expect(verification.eventCount == kinds.count)
+            #expect(harness.supporter.storeStatistics.failed == 0)
+        }
+
+        @Test func aRestartOnTheSameDatabaseKeepsCodesTokensAccountsAndSessions() async throws {
+            let cluster = try ThrowawayPostgres()
+            defer { cluster.stop() }
+            let code: String
+            let token: String
+            let secret: String
+            do {
+                let first = try NodeHarness(storeBackend: .postgres(cluster.connectionString))
+                code = try await first.supporter.createCode(description: "kept").code
+                token = first.token
+                _ = try await first.supporter.addAccount(login: "bob", displayName: "Bob", password: "another password 2")
+                secret = try await first.supporter.signIn(login: "bob", password: "another password 2", address: "::1").secret
+                first.shutdown()
+            }
+            let second = try NodeHarness(storeBackend: .postgres(cluster.connectionString))
+            defer { second.shutdown() }
+            #expect(second.supporter.code(code)?.description == "kept")
+            #expect(second.supporter.scope(ofToken: token) == .device)
+            #expect(second.supporter.account("bob")?.displayName == "Bob")
+            #expect(second.supporter.loginSession(secret: secret)?.account.login == "bob")
+            // A device registers on the kept code with the kept token.
+            let device = try JoinedDevice(node: try second.device(second.deviceConfiguration(token: token)), code: code)
+            #expect(await device.online())
+            let engine = try #require(second.supporter.store as? PostgresStoreEngine)
+            let verification = try engine.verifyAudit()
+            #expect(verification.isVerified, "\(verification.problems)")
+        }
+
+        @Test func aFailedJobGetsAStoreErrorWithThePostgresErrorAndOthersInItsBatchCommit() async throws {
+            let cluster = try ThrowawayPostgres()
+            defer { cluster.stop() }
+            let engine = try PostgresStoreEngine(connectionString: cluster.connectionString, logger: .disabled)
+            defer { engine.stop() }
+            let now = Date()
+            let record = SessionCodeRecord(
+                code: "123456789", type: .remoteSupport, description: nil, customerName: nil, customerEmail: nil,
+                waitingMessage: nil, isClosed: false, createdAt: now, validUntil: now.addingTimeInterval(60),
+                closedAt: nil, assignedSupporter: nil, featureRules: FeatureRules(default: .allow))
+            try await engine.write([.insertCode(record)])
+            let failures = Mutex<[StoreError?]>([])
+            let done = DispatchSemaphore(value: 0)
+            for intents: [StoreIntent] in [
+                [.insertCode(record)], [.audit(AuditEvent(time: now, code: "123456789", kind: .codeUpdated))],
+            ] {
+                engine.submit(intents, deferrable: false) { error in
+                    failures.withLock { $0.append(error) }
+                    done.signal()
+                }
+            }
+            done.wait()
+            done.wait()
+            let results = failures.withLock { $0 }
+            #expect(results.count == 2)
+            let duplicate = try #require(results[0])
+            #expect(duplicate.kind == .duplicate)
+            #expect((duplicate.underlying as? PostgresError)?.sqlState == "23505")
+            #expect(results[1] == nil)
+            var missing = record
+            missing.code = "987654321"
+            await #expect(throws: StoreError.self) { try await engine.write([.updateCode(missing)]) }
+            #expect(try engine.auditEvents(code: "123456789", from: nil, to: nil, limit: 10, afterID: nil, beforeID: nil, newestFirst: false).count == 1)
+            #expect(try engine.verifyAudit().isVerified)
+        }
+
+        @Test func aServerRestartIsReconnectedAndNothingAcknowledgedIsLost() async throws {
+            let cluster = try ThrowawayPostgres()
+            defer { cluster.stop() }
+            let engine = try PostgresStoreEngine(connectionString: cluster.connectionString, logger: .disabled)
+            defer { engine.stop() }
+            try await engine.write([.audit(AuditEvent(time: Date(), kind: .codeCreated))])
+            try cluster.restart()
+            // The first write after the restart reconnects (once) and goes through.
+            try await engine.write([.audit(AuditEvent(time: Date(), kind: .codeUpdated))])
+            #expect(try engine.latestAuditID() == 2)
+            #expect(try engine.verifyAudit().isVerified)
+        }
+
+        @Test func anUnreachableServerIsAClearErrorAtStart() throws {
+            let certificates = try TestCertificates.make()
+            defer { certificates.remove() }
+            var configuration = SupporterNodeConfiguration(
+                tls: .makeServerConfiguration(
+                    certificateChain: .file(certificates.server.certificatePath),
+                    privateKey: .file(certificates.server.keyPath)))
+            configuration.storeBackend = .postgres("host=127.0.0.1 port=1 dbname=rsup connect_timeout=2")
+            do {
+                _ = try SupporterNode(configuration: configuration)
+                Issue.record("a node started without its database")
+            } catch {
+                #expect(error.description.contains("connect to PostgreSQL"), "\(error)")
+            }
+        }
+    }
+}
