@@ -229,7 +229,8 @@ extension NodeIntegration {
             #expect(closed.count == lifetimes.count, "\(lifetimes.count - closed.count) idle connections outlived the deadline")
             #expect(lifetimes.allSatisfy { $0.reason == .protocolError }, "\(Set(lifetimes.map { "\(String(describing: $0.reason))" }))")
             #expect((closed.min() ?? .zero) >= deadline - .milliseconds(100))
-            #expect((closed.max() ?? .seconds(999)) < deadline + .seconds(1))
+            // Slack for the client: it notices a close by polling 64 sockets, which lags on a loaded 2-core machine.
+            #expect((closed.max() ?? .seconds(999)) < deadline + .seconds(2))
             // Their slots are free again once the node stops waiting for their close_notify (at most 2 s): the address
             // may connect once more.
             let again = await blocking { () -> Duration? in
