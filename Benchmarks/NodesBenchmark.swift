@@ -91,10 +91,12 @@ enum NodesBenchmark {
 
     static func run(_ options: BenchmarkOptions) {
         if options.allocationProbe { return }
-        let memory = getenv("RSUP_NODES_STORE").map { String(cString: $0) } == "memory"
-        print(
-            "== nodes: supporter node signalling round trip (devices in a child process, loopback TLS 1.3,"
-                + (memory ? " audit store in memory: RSUP_NODES_STORE=memory) ==" : " audit store in a SQLite file) =="))
+        let store = getenv("RSUP_NODES_STORE").map { String(cString: $0) } ?? ""
+        let what =
+            store == "memory"
+            ? " audit store in memory: RSUP_NODES_STORE=memory) =="
+            : store.isEmpty ? " audit store in a SQLite file) ==" : " store in PostgreSQL: RSUP_NODES_STORE=<libpq string>) =="
+        print("== nodes: supporter node signalling round trip (devices in a child process, loopback TLS 1.3," + what)
         let fileLimit = ProcessInfoLite.raiseFileLimit()
         guard let directory = makeCertificates() else {
             print("   nodes: cannot make certificates; skipped\n")
@@ -143,10 +145,11 @@ enum NodesBenchmark {
         configuration.loopCount = 2
         configuration.keepaliveInterval = keepalive
         // A real file-backed store (WAL, synchronous=NORMAL), a fresh file per node, in the run's temporary folder.
-        // RSUP_NODES_STORE=memory keeps it in memory instead, to tell the store's share from the machine's.
-        configuration.storePath =
-            getenv("RSUP_NODES_STORE").map { String(cString: $0) } == "memory"
-            ? ":memory:" : directory + "/store-\(count)-\(run).sqlite"
+        // RSUP_NODES_STORE=memory keeps it in memory instead, to tell the store's share from the machine's; a libpq
+        // connection string (postgres://… or key=value, e.g. from scripts/pg-cluster.sh) uses PostgreSQL instead.
+        let store = getenv("RSUP_NODES_STORE").map { String(cString: $0) } ?? ""
+        configuration.storePath = store == "memory" ? ":memory:" : directory + "/store-\(count)-\(run).sqlite"
+        if !store.isEmpty, store != "memory" { configuration.storeBackend = .postgres(store) }
         let node: SupporterNode
         do throws(SupporterNodeError) {
             node = try SupporterNode(configuration: configuration)
