@@ -290,6 +290,7 @@ public struct SessionDriver {
                     if ask.askID <= lastAskID { fail("ask id \(ask.askID) after \(lastAskID)") }
                     lastAskID = ask.askID
                     supporterAsks[ask.askID] = ask.feature
+                    if getenv("SESSION_FUZZ_TRACE") != nil { traceLine("  supporter asks \(ask.askID) for \(ask.feature)") }
                 case .sessionMessage(let sent):
                     checkMessageID(sent, last: &supporterLastSent, side: "supporter", granted: supporter.granted)
                 case .registerResult(let result) where result.reason == .success:
@@ -936,8 +937,10 @@ public struct SessionDriver {
         if checkDevice(deviceActions) { fail("linkLost gave a protocol violation") }
         let supporterActions = supporter.linkLost(reason: .connectionLost, text: nil)
         if checkSupporter(supporterActions) { fail("linkLost gave a protocol violation") }
-        // Asks pending at the loss are withdrawn on both sides.
+        // Asks pending at the loss are withdrawn on both sides (SPEC §15.5): an answer that crossed the loss, or one
+        // the input replays later, finds no ask at the supporter and grants nothing.
         deviceAsks = [:]
+        supporterAsks = [:]
         if device.nextDeadline != nil, case .requestPending = device.state {} else if device.nextDeadline != nil {
             fail("an ask survived the link loss")
         }
@@ -1276,6 +1279,9 @@ public struct SessionDriver {
 
     /// Returns whether the supporter saw a protocol violation (its connection is then replaced).
     mutating func deliverToSupporter(_ message: Message) -> Bool {
+        if getenv("SESSION_FUZZ_TRACE") != nil {
+            traceLine("  to supporter: \(message)".prefix(200), "asks:", supporterAsks, "granted:", supporter.granted)
+        }
         let before = supporter.state
         let ended = supporter.deviceSentSessionEnd
         let illegal = supporterIllegal(message)
