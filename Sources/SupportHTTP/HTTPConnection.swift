@@ -151,8 +151,9 @@ final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
     }
 
     /// The handler's answer, on the loop.
-    private func answer(_ id: UInt64, _ response: HTTPResponse) {
+    private func answer(_ id: UInt64, _ handlerResponse: HTTPResponse) {
         guard !closed, let current = inFlight, current.id == id else { return }  // timed out or closed meanwhile
+        let response = withConfiguredHeaders(handlerResponse)
         inFlight = nil
         handlerTimer?.cancel()
         handlerTimer = nil
@@ -201,11 +202,17 @@ final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
         }
     }
 
-    private func respondAndClose(_ response: HTTPResponse, version: HTTPVersion = .http1_1, isHead: Bool = false) {
+    /// `response` with ``HTTPServerConfiguration/headersOnEveryAnswer`` it does not set itself.
+    private func withConfiguredHeaders(_ response: HTTPResponse) -> HTTPResponse {
         var response = response
-        for field in configuration.headersOnServerAnswers where !response.headers.contains(field.name) {
+        for field in configuration.headersOnEveryAnswer where !response.headers.contains(field.name) {
             response.headers.add(name: field.name, value: field.value)
         }
+        return response
+    }
+
+    private func respondAndClose(_ response: HTTPResponse, version: HTTPVersion = .http1_1, isHead: Bool = false) {
+        let response = withConfiguredHeaders(response)
         closing = true
         cancelTimers()
         write(response.serialized(keepAlive: false, version: version, includeBody: !isHead))

@@ -2,9 +2,9 @@
 public struct HTTPServerConfiguration: Sendable, Hashable {
     /// Request size limits (request line 8 KiB, header section 16 KiB and 100 fields, body 64 KiB).
     public var limits = HTTPRequestParser.Limits()
-    /// Header fields added to the answers the server makes itself (400, 408, 413, 431, 503 on a handler timeout, …),
-    /// e.g. the security headers the handler adds to its own answers.
-    public var headersOnServerAnswers = HTTPHeaders()
+    /// Header fields added to every answer — the handler's and the server's own (400, 408, 413, 431, 503 on a handler
+    /// timeout, …) — unless the answer sets that field itself: e.g. security headers.
+    public var headersOnEveryAnswer = HTTPHeaders()
     /// From connection start (first request) or from the first byte of a request to its complete head; then 408
     /// (if anything arrived) and close.
     public var headerTimeout: Duration = .seconds(10)

@@ -15,25 +15,19 @@ enum BrowserSecurity {
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
         + "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
-    /// Adds the headers every answer carries.
-    static func secure(_ response: inout HTTPResponse, isAPI: Bool) {
-        response.headers.replaceOrAdd(name: "Content-Security-Policy", value: contentSecurityPolicy)
-        response.headers.replaceOrAdd(name: "Strict-Transport-Security", value: "max-age=31536000")
-        response.headers.replaceOrAdd(name: "X-Content-Type-Options", value: "nosniff")
-        response.headers.replaceOrAdd(name: "X-Frame-Options", value: "DENY")
-        response.headers.replaceOrAdd(name: "Referrer-Policy", value: "no-referrer")
-        response.headers.replaceOrAdd(name: "Cross-Origin-Opener-Policy", value: "same-origin")
-        response.headers.replaceOrAdd(name: "Cross-Origin-Resource-Policy", value: "same-origin")
-        if isAPI { response.headers.replaceOrAdd(name: "Cache-Control", value: "no-store") }
-    }
-
-    /// The headers of ``secure(_:isAPI:)`` alone, for answers the HTTP server makes itself (a malformed request, a
-    /// timeout).
-    static var headers: HTTPHeaders {
-        var response = HTTPResponse(status: .ok)
-        secure(&response, isAPI: true)
-        return response.headers
-    }
+    /// The headers every answer carries, the REST API's and the console's, and the HTTP server's own error answers
+    /// (``HTTPServerConfiguration/headersOnEveryAnswer``).
+    static let headers: HTTPHeaders = [
+        "Content-Security-Policy": contentSecurityPolicy,
+        "Strict-Transport-Security": "max-age=31536000",
+        "X-Content-Type-Options": "nosniff",
+        "X-Frame-Options": "DENY",
+        "Referrer-Policy": "no-referrer",
+        "Cross-Origin-Opener-Policy": "same-origin",
+        "Cross-Origin-Resource-Policy": "same-origin",
+        // API answers and errors are never cached; the console's files say `no-cache` themselves.
+        "Cache-Control": "no-store",
+    ]
 
     /// `Set-Cookie` for a new login session: HttpOnly (no script reads it), Secure (HTTPS only), SameSite=Strict (no
     /// other site's request carries it), for the whole origin, ending with the browser session.

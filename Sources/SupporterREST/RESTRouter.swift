@@ -18,17 +18,13 @@ struct RESTRouter: Sendable {
     /// The path prefix of every API resource.
     static let api = ["api", "v1"]
 
-    /// Answers `request`, with the security headers every answer carries (``BrowserSecurity``).
+    /// Answers `request` (the HTTP server adds the security headers of ``BrowserSecurity/headers``).
     func handle(_ request: HTTPRequest) async -> HTTPResponse {
-        let isAPI = request.pathSegments.first == "api"
-        var response: HTTPResponse
         do throws(RESTError) {
-            response = isAPI ? try await route(request) : try serveConsole(request)
+            return request.pathSegments.first == "api" ? try await route(request) : try serveConsole(request)
         } catch {
-            response = error.response
+            return error.response
         }
-        BrowserSecurity.secure(&response, isAPI: isAPI)
-        return response
     }
 
     /// The web console's files: `GET /` and `GET /<file>`.

@@ -47,7 +47,7 @@ public final class RESTServer: Sendable {
         }
         let context = try TLSContext(HTTPServer.makeTLSConfiguration(certificateChain: chain, privateKey: key))
         var http = configuration.http
-        http.headersOnServerAnswers = BrowserSecurity.headers
+        http.headersOnEveryAnswer = BrowserSecurity.headers
         http.addressesWithoutPerAddressLimit.formUnion(resolver.trustedProxies)
         let guardian = GuardBox(AuthenticationGuard(policy: configuration.authentication))
         self.guardian = guardian

@@ -112,7 +112,7 @@ extension HTTPIntegration {
     struct ServerAnswerHeaderTests {
         @Test("a malformed request's 400 carries the configured headers too")
         func malformed() async throws {
-            try await withServer(configure: { $0.headersOnServerAnswers = ["X-Frame-Options": "DENY"] }) { fixture in
+            try await withServer(configure: { $0.headersOnEveryAnswer = ["X-Frame-Options": "DENY"] }) { fixture in
                 let result = try await python(
                     fixture,
                     """
