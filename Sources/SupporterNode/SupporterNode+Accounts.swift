@@ -296,9 +296,12 @@ extension SupporterNode {
         }
         var intents: [StoreIntent] = []
         // Once an hour: sessions past their lifetime leave the store too.
-        if Int(now.timeIntervalSince1970) % 3600 == 0 {
-            intents.append(.deleteLoginSessionsBefore(now.addingTimeInterval(-LoginSessionTable.lifetime)))
+        let purge = state.withLock { state -> Bool in
+            guard now >= state.nextLoginSessionPurge else { return false }
+            state.nextLoginSessionPurge = now.addingTimeInterval(3600)
+            return true
         }
+        if purge { intents.append(.deleteLoginSessionsBefore(now.addingTimeInterval(-LoginSessionTable.lifetime))) }
         return intents + suppressed.map { item in
             .audit(
                 AuditEvent(

@@ -43,6 +43,8 @@ public final class SupporterNode: Sendable {
         var accounts: [String: SupporterAccountRecord] = [:]
         var loginGuard = LoginGuard()
         var loginSessions = LoginSessionTable()
+        /// When stored login sessions past their lifetime are next deleted (the start deletes them too).
+        var nextLoginSessionPurge = Date().addingTimeInterval(3600)
         var signInAudit = AuditThrottle(policy: AuditThrottle.Policy(window: .seconds(60), globalLimit: 600, keys: 10_000))
         var nextConnection: UInt64 = 1
         var shuttingDown = false

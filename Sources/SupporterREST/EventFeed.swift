@@ -5,7 +5,8 @@ import SupporterNode
 
 /// `GET /api/v1/events`: the audit trail, live, as Server-Sent Events, each subscriber seeing only what it may.
 ///
-/// One task reads new audit rows (every ``pollInterval``, by id, from the durable trail) and sends each to the
+/// One thread of its own reads new audit rows (every ``pollInterval``, by id, from the durable trail: blocking store
+/// reads, so neither an event loop nor a cooperative thread waits on the database) and sends each to the
 /// subscribers allowed to see it; a row is never sent before it is committed, and its audit id is the event's `id`.
 /// A subscriber that comes back with `Last-Event-ID` is first sent every row after that id it may see, then the live
 /// ones — in order, none twice, none missed. Bounded: at most ``maxSubscribers`` streams; each may fall at most its
@@ -36,15 +37,13 @@ final class EventFeed: Sendable {
     private let node: SupporterNode
     private let logger: NodeLogger
     private let state = Mutex(State())
-    private let task = Mutex<Task<Void, Never>?>(nil)
-
     init(node: SupporterNode, logger: NodeLogger) {
         self.node = node
         self.logger = logger
         let start = (try? node.latestAuditID()) ?? 0
-        task.withLock {
-            $0 = Task { [weak self] in await self?.run(from: start) }
-        }
+        let thread = Thread { [weak self] in self?.run(from: start) }
+        thread.name = "rsup-event-feed"
+        thread.start()
     }
 
     func stop() {
@@ -53,7 +52,6 @@ final class EventFeed: Sendable {
             defer { state.subscribers = [:] }
             return state.subscribers.values.map(\.stream)
         }
-        task.withLock { $0?.cancel() }
         for stream in streams { stream.finish() }
     }
 
@@ -81,11 +79,13 @@ final class EventFeed: Sendable {
 
     var subscriberCount: Int { state.withLock { $0.subscribers.count } }
 
-    private func run(from start: Int64) async {
+    /// The feed's thread: it runs (and keeps the feed) until ``stop()``, which the REST server calls at shutdown and deinit.
+    private func run(from start: Int64) {
         var position = start
         var lastKeepalive = ContinuousClock.now
-        while !Task.isCancelled {
-            try? await Task.sleep(for: Self.pollInterval)
+        while !state.withLock({ $0.stopped }) {
+            Thread.sleep(forTimeInterval: Double(Self.pollInterval.components.attoseconds) / 1e18
+                + Double(Self.pollInterval.components.seconds))
             // Newcomers with a Last-Event-ID: their backlog, up to `position`, before they join the live rows.
             let newcomers = state.withLock { state -> [(Int, Subscriber)] in
                 state.subscribers.filter { $0.value.catchUpFrom != nil }.map { ($0.key, $0.value) }
