@@ -70,7 +70,9 @@ extension CodeRegistry {
         -> [StoreIntent]
     {
         guard let entry = codes[code] else { throw RegistryError(.notFound, "no such code") }
-        guard entry.holder == nil else { throw RegistryError(.conflict, "a device is on this code; close it first") }
+        guard entry.holder == nil, entry.elsewhere == nil else {
+            throw RegistryError(.conflict, "a device is on this code; close it first")
+        }
         codes[code] = nil
         return [.deleteCode(code), audit(.codeDeleted, code, now, actor.details)]
     }

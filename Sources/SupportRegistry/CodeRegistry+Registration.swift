@@ -132,6 +132,7 @@ extension CodeRegistry {
         }
         tokenBackoff.reset(tokenID)
         addressBackoff.reset(address)
+        intents.append(.claimPresence(code: code, deviceName: attempt.deviceName))
         intents.append(
             .audit(
                 AuditEvent(

@@ -18,17 +18,22 @@ extension CodeRegistry {
             return [
                 audit(.requestAllowed, code, now, ["request_id": "\(id)"]),
                 audit(.sessionStarted, code, now, ["request_id": "\(id)"]),
+                .presenceState(code: code, state: .active),
             ]
         case .rejected(let id, let reason):
             codes[code]?.live = .online
             return [
                 audit(
                     reason == .requestTimedOut ? .requestTimedOut : .requestRejected, code, now,
-                    ["request_id": "\(id)", "reason": "\(reason)", "by": "device"])
+                    ["request_id": "\(id)", "reason": "\(reason)", "by": "device"]),
+                .presenceState(code: code, state: .online),
             ]
         case .requestTimedOut(let id):
             codes[code]?.live = .online
-            return [audit(.requestTimedOut, code, now, ["request_id": "\(id)", "by": "supporter"])]
+            return [
+                audit(.requestTimedOut, code, now, ["request_id": "\(id)", "by": "supporter"]),
+                .presenceState(code: code, state: .online),
+            ]
         case .ended(let reason, let text):
             var intents: [StoreIntent] = []
             let actorDetails = codes[code]?.endActor?.details ?? [:]
@@ -43,6 +48,7 @@ extension CodeRegistry {
             var details = actorDetails.merging(["reason": "\(reason)", "source_address": address]) { $1 }
             if let text { details["text"] = String(text.prefix(256)) }
             intents.append(audit(.deviceOffline, code, now, details))
+            intents.append(.releasePresence(code: code))
             entry.code = nil
             connections[connection] = entry
             releaseCode(code, from: connection)
@@ -111,6 +117,7 @@ extension CodeRegistry {
         details["supporter"] = supporterName
         details["type"] = type == .screenShare ? "screen_share" : "assist_ar"
         intents.append(audit(.requestSent, code, now, details))
+        intents.append(.presenceState(code: code, state: .requestPending))
         return intents
     }
 
@@ -124,7 +131,7 @@ extension CodeRegistry {
         var details = actor.details
         details["request_id"] = "\(requestID)"
         details["by"] = "supporter"
-        return [audit(.requestAborted, code, now, details)]
+        return [audit(.requestAborted, code, now, details), .presenceState(code: code, state: .online)]
     }
 
     func audit(_ kind: AuditEvent.Kind, _ code: String?, _ now: Date, _ details: [String: String]) -> StoreIntent {

@@ -63,13 +63,18 @@ public struct CodeRegistry: Sendable {
         var reconnecting = false
         /// Whether the code's expiry is in the audit trail (or happened before this node started).
         var expiryRecorded = false
+        /// The device another node holds on this code (several nodes on one database), while this node holds none.
+        var elsewhere: RemotePresence?
 
         func info(now: Date) -> SessionCodeInfo {
-            let shown: SessionCodeState = committed ? live : .open
+            let remote = holder == nil ? elsewhere : nil
+            let shown: SessionCodeState = committed ? live : remote?.state ?? .open
             let state: SessionCodeState =
                 record.isClosed ? .closed : (shown == .open && now >= record.validUntil) ? .expired : shown
-            var info = SessionCodeInfo(record: record, state: state, deviceName: state.isLive ? deviceName : nil)
+            var info = SessionCodeInfo(
+                record: record, state: state, deviceName: state.isLive ? (remote?.deviceName ?? deviceName) : nil)
             info.reconnecting = state.isLive && reconnecting
+            info.node = state.isLive ? remote?.node : nil
             return info
         }
     }

@@ -27,6 +27,9 @@ public struct SessionCodeInfo: Sendable, Hashable {
     public var deviceName: String?
     /// The device's link is lost and its session is kept while it reconnects (SPEC §15.5).
     public var reconnecting = false
+    /// The id of the node the device is on, when that is another node sharing this node's database; nil when the
+    /// device is on this node or none is on the code.
+    public var node: String?
 
     /// Whether a device is on the code now.
     public var online: Bool { [.online, .requestPending, .active].contains(state) }

@@ -19,6 +19,14 @@ public enum StoreIntent: Sendable, Hashable {
     case deleteLoginSessions(login: String)
     /// Forgets login sessions that began before this time (past their lifetime).
     case deleteLoginSessionsBefore(Date)
+    /// This node now holds the device on `code`. Where several nodes share one database this is "one device per
+    /// code" across them: the write fails with a conflict while another node's live presence holds the code. A store
+    /// of one node has nothing to record.
+    case claimPresence(code: String, deviceName: String?)
+    /// The session on a code this node holds moved to `state` (online, request pending, active), for the other nodes.
+    case presenceState(code: String, state: SessionCodeState)
+    /// This node no longer holds a device on `code`.
+    case releasePresence(code: String)
 }
 
 /// Who made a change, for the audit trail: the node itself, a local operator (console or control socket), or a REST

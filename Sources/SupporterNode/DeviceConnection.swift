@@ -462,6 +462,13 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             readingPaused = false
             link.resumeReading()
         }
+        if let error, error.kind == .heldElsewhere {
+            // Several nodes on one database: another node's device holds the code. Refused as REGISTER_RESULT
+            // would refuse it; nothing of the registration was stored.
+            node?.logger.log(.info, "device at \(sourceAddress): another node holds a device on its code; refused")
+            fail(reason: .sessionCodeInUse, text: "another device is on this code (on another node)")
+            return
+        }
         guard error == nil else {
             node?.logger.log(
                 .error,

@@ -75,6 +75,9 @@ struct LoginSessionTable: Sendable {
         sessions.removeValue(forKey: SHA256.hash(Array(secret.utf8)))
     }
 
+    /// Forgets the session with this digest (it ended on another node).
+    mutating func forget(digest: [UInt8]) { sessions[digest] = nil }
+
     /// Ends every session of `login`.
     mutating func closeAll(of login: String) {
         sessions = sessions.filter { $0.value.login != login }

@@ -31,42 +31,9 @@ extension PostgresStoreEngine {
                             blockedUntil: row[2].flatMap { Int64($0) }.map(Date.init(unixMilliseconds:)),
                             lastFailure: Date(unixMilliseconds: last)))
                 }
-                for row in try transaction.run(
-                    "SELECT \(Self.tokenColumns), digest FROM api_tokens WHERE revoked_at IS NULL ORDER BY created_at, id",
-                    [], "read API tokens"
-                ).rows {
-                    guard let digest = row[5].flatMap(PostgresStoreTransaction.bytes(bytea:)) else {
-                        throw Self.invalidData("an API token digest is unreadable", location)
-                    }
-                    snapshot.activeTokens.append((digest, try Self.tokenRecord(row, location: location)))
-                }
-                for row in try transaction.run(
-                    """
-                    SELECT login, display_name, role, state, password_hash, created_at, updated_at
-                    FROM supporter_accounts ORDER BY login
-                    """, [], "list supporter accounts"
-                ).rows {
-                    guard let login = row[0], let name = row[1], let role = row[2].flatMap(SupporterRole.init),
-                        let accountState = row[3].flatMap(SupporterAccountState.init), let hash = row[4],
-                        let created = row[5].flatMap({ Int64($0) }), let updated = row[6].flatMap({ Int64($0) })
-                    else { throw Self.invalidData("a supporter account row is unreadable", location) }
-                    snapshot.accounts.append(
-                        SupporterAccountRecord(
-                            login: login, displayName: name, role: role, state: accountState, passwordHash: hash,
-                            createdAt: Date(unixMilliseconds: created), updatedAt: Date(unixMilliseconds: updated)))
-                }
-                for row in try transaction.run(
-                    "SELECT digest, id, login, csrf_token, created_at FROM login_sessions ORDER BY created_at", [],
-                    "list login sessions"
-                ).rows {
-                    guard let digest = row[0].flatMap(PostgresStoreTransaction.bytes(bytea:)), let id = row[1],
-                        let login = row[2], let csrf = row[3], let created = row[4].flatMap({ Int64($0) })
-                    else { throw Self.invalidData("a login session row is unreadable", location) }
-                    snapshot.loginSessions.append(
-                        LoginSessionRecord(
-                            digest: digest, id: id, login: login, csrfToken: csrf,
-                            createdAt: Date(unixMilliseconds: created)))
-                }
+                snapshot.activeTokens = try Self.tokens(transaction, id: nil).filter { $0.record.revokedAt == nil }
+                snapshot.accounts = try Self.accounts(transaction)
+                snapshot.loginSessions = try Self.loginSessions(transaction)
                 try transaction.run("COMMIT", [], "commit")
                 return snapshot
             } catch {
@@ -76,11 +43,79 @@ extension PostgresStoreEngine {
         }
     }
 
-    private static func codes(_ transaction: PostgresStoreTransaction) throws(StoreError) -> [SessionCodeRecord] {
+    /// Tokens with their digests (revoked ones too), oldest first; only the one with public id `id` when given.
+    static func tokens(_ transaction: PostgresStoreTransaction, id: String?) throws(StoreError)
+        -> [(digest: [UInt8], record: APITokenRecord)]
+    {
+        let location = transaction.location
+        var tokens: [(digest: [UInt8], record: APITokenRecord)] = []
+        for row in try transaction.run(
+            "SELECT \(Self.tokenColumns), digest FROM api_tokens WHERE $1::text IS NULL OR id = $1 ORDER BY created_at, id",
+            [id], "read API tokens"
+        ).rows {
+            guard let digest = row[5].flatMap(PostgresStoreTransaction.bytes(bytea:)) else {
+                throw Self.invalidData("an API token digest is unreadable", location)
+            }
+            tokens.append((digest, try Self.tokenRecord(row, location: location)))
+        }
+        return tokens
+    }
+
+    /// Supporter accounts by login; only `login`'s when given.
+    static func accounts(_ transaction: PostgresStoreTransaction, login: String? = nil) throws(StoreError)
+        -> [SupporterAccountRecord]
+    {
+        let location = transaction.location
+        var accounts: [SupporterAccountRecord] = []
+        for row in try transaction.run(
+            """
+            SELECT login, display_name, role, state, password_hash, created_at, updated_at
+            FROM supporter_accounts WHERE $1::text IS NULL OR login = $1 ORDER BY login
+            """, [login], "list supporter accounts"
+        ).rows {
+            guard let login = row[0], let name = row[1], let role = row[2].flatMap(SupporterRole.init),
+                let accountState = row[3].flatMap(SupporterAccountState.init), let hash = row[4],
+                let created = row[5].flatMap({ Int64($0) }), let updated = row[6].flatMap({ Int64($0) })
+            else { throw Self.invalidData("a supporter account row is unreadable", location) }
+            accounts.append(
+                SupporterAccountRecord(
+                    login: login, displayName: name, role: role, state: accountState, passwordHash: hash,
+                    createdAt: Date(unixMilliseconds: created), updatedAt: Date(unixMilliseconds: updated)))
+        }
+        return accounts
+    }
+
+    /// Stored login sessions, oldest first; only the one with `digest` when given.
+    static func loginSessions(_ transaction: PostgresStoreTransaction, digest: [UInt8]? = nil) throws(StoreError)
+        -> [LoginSessionRecord]
+    {
+        let location = transaction.location
+        var sessions: [LoginSessionRecord] = []
+        for row in try transaction.run(
+            """
+            SELECT digest, id, login, csrf_token, created_at FROM login_sessions
+            WHERE $1::bytea IS NULL OR digest = $1 ORDER BY created_at
+            """, [digest.map(PostgresStoreTransaction.bytea)], "list login sessions"
+        ).rows {
+            guard let digest = row[0].flatMap(PostgresStoreTransaction.bytes(bytea:)), let id = row[1],
+                let login = row[2], let csrf = row[3], let created = row[4].flatMap({ Int64($0) })
+            else { throw Self.invalidData("a login session row is unreadable", location) }
+            sessions.append(
+                LoginSessionRecord(
+                    digest: digest, id: id, login: login, csrfToken: csrf, createdAt: Date(unixMilliseconds: created)))
+        }
+        return sessions
+    }
+
+    /// Session codes with their rules, oldest first; only `code` when given.
+    static func codes(_ transaction: PostgresStoreTransaction, only code: String? = nil) throws(StoreError)
+        -> [SessionCodeRecord]
+    {
         let location = transaction.location
         var rules: [String: [Feature.ID: AccessRule]] = [:]
         for row in try transaction.run(
-            "SELECT code, feature, rule FROM session_code_feature_rules", [], "read code rules"
+            "SELECT code, feature, rule FROM session_code_feature_rules WHERE $1::text IS NULL OR code = $1", [code],
+            "read code rules"
         ).rows {
             guard let code = row[0], let feature = row[1].flatMap({ UInt16($0) }),
                 let rule = row[2].flatMap({ UInt8($0) }).flatMap(AccessRule.init(rawValue:))
@@ -92,8 +127,8 @@ extension PostgresStoreEngine {
             """
             SELECT code, type, description, customer_name, customer_email, waiting_message, is_closed, created_at,
                 valid_until, closed_at, assigned_supporter, default_feature_rule
-            FROM session_codes ORDER BY created_at, code
-            """, [], "list session codes"
+            FROM session_codes WHERE $1::text IS NULL OR code = $1 ORDER BY created_at, code
+            """, [code], "list session codes"
         ).rows {
             guard let code = row[0], let type = row[1].flatMap({ UInt8($0) }).flatMap(SessionCodeType.init(rawValue:)),
                 let closed = row[6], let created = row[7].flatMap({ Int64($0) }),
@@ -118,9 +153,10 @@ extension PostgresStoreEngine {
         audit: @escaping @Sendable (APITokenRecord) -> AuditEvent
     ) throws(StoreError) -> (record: APITokenRecord, isNew: Bool) {
         let location = self.location
+        let member = self.member
         return try perform("add API token") {
             (connection: PostgresConnection) throws(StoreError) -> (record: APITokenRecord, isNew: Bool) in
-            try Self.inTransaction(connection, location) { (transaction: inout PostgresStoreTransaction) throws(StoreError) in
+            try Self.inTransaction(connection, location, member) { (transaction: inout PostgresStoreTransaction) throws(StoreError) in
                 let added = try transaction.addToken(digest: digest, scope: scope, label: label, createdAt: createdAt)
                 if added.isNew { try transaction.append(audit(added.record)) }
                 return added
@@ -130,8 +166,9 @@ extension PostgresStoreEngine {
 
     func revokeToken(id: String, at date: Date, audit: AuditEvent) throws(StoreError) -> Bool {
         let location = self.location
+        let member = self.member
         return try perform("revoke API token") { (connection: PostgresConnection) throws(StoreError) -> Bool in
-            try Self.inTransaction(connection, location) { (transaction: inout PostgresStoreTransaction) throws(StoreError) in
+            try Self.inTransaction(connection, location, member) { (transaction: inout PostgresStoreTransaction) throws(StoreError) in
                 guard try transaction.revokeToken(id: id, at: date) else { return false }
                 try transaction.append(audit)
                 return true
@@ -141,10 +178,10 @@ extension PostgresStoreEngine {
 
     /// Runs `body` in one transaction on the engine's thread (the audit head written back before the commit).
     private static func inTransaction<Result>(
-        _ connection: PostgresConnection, _ location: String,
+        _ connection: PostgresConnection, _ location: String, _ member: ClusterMember?,
         _ body: (inout PostgresStoreTransaction) throws(StoreError) -> Result
     ) throws(StoreError) -> Result {
-        var transaction = PostgresStoreTransaction(connection, location: location)
+        var transaction = PostgresStoreTransaction(connection, location: location, member: member)
         try transaction.run("BEGIN", [], "begin transaction")
         do throws(StoreError) {
             let result = try body(&transaction)

@@ -49,6 +49,8 @@ final class PostgresStoreEngine: StoreEngine {
     let maximumBatch: Int
     /// The server, without a password.
     let location: String
+    /// This node among several sharing the database (presence leases renewed, changes announced), or nil alone.
+    let member: ClusterMember?
     private let logger: NodeLogger
     private let state = Mutex(State())
     private let wake = DispatchSemaphore(value: 0)
@@ -56,11 +58,13 @@ final class PostgresStoreEngine: StoreEngine {
 
     /// Connects, creates or migrates the schema (one transaction), and starts the engine's thread. Throws
     /// ``StoreError/Kind/unavailable`` when the server cannot be reached (libpq's reason in the message).
-    init(connectionString: String, logger: NodeLogger, capacity: Int = 65_536, maximumBatch: Int = 256)
-        throws(StoreError)
-    {
+    init(
+        connectionString: String, logger: NodeLogger, capacity: Int = 65_536, maximumBatch: Int = 256,
+        member: ClusterMember? = nil
+    ) throws(StoreError) {
         location = "PostgreSQL " + StoreBackend.redacted(connectionString)
         self.logger = logger
+        self.member = member
         self.capacity = max(1, capacity)
         self.maximumBatch = max(1, maximumBatch)
         let connection: PostgresConnection
@@ -113,7 +117,32 @@ final class PostgresStoreEngine: StoreEngine {
     ) throws(StoreError) -> Result {
         let outcome = Mutex<Swift.Result<Result, StoreError>?>(nil)
         let done = DispatchSemaphore(value: 0)
-        let location = self.location
+        try enqueue(operation, body) { result in
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        return try outcome.withLock { $0! }.get()  // safe: set before `done` is signalled
+    }
+
+    /// Runs `body` on the engine's thread; the caller waits without holding a thread.
+    func perform<Result: Sendable>(
+        _ operation: String, _ body: @escaping @Sendable (PostgresConnection) throws(StoreError) -> Result
+    ) async throws(StoreError) -> Result {
+        let result: Swift.Result<Result, StoreError> = await withCheckedContinuation { continuation in
+            do throws(StoreError) {
+                try enqueue(operation, body) { continuation.resume(returning: $0) }
+            } catch {
+                continuation.resume(returning: .failure(error))
+            }
+        }
+        return try result.get()
+    }
+
+    private func enqueue<Result: Sendable>(
+        _ operation: String, _ body: @escaping @Sendable (PostgresConnection) throws(StoreError) -> Result,
+        completion: @escaping @Sendable (Swift.Result<Result, StoreError>) -> Void
+    ) throws(StoreError) {
         let queued = state.withLock { state -> Bool in
             guard !state.stopping else { return false }
             state.work.append(
@@ -124,8 +153,7 @@ final class PostgresStoreEngine: StoreEngine {
                     } catch {
                         result = .failure(error)
                     }
-                    outcome.withLock { $0 = result }
-                    done.signal()
+                    completion(result)
                     if case .failure(let error) = result { return Self.isConnectionLoss(error) }
                     return false
                 })
@@ -135,8 +163,6 @@ final class PostgresStoreEngine: StoreEngine {
             throw StoreError(kind: .busy, operation: operation, message: "the store has stopped", path: location)
         }
         wake.signal()
-        done.wait()
-        return try outcome.withLock { $0! }.get()  // safe: set before `done` is signalled
     }
 
     var statistics: StoreStatistics {
@@ -161,8 +187,19 @@ final class PostgresStoreEngine: StoreEngine {
     private nonisolated(unsafe) var connectionLost = false
 
     private func run(_ connection: PostgresConnection) {
+        var nextRenewal = DispatchTime.now()
         while true {
-            wake.wait()
+            if let member {
+                // Leases are renewed between batches, a third of a lease apart: never behind a long queue by more
+                // than one batch.
+                if DispatchTime.now() >= nextRenewal {
+                    renewPresence(member, connection)
+                    nextRenewal = DispatchTime.now() + .milliseconds(Int(member.leaseMilliseconds / 3))
+                }
+                _ = wake.wait(timeout: nextRenewal)
+            } else {
+                wake.wait()
+            }
             while true {
                 let (taken, stopping) = state.withLock { state -> ([Work], Bool) in
                     var taken: [Work] = []
@@ -188,6 +225,7 @@ final class PostgresStoreEngine: StoreEngine {
                 }
                 if taken.isEmpty {
                     if stopping {
+                        if let member { releaseAllPresence(member, connection) }
                         connection.close()
                         finished.signal()
                         return
@@ -216,6 +254,31 @@ final class PostgresStoreEngine: StoreEngine {
         } catch {
             return false
         }
+    }
+
+    // MARK: presence
+
+    /// Extends every lease this node holds, in one statement (O(nodes) for the database, not O(devices)).
+    private func renewPresence(_ member: ClusterMember, _ connection: PostgresConnection) {
+        guard reconnectIfNeeded(connection) else { return }
+        do {
+            try connection.query(
+                "UPDATE device_presence SET lease_until = rsup_now_ms() + $2 WHERE node_id = $1",
+                [member.nodeID, String(member.leaseMilliseconds)], operation: "renew device presence")
+        } catch {
+            if Self.isConnectionLoss(Self.storeError(error, location: location)) { connectionLost = true }
+            logger.log(
+                .warning,
+                "store: cannot renew this node's device presence (\(error)); other nodes may take its codes once the "
+                    + "lease of \(member.presenceLease) runs out")
+        }
+    }
+
+    /// A clean stop: this node's codes are free at once, not after the lease.
+    private func releaseAllPresence(_ member: ClusterMember, _ connection: PostgresConnection) {
+        guard reconnectIfNeeded(connection) else { return }
+        _ = try? connection.query(
+            "DELETE FROM device_presence WHERE node_id = $1", [member.nodeID], operation: "release device presence")
     }
 
     // MARK: writing
@@ -264,7 +327,7 @@ final class PostgresStoreEngine: StoreEngine {
     private func applyOnce(_ batch: [Job], _ connection: PostgresConnection, committing: inout Bool)
         throws(StoreError) -> [StoreError?]
     {
-        var transaction = PostgresStoreTransaction(connection, location: location)
+        var transaction = PostgresStoreTransaction(connection, location: location, member: member)
         try transaction.run("BEGIN", [], "begin transaction")
         do throws(StoreError) {
             var failures: [StoreError?] = []

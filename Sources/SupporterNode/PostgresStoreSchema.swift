@@ -127,7 +127,42 @@ enum PostgresStoreSchema {
                 )
                 """,
                 "CREATE INDEX login_sessions_by_login ON login_sessions (login)",
-            ])
+            ]),
+        Migration(
+            version: 2,
+            summary: "several nodes: device presence with leases, commands between nodes",
+            statements: [
+                // The database's clock, so that nodes whose clocks differ agree on leases.
+                """
+                CREATE FUNCTION rsup_now_ms() RETURNS bigint LANGUAGE sql VOLATILE AS
+                $$ SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint $$
+                """,
+                // The primary key is "one device per code" across nodes.
+                """
+                CREATE TABLE device_presence (
+                    code text PRIMARY KEY,
+                    node_id text NOT NULL,
+                    since bigint NOT NULL,
+                    lease_until bigint NOT NULL,
+                    state text NOT NULL DEFAULT 'online' CHECK (state IN ('online', 'request_pending', 'active')),
+                    device_name text
+                )
+                """,
+                "CREATE INDEX device_presence_by_node ON device_presence (node_id)",
+                """
+                CREATE TABLE node_commands (
+                    id bigserial PRIMARY KEY,
+                    origin_node text NOT NULL,
+                    target_node text NOT NULL,
+                    code text NOT NULL,
+                    command text NOT NULL,
+                    created_at bigint NOT NULL,
+                    done_at bigint,
+                    result text
+                )
+                """,
+                "CREATE INDEX node_commands_waiting ON node_commands (target_node, id) WHERE done_at IS NULL",
+            ]),
     ]
 
     /// The schema version this code writes and understands.

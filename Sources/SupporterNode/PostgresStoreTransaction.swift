@@ -15,10 +15,21 @@ struct PostgresStoreTransaction {
     private(set) var chainHead: AuditChain.Head?
     /// Whether an append moved the head since it was read.
     private var headMoved = false
+    /// This node among several sharing the database; nil for a node alone (no presence, no notifications).
+    let member: ClusterMember?
+    /// What the other nodes are told at the commit (``finish()``), in order, each once.
+    private var changes: [ClusterChange] = []
 
-    init(_ connection: PostgresConnection, location: String) {
+    init(_ connection: PostgresConnection, location: String, member: ClusterMember? = nil) {
         self.connection = connection
         self.location = location
+        self.member = member
+    }
+
+    /// Remembers a change to announce at the commit (a node alone announces nothing).
+    mutating func changed(_ change: ClusterChange) {
+        guard member != nil, !changes.contains(change) else { return }
+        changes.append(change)
     }
 
     /// Runs one statement; a PostgreSQL error becomes a ``StoreError`` naming `operation`.
@@ -35,10 +46,15 @@ struct PostgresStoreTransaction {
     mutating func apply(_ intents: [StoreIntent]) throws(StoreError) {
         for intent in intents {
             switch intent {
-            case .insertCode(let record): try insert(record)
-            case .updateCode(let record): try update(record)
+            case .insertCode(let record):
+                try insert(record)
+                changed(.code(record.code))
+            case .updateCode(let record):
+                try update(record)
+                changed(.code(record.code))
             case .deleteCode(let code):
                 try run("DELETE FROM session_codes WHERE code = $1", [code], "delete session code")
+                changed(.code(code))
             case .audit(let event): _ = try append(event)
             case .saveBackoff(let row):
                 try run(
@@ -68,6 +84,7 @@ struct PostgresStoreTransaction {
                         record.passwordHash, String(record.createdAt.unixMilliseconds),
                         String(record.updatedAt.unixMilliseconds),
                     ], "save supporter account")
+                changed(.account(login: record.login))
             case .saveLoginSession(let record):
                 try run(
                     """
@@ -78,16 +95,55 @@ struct PostgresStoreTransaction {
                         Self.bytea(record.digest), record.id, record.login, record.csrfToken,
                         String(record.createdAt.unixMilliseconds),
                     ], "save login session")
+                changed(.loginSession(digestHex: AuditChain.hex(record.digest)))
             case .deleteLoginSession(let digest):
                 try run("DELETE FROM login_sessions WHERE digest = $1", [Self.bytea(digest)], "delete login session")
+                changed(.loginSession(digestHex: AuditChain.hex(digest)))
             case .deleteLoginSessions(let login):
                 try run("DELETE FROM login_sessions WHERE login = $1", [login], "delete login sessions")
+                changed(.loginSessions(login: login))
             case .deleteLoginSessionsBefore(let date):
                 try run(
                     "DELETE FROM login_sessions WHERE created_at < $1", [String(date.unixMilliseconds)],
                     "forget expired login sessions")
+            case .claimPresence(let code, let deviceName): try claimPresence(code, deviceName: deviceName)
+            case .presenceState(let code, let state):
+                guard let member else { break }
+                try run(
+                    "UPDATE device_presence SET state = $3 WHERE code = $1 AND node_id = $2",
+                    [code, member.nodeID, state.rawValue], "record the session's state")
+                changed(.presence(code: code))
+            case .releasePresence(let code):
+                guard let member else { break }
+                try run(
+                    "DELETE FROM device_presence WHERE code = $1 AND node_id = $2", [code, member.nodeID],
+                    "release device presence")
+                changed(.presence(code: code))
             }
         }
+    }
+
+    // MARK: presence
+
+    /// Takes the code for this node: a new row, or one whose lease ran out (its node died or lost the database), or
+    /// this node's own. Another node's live row is ``StoreError/Kind/heldElsewhere``, and the job fails with it.
+    private mutating func claimPresence(_ code: String, deviceName: String?) throws(StoreError) {
+        guard let member else { return }
+        let rows = try run(
+            """
+            INSERT INTO device_presence (code, node_id, since, lease_until, state, device_name)
+            VALUES ($1, $2, rsup_now_ms(), rsup_now_ms() + $3, 'online', $4)
+            ON CONFLICT (code) DO UPDATE SET node_id = excluded.node_id, since = excluded.since,
+                lease_until = excluded.lease_until, state = excluded.state, device_name = excluded.device_name
+            WHERE device_presence.lease_until < rsup_now_ms() OR device_presence.node_id = excluded.node_id
+            RETURNING code
+            """, [code, member.nodeID, String(member.leaseMilliseconds), deviceName], "claim device presence")
+        guard rows.count > 0 else {
+            throw StoreError(
+                kind: .heldElsewhere, operation: "claim device presence",
+                message: "another node holds a device on this code", path: location)
+        }
+        changed(.presence(code: code))
     }
 
     // MARK: session codes
@@ -179,14 +235,26 @@ struct PostgresStoreTransaction {
         return head
     }
 
-    /// The head as it was before a savepoint, restored when the savepoint is rolled back.
-    var savedHead: (AuditChain.Head?, Bool) {
-        get { (chainHead, headMoved) }
-        set { (chainHead, headMoved) = newValue }
+    /// The head (and the changes to announce) as they were before a savepoint, restored when the savepoint is
+    /// rolled back.
+    var savedHead: (AuditChain.Head?, Bool, Int) {
+        get { (chainHead, headMoved, changes.count) }
+        set {
+            (chainHead, headMoved) = (newValue.0, newValue.1)
+            changes.removeLast(max(0, changes.count - newValue.2))
+        }
     }
 
-    /// Writes the moved head back; call it last, before the commit.
+    /// Writes the moved head back and queues the notifications of what changed; call it last, before the commit.
     mutating func finish() throws(StoreError) {
+        if let member {
+            for change in changes {
+                try run(
+                    "SELECT pg_notify($1, $2)", [ClusterMember.changesChannel, change.payload(from: member.nodeID)],
+                    "announce a change to the other nodes")
+            }
+            changes = []
+        }
         guard headMoved, let chainHead else { return }
         try run(
             "UPDATE audit_chain_head SET next_id = $1, digest = $2", [String(chainHead.nextID), Self.bytea(chainHead.digest)],
@@ -223,18 +291,24 @@ struct PostgresStoreTransaction {
                 ON CONFLICT (id) DO NOTHING RETURNING id
                 """,
                 [Self.bytea(digest), record.id, label, String(createdAt.unixMilliseconds), scope.rawValue], operation)
-            if inserted.count > 0 { return (record, true) }
+            if inserted.count > 0 {
+                changed(.token(id: record.id))
+                return (record, true)
+            }
         }
         throw StoreError(
             kind: .duplicate, operation: operation, message: "no unused token id found in 8 draws", path: location)
     }
 
     /// Revokes the active token `id`; false when there is none.
-    func revokeToken(id: String, at date: Date) throws(StoreError) -> Bool {
-        try run(
-            "UPDATE api_tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL RETURNING id",
-            [String(date.unixMilliseconds), id], "revoke API token"
-        ).count > 0
+    mutating func revokeToken(id: String, at date: Date) throws(StoreError) -> Bool {
+        let revoked =
+            try run(
+                "UPDATE api_tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL RETURNING id",
+                [String(date.unixMilliseconds), id], "revoke API token"
+            ).count > 0
+        if revoked { changed(.token(id: id)) }
+        return revoked
     }
 
     // MARK: values

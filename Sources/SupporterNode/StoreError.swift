@@ -8,7 +8,7 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     public struct Kind: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case sqlite, cantOpen, corrupt, duplicate, notFound, schemaTooNew, invalidData, constraint, busy, integrity,
-                revoked, io, postgres, unavailable
+                revoked, io, postgres, unavailable, heldElsewhere
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -44,6 +44,9 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         /// The database server cannot be reached, or the connection to it broke: nothing of the change is stored; the
         /// store reconnects and later changes go through once the server is back.
         public static let unavailable = Kind(.unavailable)
+        /// Several nodes share the database and another node's live presence holds the device on this code: the
+        /// registration did not happen here.
+        public static let heldElsewhere = Kind(.heldElsewhere)
 
         public var description: String { base.rawValue }
     }

@@ -1,5 +1,6 @@
 import SupportRegistry
 import SupportSession
+import SupportTransport
 
 extension SupporterNode {
     private func connection(for code: String) throws(SupporterNodeError) -> DeviceConnection {
@@ -24,7 +25,7 @@ extension SupporterNode {
     }
 
     /// As the public one; the code is assigned to `assignTo` (replacing another assignee only with
-    /// `replacingAssignee`).
+    /// `replacingAssignee`). A device on another node of the cluster gets the request through that node.
     func requestConnection(
         code: String, supporterName: String, type: ConnectionType, features: FeatureSet = [],
         mediaDescriptor: [UInt8]? = nil, by actor: AuditActor, assignTo: String, replacingAssignee: Bool
@@ -32,6 +33,30 @@ extension SupporterNode {
         guard (1...WireLimits.nameLength).contains(supporterName.utf8.count) else {
             throw SupporterNodeError("a supporter name has 1 to \(WireLimits.nameLength) bytes", kind: .invalid)
         }
+        if !holdsDevice(on: code), let node = try await remoteHolder(of: code) {
+            let command = ClusterCommand(
+                kind: .request, code: code, supporterName: supporterName, connectionType: type.rawValue,
+                features: ClusterCommand.encodeFeatures(features), mediaDescriptor: mediaDescriptor.map { Base64.encode($0) },
+                assignTo: assignTo, replacingAssignee: replacingAssignee, actor: ClusterCommand.Actor(actor))
+            let id = try await forward(command, to: node).requestID ?? 0
+            logger.log(.info, "code \(Redact.code(code)): request \(id) sent as '\(supporterName)' through node \(node)")
+            return id
+        }
+        return try await requestConnectionHere(
+            code: code, supporterName: supporterName, type: type, features: features, mediaDescriptor: mediaDescriptor,
+            by: actor, assignTo: assignTo, replacingAssignee: replacingAssignee)
+    }
+
+    /// Whether a device on this node holds `code`.
+    func holdsDevice(on code: String) -> Bool {
+        state.withLock { state in state.registry.holder(of: code).flatMap { state.links[$0] } != nil }
+    }
+
+    /// The request, to a device on this node.
+    func requestConnectionHere(
+        code: String, supporterName: String, type: ConnectionType, features: FeatureSet,
+        mediaDescriptor: [UInt8]?, by actor: AuditActor, assignTo: String, replacingAssignee: Bool
+    ) async throws(SupporterNodeError) -> UInt32 {
         let connection = try connection(for: code)
         let id = try await connection.runAudited { [self] machine throws(SupporterSessionMachine.Refusal) in
             let rules = codeRules(code)
@@ -51,8 +76,16 @@ extension SupporterNode {
         return id
     }
 
-    /// Withdraws the pending request on `code`.
+    /// Withdraws the pending request on `code` (through the node holding the device, if that is another one).
     public func abortRequest(code: String, by actor: AuditActor = .local) async throws(SupporterNodeError) {
+        if !holdsDevice(on: code), let node = try await remoteHolder(of: code) {
+            _ = try await forward(ClusterCommand(kind: .abort, code: code, actor: ClusterCommand.Actor(actor)), to: node)
+            return
+        }
+        try await abortRequestHere(code: code, by: actor)
+    }
+
+    func abortRequestHere(code: String, by actor: AuditActor) async throws(SupporterNodeError) {
         let connection = try connection(for: code)
         try await connection.runAudited { [self] machine throws(SupporterSessionMachine.Refusal) in
             var id: UInt32 = 0
@@ -63,10 +96,20 @@ extension SupporterNode {
         }
     }
 
-    /// Ends the session (or the waiting) on `code`; the device is told `ended_by_supporter`.
+    /// Ends the session (or the waiting) on `code`; the device is told `ended_by_supporter` (through the node
+    /// holding it, if that is another one).
     public func endSession(code: String, text: String? = nil, by actor: AuditActor = .local)
         async throws(SupporterNodeError)
     {
+        if !holdsDevice(on: code), let node = try await remoteHolder(of: code) {
+            _ = try await forward(
+                ClusterCommand(kind: .end, code: code, text: text, actor: ClusterCommand.Actor(actor)), to: node)
+            return
+        }
+        try await endSessionHere(code: code, text: text, by: actor)
+    }
+
+    func endSessionHere(code: String, text: String?, by actor: AuditActor) async throws(SupporterNodeError) {
         let connection = try connection(for: code)
         try await connection.run { [self] machine throws(SupporterSessionMachine.Refusal) in
             let actions = try machine.end(reason: .endedBySupporter, text: text)

@@ -22,6 +22,8 @@ public final class SupporterNode: Sendable {
     private let sweeper = Mutex<Task<Void, Never>?>(nil)
     /// The durable store: SQLite (embedded default) or PostgreSQL, by ``SupporterNodeConfiguration/storeBackend``.
     let store: any StoreEngine
+    /// The other nodes sharing the database (PostgreSQL only).
+    let cluster: ClusterPeers?
     /// Hashes and checks passwords (and other blocking work of async callers) off every loop and cooperative thread.
     let passwords = BlockingWorker()
     let state: Mutex<NodeState>
@@ -63,17 +65,21 @@ public final class SupporterNode: Sendable {
             throw SupporterNodeError(transport: error)
         }
         do throws(StoreError) {
-            let engine: any StoreEngine =
-                switch configuration.storeBackend {
-                case .sqlite:
-                    try SQLiteStoreEngine(
-                        path: configuration.storePath, durability: configuration.durability,
-                        logger: configuration.logger, capacity: configuration.storeQueueCapacity)
-                case .postgres(let connectionString):
-                    try PostgresStoreEngine(
-                        connectionString: connectionString, logger: configuration.logger,
-                        capacity: configuration.storeQueueCapacity)
-                }
+            let engine: any StoreEngine
+            switch configuration.storeBackend {
+            case .sqlite:
+                engine = try SQLiteStoreEngine(
+                    path: configuration.storePath, durability: configuration.durability,
+                    logger: configuration.logger, capacity: configuration.storeQueueCapacity)
+                cluster = nil
+            case .postgres(let connectionString):
+                let member = ClusterMember(presenceLease: configuration.presenceLease)
+                let postgres = try PostgresStoreEngine(
+                    connectionString: connectionString, logger: configuration.logger,
+                    capacity: configuration.storeQueueCapacity, member: member)
+                engine = postgres
+                cluster = ClusterPeers(member: member, engine: postgres)
+            }
             store = engine
             var registry = CodeRegistry(policy: configuration.registryPolicy)
             let now = Date()
@@ -127,6 +133,7 @@ public final class SupporterNode: Sendable {
         } catch {
             throw SupporterNodeError(transport: error)
         }
+        startClusterListener()
         // The registry's clock: codes expire under waiting devices, refusal windows close, back-off decays.
         sweeper.withLock {
             $0 = Task { [weak self] in
@@ -193,6 +200,7 @@ public final class SupporterNode: Sendable {
             nanosleep(&pause, nil)
         }
         group.shutdown()
+        stopClusterListener()
         store.stop()
         passwords.stop()
         eventContinuation.finish()

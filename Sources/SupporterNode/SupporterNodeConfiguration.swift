@@ -36,6 +36,10 @@ public struct SupporterNodeConfiguration: Sendable {
     /// Which engine keeps the node's durable state: the SQLite file at ``storePath`` (default) or a PostgreSQL
     /// database.
     public var storeBackend: StoreBackend = .sqlite
+    /// With ``StoreBackend/postgres(_:)`` (several nodes may share the database): how long another node keeps
+    /// seeing this node's devices after it stopped renewing (it died or lost the database). Renewed every third of
+    /// it. Keep it well under the resume grace period.
+    public var presenceLease: Duration = .seconds(10)
     /// With ``StoreBackend/sqlite``: the SQLite file that keeps codes, the audit trail, token digests and bans; `:memory:` keeps nothing.
     public var storePath: String = ":memory:"
     /// What a committed audit event survives: a crash of the node (default) or also a power loss (slower).

@@ -59,6 +59,9 @@ public struct APISession: Codable, Sendable, Hashable {
     public var featureRules: FeatureRules
     /// The device's link is lost and its session is kept while it reconnects (SPEC §15.5).
     public var reconnecting: Bool
+    /// The id of the node the device is on, when that is another node sharing this node's database (null when it
+    /// is on this node, or no device is on the code).
+    public var node: String?
 
     /// The API's view of the node's code.
     public init(_ info: SessionCodeInfo) {
@@ -79,6 +82,7 @@ public struct APISession: Codable, Sendable, Hashable {
         deviceName = info.deviceName
         featureRules = record.featureRules
         reconnecting = info.reconnecting
+        node = info.node
     }
 
     enum CodingKeys: String, CodingKey {
@@ -86,7 +90,7 @@ public struct APISession: Codable, Sendable, Hashable {
         case customerName = "customer_name", customerEmail = "customer_email", waitingMessage = "waiting_message"
         case liveState = "live_state", createdAt = "created_at", validUntil = "valid_until", closedAt = "closed_at"
         case assignedSupporter = "assigned_supporter", deviceName = "device_name"
-        case featureRules = "feature_rules", reconnecting
+        case featureRules = "feature_rules", reconnecting, node
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -108,6 +112,7 @@ public struct APISession: Codable, Sendable, Hashable {
         try container.encode(deviceName, forKey: .deviceName)
         try container.encode(APIFeatureRules(featureRules), forKey: .featureRules)
         try container.encode(reconnecting, forKey: .reconnecting)
+        try container.encode(node, forKey: .node)
     }
 
     /// Reads an answer (for clients and tests); times must be RFC 3339.
@@ -136,6 +141,7 @@ public struct APISession: Codable, Sendable, Hashable {
         deviceName = try container.decodeIfPresent(String.self, forKey: .deviceName)
         featureRules = try container.decode(APIFeatureRules.self, forKey: .featureRules).value
         reconnecting = try container.decode(Bool.self, forKey: .reconnecting)
+        node = try container.decodeIfPresent(String.self, forKey: .node)
     }
 }
 

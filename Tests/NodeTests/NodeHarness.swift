@@ -55,7 +55,8 @@ final class NodeHarness: Sendable {
         keepalive: Duration = .seconds(15), requestTimeout: Duration = .seconds(90),
         policy: CodeRegistry.Policy = CodeRegistry.Policy(), registrationDeadline: Duration = .seconds(10),
         storePath: String = ":memory:", storeBackend: StoreBackend = .sqlite, storeQueueCapacity: Int = 65_536,
-        extensions: ProtocolExtensions = [.accessControl, .sessionMessages], resumeGrace: Duration = .seconds(30)
+        extensions: ProtocolExtensions = [.accessControl, .sessionMessages], resumeGrace: Duration = .seconds(30),
+        presenceLease: Duration = .seconds(10)
     ) throws {
         certificates = try TestCertificates.make()
         var configuration = SupporterNodeConfiguration(
@@ -72,6 +73,7 @@ final class NodeHarness: Sendable {
         configuration.storeQueueCapacity = storeQueueCapacity
         configuration.extensions = extensions
         configuration.resumeGrace = resumeGrace
+        configuration.presenceLease = presenceLease
         configuration.logger = NodeHarness.logger(prefix: "supporter")
         supporter = try SupporterNode(configuration: configuration)
         try supporter.start()

@@ -1,0 +1,136 @@
+import Foundation
+import SupportRegistry
+import SupportSession
+import SupportTransport
+import SupportWire
+
+/// Several nodes on one PostgreSQL database (docs/cluster.md): what this node learns from the others, and the
+/// commands it carries out for their supporters.
+extension SupporterNode {
+    /// This node's id among the nodes sharing its database; nil for a node on SQLite (alone).
+    public var clusterNodeID: String? { cluster?.member.nodeID }
+
+    /// Starts listening for the other nodes (on PostgreSQL only).
+    func startClusterListener() {
+        guard let cluster, case .postgres(let connectionString) = configuration.storeBackend else { return }
+        let listener = ClusterListener(
+            connectionString: connectionString, member: cluster.member, location: store.location, logger: logger
+        ) { [weak self] news in self?.received(news) }
+        cluster.listener.withLock { $0 = listener }
+        logger.log(.info, "cluster: this node is \(cluster.member.nodeID); presence lease \(cluster.member.presenceLease)")
+    }
+
+    func stopClusterListener() {
+        let listener = cluster?.listener.withLock { listener in
+            defer { listener = nil }
+            return listener
+        }
+        listener?.stop()
+    }
+
+    /// What the listener read; on its thread, so only brief in-memory work here (commands run in tasks).
+    func received(_ news: ClusterNews) {
+        let now = Date()
+        switch news {
+        case .code(let code, let record):
+            let endHere = state.withLock { $0.registry.codeChangedElsewhere(code, record: record, now: now) }
+            if endHere, let record { endFinishedElsewhere(code, closed: record.isClosed) }
+        case .codeSnapshot(let records):
+            let byCode = Dictionary(records.map { ($0.code, $0) }, uniquingKeysWith: { $1 })
+            let ending = state.withLock { state -> [(String, Bool)] in
+                var ending: [(String, Bool)] = []
+                for info in state.registry.allInfo(now: now) where byCode[info.record.code] == nil {
+                    _ = state.registry.codeChangedElsewhere(info.record.code, record: nil, now: now)
+                }
+                for record in records where state.registry.codeChangedElsewhere(record.code, record: record, now: now) {
+                    ending.append((record.code, record.isClosed))
+                }
+                return ending
+            }
+            for (code, closed) in ending { endFinishedElsewhere(code, closed: closed) }
+        case .presence(let code, let presence):
+            state.withLock { $0.registry.setPresenceElsewhere(presence, on: code) }
+        case .presenceSnapshot(let all):
+            state.withLock { $0.registry.replacePresenceElsewhere(all) }
+        case .account(let login, let record):
+            state.withLock { state in
+                state.accounts[login] = record
+                if record?.state != .active { state.loginSessions.closeAll(of: login) }
+            }
+        case .loginSession(let digest, let record):
+            state.withLock { state in
+                if let record { state.loginSessions.load(record, now: now) } else { state.loginSessions.forget(digest: digest) }
+            }
+        case .loginSessionsEnded(let login):
+            state.withLock { $0.loginSessions.closeAll(of: login) }
+        case .token(let id, let digest, let record):
+            state.withLock { state in
+                if let digest, let record, record.revokedAt == nil {
+                    state.tokens.add(digest: digest, record: record)
+                } else {
+                    _ = state.tokens.remove(id: id)
+                }
+            }
+        case .command(let id, let origin, let command):
+            guard let cluster, cluster.take(id) else { return }
+            Task {
+                let answer = await self.carryOut(command)
+                await cluster.answer(id, to: origin, answer)
+            }
+        case .answer(let id, let answer):
+            cluster?.answered(id, answer)
+        }
+    }
+
+    /// Another node closed or expired a code whose device is here: its session ends as a local close would.
+    private func endFinishedElsewhere(_ code: String, closed: Bool) {
+        guard let connection = state.withLock({ state in state.registry.holder(of: code).flatMap { state.links[$0] } })
+        else { return }
+        let reason: ReasonCode = closed ? .sessionCodeClosed : .sessionCodeExpired
+        Task {
+            _ = try? await connection.run { machine throws(SupporterSessionMachine.Refusal) in
+                (try machine.end(reason: reason), ())
+            }
+        }
+    }
+
+    /// A command from another node's supporter, carried out as if asked here.
+    private func carryOut(_ command: ClusterCommand) async -> ClusterCommandAnswer {
+        let actor = command.actor.auditActor
+        do throws(SupporterNodeError) {
+            switch command.kind {
+            case .request:
+                guard let name = command.supporterName,
+                    let type = command.connectionType.flatMap(ConnectionType.init(rawValue:))
+                else { return ClusterCommandAnswer(SupporterNodeError("the command lacks its request", kind: .invalid)) }
+                let id = try await requestConnectionHere(
+                    code: command.code, supporterName: name, type: type, features: command.featureSet,
+                    mediaDescriptor: command.mediaDescriptor.flatMap { Base64.decode($0) }, by: actor,
+                    assignTo: command.assignTo ?? name, replacingAssignee: command.replacingAssignee ?? true)
+                return ClusterCommandAnswer(requestID: id)
+            case .abort:
+                try await abortRequestHere(code: command.code, by: actor)
+            case .end:
+                try await endSessionHere(code: command.code, text: command.text, by: actor)
+            }
+            return ClusterCommandAnswer()
+        } catch {
+            return ClusterCommandAnswer(error)
+        }
+    }
+
+    /// The node holding the device on `code` when it is another node of the cluster (asked of the database, not
+    /// the cached view, so that a command never goes to a node whose lease ran out).
+    func remoteHolder(of code: String) async throws(SupporterNodeError) -> String? {
+        guard let cluster else { return nil }
+        return try await cluster.holder(of: code)?.node
+    }
+
+    /// Sends `command` to the node holding its code; throws what it met there.
+    func forward(_ command: ClusterCommand, to node: String) async throws(SupporterNodeError) -> ClusterCommandAnswer {
+        guard let cluster else { throw SupporterNodeError("no device is online on code \(Redact.code(command.code))", kind: .conflict) }
+        let answer = try await cluster.send(command, to: node)
+        if let failure = answer.failure { throw failure }
+        return answer
+    }
+}

@@ -1,0 +1,162 @@
+import DeviceNode
+import Foundation
+import SupportPostgres
+@testable import SupporterNode
+import SupportRegistry
+import SupportSession
+import SupportTransport
+import TestSupport
+import Testing
+
+extension NodeIntegration {
+    /// Several supporter nodes on one real PostgreSQL server (docs/cluster.md): what one node commits the others see,
+    /// a supporter on one node serves a device on another, and a code holds one device across all of them.
+    @Suite(.serialized) struct SupporterNodeClusterTests {
+        /// Three in-process nodes sharing a throwaway cluster.
+        struct Cluster {
+            let database: ThrowawayPostgres
+            let nodes: [NodeHarness]
+
+            init(count: Int = 3, presenceLease: Duration = .seconds(10)) throws {
+                database = try ThrowawayPostgres()
+                var nodes: [NodeHarness] = []
+                for _ in 0..<count {
+                    nodes.append(
+                        try NodeHarness(storeBackend: .postgres(database.connectionString), presenceLease: presenceLease))
+                }
+                self.nodes = nodes
+            }
+
+            func stop() {
+                for node in nodes { node.shutdown() }
+                database.stop()
+            }
+        }
+
+        @Test func aSupporterOnOneNodeServesADeviceOnAnotherAndAThirdEndsIt() async throws {
+            let cluster = try Cluster()
+            defer { cluster.stop() }
+            let (first, second, third) = (cluster.nodes[0], cluster.nodes[1], cluster.nodes[2])
+            // The code is made on node 2 and the token on node 3; the device joins node 1 with both.
+            let code = try await second.supporter.createCode(type: .remoteSupport, description: "printer").code
+            let token = try third.supporter.issueAPIToken(label: "made on node 3")
+            #expect(await waitUntil { first.supporter.code(code) != nil && first.supporter.scope(ofToken: token) == .device })
+            let device = try JoinedDevice(
+                node: try first.device(first.deviceConfiguration(name: "Pixel on node 1", token: token)), code: code)
+            #expect(await device.online())
+            let firstID = try #require(first.supporter.clusterNodeID)
+            #expect(await waitUntil { second.supporter.code(code)?.state == .online })
+            #expect(second.supporter.code(code)?.node == firstID)
+            #expect(second.supporter.code(code)?.deviceName == "Pixel on node 1")
+            #expect(first.supporter.code(code)?.node == nil)  // its own device
+
+            let id = try await second.supporter.requestConnection(code: code, supporterName: "Alice", type: .screenShare)
+            let request = try #require(await device.request())
+            #expect(request.requestID == id)
+            #expect(request.supporterName == "Alice")
+            #expect(await waitUntil { second.supporter.code(code)?.state == .requestPending })
+            device.session.answer(requestID: id, allow: true)
+            #expect(await first.supporterEvent(on: code) { $0 == .connected(requestID: id) } != nil)
+            #expect(await waitUntil { third.supporter.code(code)?.state == .active })
+
+            try await third.supporter.endSession(code: code, text: "done from node 3")
+            #expect(
+                await device.event { $0 == .supporterDisconnected(reason: .endedBySupporter, text: "done from node 3") }
+                    != nil)
+            // The session is over, and with it the device's time on the code.
+            #expect(await waitUntil { second.supporter.code(code)?.state == .open })
+            #expect(second.supporter.code(code)?.node == nil)
+
+            // One audit trail for all: node 2 reads what node 1 recorded, in order, with the actors.
+            let events = try second.supporter.auditEvents(code: code)
+            let kinds = events.map(\.kind)
+            let expected: [AuditEvent.Kind] = [.codeCreated, .deviceOnline, .requestSent, .requestAllowed, .sessionStarted, .sessionEnded]
+            #expect(kinds.filter(expected.contains) == expected, "\(kinds)")
+            #expect(events.first { $0.kind == .requestSent }?.details["supporter"] == "Alice")
+            let engine = try #require(second.supporter.store as? PostgresStoreEngine)
+            #expect(try engine.verifyAudit().isVerified)
+        }
+
+        @Test func twoNodesRacingForOneCodeLetExactlyOneDeviceOn() async throws {
+            let cluster = try Cluster(count: 2)
+            defer { cluster.stop() }
+            let (first, second) = (cluster.nodes[0], cluster.nodes[1])
+            for round in 0..<5 {
+                let code = try await first.supporter.createCode(description: "race \(round)").code
+                #expect(await waitUntil { second.supporter.code(code) != nil })
+                let one = try JoinedDevice(node: try first.device(first.deviceConfiguration(name: "one")), code: code)
+                let other = try JoinedDevice(node: try second.device(second.deviceConfiguration(name: "other")), code: code)
+                func outcome(_ device: JoinedDevice) async -> String {
+                    let event = await device.event {
+                        switch $0 {
+                        case .sessionCodeOnline, .error: true
+                        default: false
+                        }
+                    }
+                    switch event {
+                    case .sessionCodeOnline: return "online"
+                    case .error(let failure): return "\(failure.reason)"
+                    default: return "nothing"
+                    }
+                }
+                let outcomes = [await outcome(one), await outcome(other)].sorted()
+                #expect(outcomes == ["online", "\(ReasonCode.sessionCodeInUse)"], "round \(round): \(outcomes)")
+                one.session.leave()
+                other.session.leave()
+            }
+        }
+
+        @Test func aCodeClosedOnOneNodeEndsTheSessionOnAnotherAndCannotBeDeletedUnderADevice() async throws {
+            let cluster = try Cluster(count: 2)
+            defer { cluster.stop() }
+            let (first, second) = (cluster.nodes[0], cluster.nodes[1])
+            let code = try await first.supporter.createCode(description: "closing").code
+            let device = try JoinedDevice(node: try first.device(), code: code)
+            #expect(await device.online())
+            #expect(await waitUntil { second.supporter.code(code)?.state == .online })
+            await #expect(throws: SupporterNodeError.self) { try await second.supporter.deleteCode(code) }
+            try await second.supporter.closeCode(code)
+            let ended = await device.event {
+                if case .error(let failure) = $0 { return failure.reason == .sessionCodeClosed }
+                return false
+            }
+            #expect(ended != nil)
+            #expect(await waitUntil { first.supporter.code(code)?.state == .closed })
+            let closings = try first.supporter.auditEvents(code: code).filter { $0.kind == .codeClosed }
+            #expect(closings.count == 1)  // recorded by the node that closed it, not again by the one holding it
+        }
+
+        @Test func accountsAndLoginSessionsMadeOnOneNodeWorkOnAnother() async throws {
+            let cluster = try Cluster(count: 2)
+            defer { cluster.stop() }
+            let (first, second) = (cluster.nodes[0], cluster.nodes[1])
+            _ = try await first.supporter.addAccount(login: "carol", displayName: "Carol", password: "a long password 3")
+            let secret = try await first.supporter.signIn(login: "carol", password: "a long password 3", address: "::1").secret
+            #expect(await waitUntil { second.supporter.loginSession(secret: secret)?.account.login == "carol" })
+            await first.supporter.signOut(secret: secret)
+            #expect(await waitUntil { second.supporter.loginSession(secret: secret) == nil })
+        }
+
+        @Test func aRequestForACodeWhoseNodeDiedFailsOnceItsLeaseRunsOut() async throws {
+            let cluster = try Cluster(count: 2, presenceLease: .seconds(2))
+            defer { cluster.stop() }
+            let (first, second) = (cluster.nodes[0], cluster.nodes[1])
+            let code = try await first.supporter.createCode(description: "lease").code
+            let device = try JoinedDevice(node: try first.device(), code: code)
+            #expect(await device.online())
+            #expect(await waitUntil { second.supporter.code(code)?.state == .online })
+            // A node that stops renewing without a word (as if killed): its row stays until the lease runs out.
+            let connection = try PostgresConnection(cluster.database.connectionString)
+            defer { connection.close() }
+            let nodeID = try #require(first.supporter.clusterNodeID)
+            // As if node 1 had died: its row belongs to a node that renews nothing, and the lease ran out.
+            try connection.query(
+                "UPDATE device_presence SET node_id = 'gone', lease_until = 0 WHERE node_id = $1", [nodeID])
+            #expect(await waitUntil(timeout: .seconds(5)) { second.supporter.code(code)?.state == .open })
+            await #expect(throws: SupporterNodeError.self) {
+                _ = try await second.supporter.requestConnection(code: code, supporterName: "Bob", type: .screenShare)
+            }
+            device.session.leave()
+        }
+    }
+}
