@@ -131,6 +131,32 @@ extension NodeIntegration {
             #expect(try engine.verifyAudit().isVerified)
         }
 
+        @Test func aNodeOnAVerifiedTLSConnectionStoresAndVerifiesItsAuditTrail() async throws {
+            let certificates = try TestCertificates.make()
+            defer { certificates.remove() }
+            let cluster = try ThrowawayPostgres(tls: certificates.server)
+            defer { cluster.stop() }
+            let harness = try NodeHarness(
+                storeBackend: .postgres(cluster.tlsConnectionString(rootCertificate: certificates.caPath)))
+            defer { harness.shutdown() }
+            let code = try await harness.supporter.createCode(description: "over TLS").code
+            let device = try JoinedDevice(node: try harness.device(), code: code)
+            #expect(await device.online())
+            #expect(try harness.supporter.auditEvents().map(\.kind).contains(.deviceOnline))
+            let engine = try #require(harness.supporter.store as? PostgresStoreEngine)
+            #expect(try engine.verifyAudit().isVerified)
+            // Every session the node opened came over TCP, and every one of them is encrypted (this check itself
+            // comes over the Unix socket, which has no client address).
+            let observer = try PostgresConnection(cluster.connectionString)
+            let sessions = try observer.query(
+                """
+                SELECT s.ssl FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid)
+                WHERE a.backend_type = 'client backend' AND a.client_addr IS NOT NULL
+                """)
+            #expect(sessions.count >= 1)
+            #expect(sessions.rows.allSatisfy { $0[0] == "t" }, "\(sessions)")
+        }
+
         @Test func anUnreachableServerIsAClearErrorAtStart() throws {
             let certificates = try TestCertificates.make()
             defer { certificates.remove() }
