@@ -56,9 +56,13 @@ final class PostgresStoreEngine: StoreEngine {
 
     /// Connects, creates or migrates the schema (one transaction), and starts the engine's thread. Throws
     /// ``StoreError/Kind/unavailable`` when the server cannot be reached (libpq's reason in the message).
-    init(connectionString: String, logger: NodeLogger, capacity: Int = 65_536, maximumBatch: Int = 256)
-        throws(StoreError)
-    {
+    ///
+    /// `migrating` false (tools that only read a node's store): nothing is created or changed, and a database without
+    /// the store's tables, or with another schema version, is refused (see ``PostgresStoreSchema/check(_:location:)``).
+    init(
+        connectionString: String, logger: NodeLogger, capacity: Int = 65_536, maximumBatch: Int = 256,
+        migrating: Bool = true
+    ) throws(StoreError) {
         location = "PostgreSQL " + StoreBackend.redacted(connectionString)
         self.logger = logger
         self.capacity = max(1, capacity)
@@ -69,7 +73,11 @@ final class PostgresStoreEngine: StoreEngine {
         } catch {
             throw Self.storeError(error, location: location)
         }
-        try PostgresStoreSchema.migrate(connection, location: location)
+        if migrating {
+            try PostgresStoreSchema.migrate(connection, location: location)
+        } else {
+            try PostgresStoreSchema.check(connection, location: location)
+        }
         let owner = Owner(connection)
         let thread = Thread { [self] in self.run(owner.connection) }
         thread.name = "rsup-store-postgres"

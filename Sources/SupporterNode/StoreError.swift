@@ -8,7 +8,7 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     public struct Kind: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case sqlite, cantOpen, corrupt, duplicate, notFound, schemaTooNew, invalidData, constraint, busy, integrity,
-                revoked, io, postgres, unavailable
+                revoked, io, postgres, unavailable, unsupported
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -44,6 +44,8 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         /// The database server cannot be reached, or the connection to it broke: nothing of the change is stored; the
         /// store reconnects and later changes go through once the server is back.
         public static let unavailable = Kind(.unavailable)
+        /// The store's engine cannot do this yet (archiving the audit trail on PostgreSQL): nothing was changed.
+        public static let unsupported = Kind(.unsupported)
 
         public var description: String { base.rawValue }
     }
