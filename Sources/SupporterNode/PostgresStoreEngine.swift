@@ -16,6 +16,12 @@ import SupportRegistry
 /// is stored or acknowledged) and the next job tries to reconnect. A commit whose answer was lost is reported as a
 /// failure: the node never acknowledges what it cannot be sure is stored.
 ///
+/// Conflicts: a batch whose transaction the server aborted with a serialization failure (SQLSTATE 40001) or as a
+/// deadlock's victim (40P01) — another node or a person's session holding rows it needs — is rolled back as a whole
+/// and run again, up to ``conflictRetries`` times after a short random pause, before its jobs fail with
+/// ``StoreError/Kind/busy``. Nothing of an aborted attempt is stored, and completions run once, after the attempt that
+/// committed (or the last one), in submission order.
+///
 /// Several nodes may share the database: the audit chain's head is a locked row (see ``PostgresStoreTransaction``).
 final class PostgresStoreEngine: StoreEngine {
     private struct Job {
@@ -47,6 +53,8 @@ final class PostgresStoreEngine: StoreEngine {
     let capacity: Int
     /// Most jobs in one transaction.
     let maximumBatch: Int
+    /// How many times a batch aborted by a serialization failure or a deadlock is run again.
+    static let conflictRetries = 3
     /// The server, without a password.
     let location: String
     private let logger: NodeLogger
@@ -230,7 +238,9 @@ final class PostgresStoreEngine: StoreEngine {
 
     private func apply(_ batch: [Job], _ connection: PostgresConnection) {
         var failures: [StoreError?] = []
-        for attempt in 1...2 {
+        var reconnected = false
+        var conflicts = 0
+        while true {
             var committing = false
             do throws(StoreError) {
                 guard reconnectIfNeeded(connection) else {
@@ -243,7 +253,23 @@ final class PostgresStoreEngine: StoreEngine {
             } catch {
                 let lost = Self.isConnectionLoss(error)
                 if lost { connectionLost = true }
-                if lost, !committing, attempt == 1, reconnectIfNeeded(connection) { continue }
+                if lost, !committing, !reconnected, reconnectIfNeeded(connection) {
+                    reconnected = true
+                    continue
+                }
+                // The server rolled the whole transaction back (a failed COMMIT included): running it again is safe.
+                if Self.isConflict(error), conflicts < Self.conflictRetries {
+                    conflicts += 1
+                    state.withLock { $0.statistics.conflictRetries += 1 }
+                    logger.log(
+                        .warning,
+                        "store: a transaction of \(batch.count) job(s) was aborted (\(error.message)); running it again "
+                            + "(\(conflicts) of \(Self.conflictRetries))")
+                    // 5–15 ms, then 10–30 ms, then 15–45 ms: the other transaction finishes, and two nodes that
+                    // collided do not collide again in step.
+                    Thread.sleep(forTimeInterval: Double(conflicts) * Double.random(in: 0.005...0.015))
+                    continue
+                }
                 failures = Array(repeating: error, count: batch.count)
                 break
             }
@@ -288,7 +314,8 @@ final class PostgresStoreEngine: StoreEngine {
                         try transaction.run("RELEASE SAVEPOINT job", [], "release savepoint")
                         failures.append(nil)
                     } catch {
-                        if Self.isConnectionLoss(error) { throw error }
+                        // A lost connection or a conflict ends the whole transaction: every job is run again.
+                        if Self.isConnectionLoss(error) || Self.isConflict(error) { throw error }
                         try transaction.run("ROLLBACK TO SAVEPOINT job", [], "roll back savepoint")
                         try transaction.run("RELEASE SAVEPOINT job", [], "release savepoint")
                         transaction.savedHead = saved
@@ -334,6 +361,12 @@ final class PostgresStoreEngine: StoreEngine {
         if underlying.kind == .connection || underlying.kind == .closed { return true }
         guard let state = underlying.sqlState else { return underlying.kind == .query }
         return state.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains(state)
+    }
+
+    /// Whether the server aborted the transaction as a serialization failure (40001) or a deadlock's victim (40P01):
+    /// nothing of it is stored, and running it again may succeed.
+    static func isConflict(_ error: StoreError) -> Bool {
+        (error.underlying as? PostgresError)?.isRetryable == true
     }
 
     static func invalidData(_ message: String, _ location: String) -> StoreError {
