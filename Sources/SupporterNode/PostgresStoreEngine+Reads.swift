@@ -266,32 +266,109 @@ extension PostgresStoreEngine {
     }
 
     /// Walks the whole audit trail with the same ``AuditChainWalker`` as ``SessionStore/verifyAudit()``: every digest
-    /// recomputed from the stored bytes, every link and id checked, and the chain's head compared with the last row.
+    /// recomputed from the stored bytes, every link and id checked; then the chain's head (`audit_chain_head`) compared
+    /// with the newest event (events cut from the end leave the head past them, as SQLite's id counter does), and the
+    /// append-only triggers checked present and enabled. One read-only snapshot, so a node appending meanwhile does
+    /// not show as a problem.
     func verifyAudit() throws(StoreError) -> AuditVerification {
         let location = self.location
         return try perform("verify the audit trail") {
             (connection: PostgresConnection) throws(StoreError) -> AuditVerification in
             let transaction = PostgresStoreTransaction(connection, location: location)
-            var walker = AuditChainWalker(after: 0, digest: AuditChain.genesis)
-            var after: Int64 = 0
-            while true {
-                let rows = try transaction.run(
-                    "SELECT \(AuditChain.rowColumns) FROM audit_events WHERE id > $1 ORDER BY id LIMIT 1000",
-                    [String(after)], "read audit events"
-                ).rows
-                guard !rows.isEmpty else { break }
-                for row in rows {
-                    let id = row[0].flatMap { Int64($0) } ?? 0
-                    walker.visit(
-                        AuditChain.Row(
-                            id: id, time: row[1].flatMap { Int64($0) } ?? 0, code: row[2].map { Array($0.utf8) },
-                            kind: Array((row[3] ?? "").utf8), details: Array((row[4] ?? "").utf8),
-                            previous: row[5].flatMap(PostgresStoreTransaction.bytes(bytea:)),
-                            digest: row[6].flatMap(PostgresStoreTransaction.bytes(bytea:))))
-                    after = id
+            try transaction.run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", [], "begin transaction")
+            do throws(StoreError) {
+                var walker = AuditChainWalker(after: 0, digest: AuditChain.genesis)
+                var after: Int64 = 0
+                while true {
+                    let rows = try transaction.run(
+                        "SELECT \(AuditChain.rowColumns) FROM audit_events WHERE id > $1 ORDER BY id LIMIT 1000",
+                        [String(after)], "read audit events"
+                    ).rows
+                    guard !rows.isEmpty else { break }
+                    for row in rows {
+                        let id = row[0].flatMap { Int64($0) } ?? 0
+                        walker.visit(
+                            AuditChain.Row(
+                                id: id, time: row[1].flatMap { Int64($0) } ?? 0, code: row[2].map { Array($0.utf8) },
+                                kind: Array((row[3] ?? "").utf8), details: Array((row[4] ?? "").utf8),
+                                previous: row[5].flatMap(PostgresStoreTransaction.bytes(bytea:)),
+                                digest: row[6].flatMap(PostgresStoreTransaction.bytes(bytea:))))
+                        after = id
+                    }
                 }
+                var extra = try Self.headProblems(transaction, newest: walker.lastID ?? 0, digest: walker.previous)
+                extra += try Self.triggerProblems(transaction)
+                try transaction.run("COMMIT", [], "commit")
+                return walker.verification(anchor: nil, extra: extra)
+            } catch {
+                _ = try? connection.query("ROLLBACK", operation: "roll back")
+                throw error
             }
-            return walker.verification(anchor: nil)
         }
+    }
+
+    /// The append-only triggers `PostgresStoreSchema` creates on `audit_events`.
+    static let auditTriggers = ["audit_events_no_change", "audit_events_no_truncate"]
+
+    /// The chain's head against the newest event: a head past it means the newest events were deleted; a head behind
+    /// it, or with another digest, that rows were written around the store.
+    private static func headProblems(_ transaction: PostgresStoreTransaction, newest: Int64, digest: [UInt8])
+        throws(StoreError) -> [AuditProblem]
+    {
+        let rows = try transaction.run("SELECT next_id, digest FROM audit_chain_head", [], "read the audit chain's head")
+        guard rows.count == 1, let next = rows[0, "next_id"].flatMap({ Int64($0) }),
+            let head = rows[0, "digest"].flatMap(PostgresStoreTransaction.bytes(bytea:))
+        else {
+            return [AuditProblem(.insertedRow, "audit_chain_head does not hold one row: it was changed by hand")]
+        }
+        let highest = next - 1
+        if highest > newest {
+            let missing = highest == newest + 1 ? "event \(highest) is" : "events \(newest + 1)–\(highest) are"
+            return [AuditProblem(.deletedRow, id: newest + 1, "\(missing) missing: the newest events were deleted")]
+        }
+        if highest < newest {
+            return [
+                AuditProblem(
+                    .insertedRow, id: highest + 1,
+                    "event \(highest + 1) lies past the chain's head (audit_chain_head): it was inserted behind the "
+                        + "store's back")
+            ]
+        }
+        if head != digest {
+            return [
+                AuditProblem(
+                    .brokenLink, id: newest,
+                    "the chain's head (audit_chain_head) is not event \(newest)'s digest: one of them was rewritten")
+            ]
+        }
+        return []
+    }
+
+    /// Missing or disabled append-only triggers.
+    private static func triggerProblems(_ transaction: PostgresStoreTransaction) throws(StoreError) -> [AuditProblem] {
+        var problems: [AuditProblem] = []
+        for name in auditTriggers {
+            let rows = try transaction.run(
+                """
+                SELECT tgenabled FROM pg_trigger
+                WHERE tgrelid = 'audit_events'::regclass AND tgname = $1 AND NOT tgisinternal
+                """, [name], "read the audit trail's triggers")
+            guard rows.count == 1 else {
+                problems.append(
+                    AuditProblem(
+                        .missingTrigger, trigger: name,
+                        "the append-only trigger \(name) is missing: someone dropped it, so the audit trail no longer "
+                            + "refuses changes"))
+                continue
+            }
+            if rows.rows[0][0] == "D" {
+                problems.append(
+                    AuditProblem(
+                        .alteredTrigger, trigger: name,
+                        "the append-only trigger \(name) is disabled (ALTER TABLE … DISABLE TRIGGER): the audit trail "
+                            + "no longer refuses changes"))
+            }
+        }
+        return problems
     }
 }

@@ -16,6 +16,12 @@ import SupportRegistry
 /// is stored or acknowledged) and the next job tries to reconnect. A commit whose answer was lost is reported as a
 /// failure: the node never acknowledges what it cannot be sure is stored.
 ///
+/// Conflicts: a batch whose transaction the server aborted with a serialization failure (SQLSTATE 40001) or as a
+/// deadlock's victim (40P01) — another node or a person's session holding rows it needs — is rolled back as a whole
+/// and run again, up to ``conflictRetries`` times after a short random pause, before its jobs fail with
+/// ``StoreError/Kind/busy``. Nothing of an aborted attempt is stored, and completions run once, after the attempt that
+/// committed (or the last one), in submission order.
+///
 /// Several nodes may share the database: the audit chain's head is a locked row (see ``PostgresStoreTransaction``).
 final class PostgresStoreEngine: StoreEngine {
     private struct Job {
@@ -47,6 +53,8 @@ final class PostgresStoreEngine: StoreEngine {
     let capacity: Int
     /// Most jobs in one transaction.
     let maximumBatch: Int
+    /// How many times a batch aborted by a serialization failure or a deadlock is run again.
+    static let conflictRetries = 3
     /// The server, without a password.
     let location: String
     /// This node among several sharing the database (presence leases renewed, changes announced), or nil alone.
@@ -58,9 +66,12 @@ final class PostgresStoreEngine: StoreEngine {
 
     /// Connects, creates or migrates the schema (one transaction), and starts the engine's thread. Throws
     /// ``StoreError/Kind/unavailable`` when the server cannot be reached (libpq's reason in the message).
+    ///
+    /// `migrating` false (tools that only read a node's store): nothing is created or changed, and a database without
+    /// the store's tables, or with another schema version, is refused (see ``PostgresStoreSchema/check(_:location:)``).
     init(
         connectionString: String, logger: NodeLogger, capacity: Int = 65_536, maximumBatch: Int = 256,
-        member: ClusterMember? = nil
+        migrating: Bool = true, member: ClusterMember? = nil
     ) throws(StoreError) {
         location = "PostgreSQL " + StoreBackend.redacted(connectionString)
         self.logger = logger
@@ -73,7 +84,11 @@ final class PostgresStoreEngine: StoreEngine {
         } catch {
             throw Self.storeError(error, location: location)
         }
-        try PostgresStoreSchema.migrate(connection, location: location)
+        if migrating {
+            try PostgresStoreSchema.migrate(connection, location: location)
+        } else {
+            try PostgresStoreSchema.check(connection, location: location)
+        }
         let owner = Owner(connection)
         let thread = Thread { [self] in self.run(owner.connection) }
         thread.name = "rsup-store-postgres"
@@ -285,7 +300,9 @@ final class PostgresStoreEngine: StoreEngine {
 
     private func apply(_ batch: [Job], _ connection: PostgresConnection) {
         var failures: [StoreError?] = []
-        for attempt in 1...2 {
+        var reconnected = false
+        var conflicts = 0
+        while true {
             var committing = false
             do throws(StoreError) {
                 guard reconnectIfNeeded(connection) else {
@@ -298,7 +315,23 @@ final class PostgresStoreEngine: StoreEngine {
             } catch {
                 let lost = Self.isConnectionLoss(error)
                 if lost { connectionLost = true }
-                if lost, !committing, attempt == 1, reconnectIfNeeded(connection) { continue }
+                if lost, !committing, !reconnected, reconnectIfNeeded(connection) {
+                    reconnected = true
+                    continue
+                }
+                // The server rolled the whole transaction back (a failed COMMIT included): running it again is safe.
+                if Self.isConflict(error), conflicts < Self.conflictRetries {
+                    conflicts += 1
+                    state.withLock { $0.statistics.conflictRetries += 1 }
+                    logger.log(
+                        .warning,
+                        "store: a transaction of \(batch.count) job(s) was aborted (\(error.message)); running it again "
+                            + "(\(conflicts) of \(Self.conflictRetries))")
+                    // 5–15 ms, then 10–30 ms, then 15–45 ms: the other transaction finishes, and two nodes that
+                    // collided do not collide again in step.
+                    Thread.sleep(forTimeInterval: Double(conflicts) * Double.random(in: 0.005...0.015))
+                    continue
+                }
                 failures = Array(repeating: error, count: batch.count)
                 break
             }
@@ -343,7 +376,8 @@ final class PostgresStoreEngine: StoreEngine {
                         try transaction.run("RELEASE SAVEPOINT job", [], "release savepoint")
                         failures.append(nil)
                     } catch {
-                        if Self.isConnectionLoss(error) { throw error }
+                        // A lost connection or a conflict ends the whole transaction: every job is run again.
+                        if Self.isConnectionLoss(error) || Self.isConflict(error) { throw error }
                         try transaction.run("ROLLBACK TO SAVEPOINT job", [], "roll back savepoint")
                         try transaction.run("RELEASE SAVEPOINT job", [], "release savepoint")
                         transaction.savedHead = saved
@@ -389,6 +423,12 @@ final class PostgresStoreEngine: StoreEngine {
         if underlying.kind == .connection || underlying.kind == .closed { return true }
         guard let state = underlying.sqlState else { return underlying.kind == .query }
         return state.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains(state)
+    }
+
+    /// Whether the server aborted the transaction as a serialization failure (40001) or a deadlock's victim (40P01):
+    /// nothing of it is stored, and running it again may succeed.
+    static func isConflict(_ error: StoreError) -> Bool {
+        (error.underlying as? PostgresError)?.isRetryable == true
     }
 
     static func invalidData(_ message: String, _ location: String) -> StoreError {

@@ -168,6 +168,49 @@ enum PostgresStoreSchema {
     /// The schema version this code writes and understands.
     static var currentVersion: Int { migrations.last?.version ?? 0 }
 
+    /// The database's schema version, read without changing anything (for tools that open a node's store, such as
+    /// `rsup-supporter audit`): ``StoreError/Kind/notFound`` when no node ever created its tables there,
+    /// ``StoreError/Kind/schemaTooNew`` when a newer node wrote it, ``StoreError/Kind/invalidData`` when it is older
+    /// than ``currentVersion`` (a node of this version migrates it at its start).
+    @discardableResult
+    static func check(_ connection: PostgresConnection, location: String) throws(StoreError) -> Int {
+        let stored: Int?
+        do {
+            let table = try connection.query(
+                "SELECT to_regclass('schema_version') IS NOT NULL AS present", operation: "look for the store's tables")
+            if table[0, "present"] == "t" {
+                let rows = try connection.query(
+                    "SELECT coalesce(max(version), 0) AS version FROM schema_version", operation: "read schema version")
+                stored = rows[0, "version"].flatMap { Int($0) } ?? 0
+            } else {
+                stored = nil
+            }
+        } catch {
+            throw PostgresStoreEngine.storeError(error, location: location)
+        }
+        guard let found = stored else {
+            throw StoreError(
+                kind: .notFound, operation: "open",
+                message: "this database holds no supporter node store: give the --store a node serves with",
+                path: location)
+        }
+        guard found <= currentVersion else {
+            throw StoreError(
+                kind: .schemaTooNew, operation: "open",
+                message: "database schema version \(found) is newer than this program supports (\(currentVersion))",
+                path: location)
+        }
+        guard found == currentVersion else {
+            throw StoreError(
+                kind: .invalidData, operation: "open",
+                message:
+                    "database schema version \(found) is older than this program reads (\(currentVersion)): start a "
+                    + "node of this version on it once to migrate it",
+                path: location)
+        }
+        return found
+    }
+
     /// Brings the database to ``currentVersion`` in one transaction; returns the version found.
     @discardableResult
     static func migrate(_ connection: PostgresConnection, location: String) throws(StoreError) -> Int {

@@ -77,4 +77,6 @@ struct StoreStatistics: Sendable, Hashable {
     var transactions = 0
     var largestBatch = 0
     var queued = 0
+    /// Transactions run again after a serialization failure or a deadlock (PostgreSQL).
+    var conflictRetries = 0
 }

@@ -8,7 +8,7 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     public struct Kind: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case sqlite, cantOpen, corrupt, duplicate, notFound, schemaTooNew, invalidData, constraint, busy, integrity,
-                revoked, io, postgres, unavailable, heldElsewhere
+                revoked, io, postgres, unavailable, heldElsewhere, unsupported
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -47,6 +47,8 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         /// Several nodes share the database and another node's live presence holds the device on this code: the
         /// registration did not happen here.
         public static let heldElsewhere = Kind(.heldElsewhere)
+        /// The store's engine cannot do this yet (archiving the audit trail on PostgreSQL): nothing was changed.
+        public static let unsupported = Kind(.unsupported)
 
         public var description: String { base.rawValue }
     }

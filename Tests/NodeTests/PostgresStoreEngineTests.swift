@@ -131,6 +131,106 @@ extension NodeIntegration {
             #expect(try engine.verifyAudit().isVerified)
         }
 
+        @Test func aNodeOnAVerifiedTLSConnectionStoresAndVerifiesItsAuditTrail() async throws {
+            let certificates = try TestCertificates.make()
+            defer { certificates.remove() }
+            let cluster = try ThrowawayPostgres(tls: certificates.server)
+            defer { cluster.stop() }
+            let harness = try NodeHarness(
+                storeBackend: .postgres(cluster.tlsConnectionString(rootCertificate: certificates.caPath)))
+            defer { harness.shutdown() }
+            let code = try await harness.supporter.createCode(description: "over TLS").code
+            let device = try JoinedDevice(node: try harness.device(), code: code)
+            #expect(await device.online())
+            #expect(try harness.supporter.auditEvents().map(\.kind).contains(.deviceOnline))
+            let engine = try #require(harness.supporter.store as? PostgresStoreEngine)
+            #expect(try engine.verifyAudit().isVerified)
+            // Every session the node opened came over TCP, and every one of them is encrypted (this check itself
+            // comes over the Unix socket, which has no client address).
+            let observer = try PostgresConnection(cluster.connectionString)
+            let sessions = try observer.query(
+                """
+                SELECT s.ssl FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid)
+                WHERE a.backend_type = 'client backend' AND a.client_addr IS NOT NULL
+                """)
+            #expect(sessions.count >= 1)
+            #expect(sessions.rows.allSatisfy { $0[0] == "t" }, "\(sessions)")
+        }
+
+        /// A real deadlock: the batch (job 1 updates a code, job 2 appends an audit event) holds the code's row and
+        /// waits for the chain's head, which another session holds and then asks for the code's row. The engine's
+        /// session is the victim (its deadlock check runs first), and the batch is run again once the other commits.
+        @Test func aBatchChosenAsADeadlockVictimIsRunAgainAndEachJobCompletesOnceInOrder() async throws {
+            let cluster = try ThrowawayPostgres()
+            defer { cluster.stop() }
+            let engine = try PostgresStoreEngine(connectionString: cluster.connectionString, logger: .disabled)
+            defer { engine.stop() }
+            let now = Date()
+            var record = SessionCodeRecord(
+                code: "123456789", type: .remoteSupport, description: "first", customerName: nil, customerEmail: nil,
+                waitingMessage: nil, isClosed: false, createdAt: now, validUntil: now.addingTimeInterval(60),
+                closedAt: nil, assignedSupporter: nil, featureRules: FeatureRules(default: .allow))
+            try await engine.write([.insertCode(record)])
+
+            let other = try PostgresConnection(cluster.connectionString)
+            let observer = try PostgresConnection(cluster.connectionString)
+            // The server's default is 1 s for the engine's session: this one must not look for the cycle first.
+            try other.query("SET deadlock_timeout = '30s'")
+            try other.query("BEGIN")
+            try other.query("SELECT next_id FROM audit_chain_head FOR UPDATE")
+
+            // Both jobs in one batch: the engine's thread is held until both are queued.
+            let entered = DispatchSemaphore(value: 0)
+            let release = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                _ = try? engine.perform("hold the engine") { _ in
+                    entered.signal()
+                    release.wait()
+                }
+            }
+            entered.wait()
+            record.description = "from the node"
+            let completions = Mutex<[(Int, StoreError?)]>([])
+            let done = DispatchSemaphore(value: 0)
+            for (number, intents) in [
+                (1, [StoreIntent.updateCode(record)]),
+                (2, [.audit(AuditEvent(time: now, code: record.code, kind: .codeUpdated))]),
+            ] {
+                #expect(
+                    engine.submit(intents, deferrable: false) { error in
+                        completions.withLock { $0.append((number, error)) }
+                        done.signal()
+                    })
+            }
+            release.signal()
+
+            // The engine holds the code's row and waits for the head; then the cycle closes.
+            var waiting = false
+            for _ in 0..<100 where !waiting {
+                let rows = try observer.query("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'")
+                waiting = rows[0, "n"] == "1"
+                if !waiting { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(waiting, "the engine never waited for the chain's head")
+            try other.query(
+                "UPDATE session_codes SET description = 'from the other session' WHERE code = $1", [record.code])
+            try other.query("COMMIT")
+
+            done.wait()
+            done.wait()
+            try await Task.sleep(for: .milliseconds(200))
+            let results = completions.withLock { $0 }
+            #expect(results.map(\.0) == [1, 2], "each job completes once, in order")
+            #expect(results.allSatisfy { $0.1 == nil }, "\(results)")
+            #expect(engine.statistics.conflictRetries == 1)
+            #expect(engine.statistics.jobsFailed == 0)
+            // The batch ran again after the other session's commit: its update is the one kept, its event stored once.
+            let stored = try observer.query("SELECT description FROM session_codes WHERE code = $1", [record.code])
+            #expect(stored[0, "description"] == "from the node")
+            #expect(try engine.latestAuditID() == 1)
+            #expect(try engine.verifyAudit().isVerified)
+        }
+
         @Test func anUnreachableServerIsAClearErrorAtStart() throws {
             let certificates = try TestCertificates.make()
             defer { certificates.remove() }

@@ -73,6 +73,40 @@ struct PostgresConnectionTests {
         #expect(received == ["first", "second"])
     }
 
+    @Test("sslmode=verify-full against a server with a certificate for localhost: the session is encrypted")
+    func verifiedTLS() throws {
+        let certificates = try TestCertificates.make()
+        defer { certificates.remove() }
+        let cluster = try ThrowawayPostgres(tls: certificates.server)
+        defer { cluster.stop() }
+        let connection = try PostgresConnection(cluster.tlsConnectionString(rootCertificate: certificates.caPath))
+        let rows = try connection.query("SELECT ssl, version FROM pg_stat_ssl WHERE pid = pg_backend_pid()")
+        #expect(rows[0, "ssl"] == "t")
+        #expect(rows[0, "version"]?.hasPrefix("TLSv1.") == true, "\(rows)")
+    }
+
+    @Test("a server certificate from a CA the client does not trust is a connection error naming the certificate")
+    func untrustedServerCertificate() throws {
+        let certificates = try TestCertificates.make()
+        defer { certificates.remove() }
+        let cluster = try ThrowawayPostgres(tls: certificates.server)
+        defer { cluster.stop() }
+        #expect {
+            _ = try PostgresConnection(cluster.tlsConnectionString(rootCertificate: certificates.otherCAPath))
+        } throws: { error in
+            let failure = error as? PostgresError
+            return failure?.kind == .connection && failure?.message.contains("certificate verify failed") == true
+        }
+        // A missing CA file is refused before anything is sent, with the file named.
+        let missing = certificates.directory + "/missing-ca.pem"
+        #expect {
+            _ = try PostgresConnection(cluster.tlsConnectionString(rootCertificate: missing))
+        } throws: { error in
+            let failure = error as? PostgresError
+            return failure?.kind == .connection && failure?.message.contains("missing-ca.pem") == true
+        }
+    }
+
     @Test("a server that is not there is a connection error naming what failed; a restarted one is reconnected")
     func connectionFailures() throws {
         #expect {

@@ -1,7 +1,8 @@
 import Foundation
 
 /// A real PostgreSQL server for one test: `scripts/pg-cluster.sh start` in a fresh folder (initdb, a Unix socket and a
-/// loopback port, trust for the role `rsup`), stopped and removed by ``stop()``.
+/// loopback port, trust for the role `rsup`), stopped and removed by ``stop()``. With `tls`, the server runs with
+/// `ssl=on` and presents that certificate on its loopback port (see ``tlsConnectionString(rootCertificate:)``).
 public final class ThrowawayPostgres: Sendable {
     /// libpq's connection string for the cluster's database `rsup` (over the Unix socket).
     public let connectionString: String
@@ -14,11 +15,15 @@ public final class ThrowawayPostgres: Sendable {
     public struct Failure: Error, CustomStringConvertible { public let description: String }
 
     /// Starts a cluster; throws with the script's message when PostgreSQL cannot be started.
-    public init() throws {
+    ///
+    /// - Parameter tls: a server certificate (for `localhost`/127.0.0.1, e.g. ``TestCertificates/server``) to turn
+    ///   TLS on with; nil for none.
+    public init(tls: CertificateFile? = nil) throws {
         folder = NSTemporaryDirectory() + "rsup-pg-\(UUID().uuidString.prefix(8))"
         let output = folder + ".out"
+        let options = tls.map { ["--tls", $0.certificatePath, $0.keyPath] } ?? []
         let process = try ChildProcess(
-            "/bin/bash", [Self.script, "start", folder], stdout: .file(output), stderr: .sameAsStdout)
+            "/bin/bash", [Self.script, "start", folder] + options, stdout: .file(output), stderr: .sameAsStdout)
         let status = process.waitForExit()
         let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
         try? FileManager.default.removeItem(atPath: output)
@@ -27,6 +32,12 @@ public final class ThrowawayPostgres: Sendable {
         }
         connectionString = String(line)
         port = line.split(separator: " ").first { $0.hasPrefix("port=") }.flatMap { Int($0.dropFirst(5)) } ?? 0
+    }
+
+    /// libpq's connection string for the database `rsup` over TLS on the loopback port, checking the server's
+    /// certificate against `rootCertificate` and its name against `localhost` (`sslmode=verify-full`).
+    public func tlsConnectionString(rootCertificate: String) -> String {
+        "host=localhost port=\(port) user=rsup dbname=rsup sslmode=verify-full sslrootcert=\(rootCertificate) connect_timeout=5"
     }
 
     /// Restarts the server (a crash-like immediate stop, then start), keeping its data.

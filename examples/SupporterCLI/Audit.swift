@@ -2,13 +2,21 @@ import CLIKit
 import Foundation
 import SupporterNode
 
-/// `rsup-supporter audit`: reads, verifies and archives the audit trail straight from the data folder's store, node
-/// running or not.
+/// `rsup-supporter audit`: reads, verifies and archives the audit trail straight from the node's store (the data
+/// folder's SQLite file, or `--store` as for `serve`), node running or not.
+///
+/// On PostgreSQL, listing and `--verify` work as on SQLite; `prune` and `--verify --archive` are refused (exit 1,
+/// nothing changed) until the PostgreSQL store keeps archive anchors.
 enum Audit {
     static let usage = """
-        usage: rsup-supporter audit [--data DIR] [--code CODE] [--from TIME] [--to TIME] [--limit N] [--json]
-               rsup-supporter audit --verify [--archive FILE] [--data DIR] [--json]
-               rsup-supporter audit prune --before TIME --archive FILE [--data DIR] [--json]
+        usage: rsup-supporter audit [--data DIR | --store STORE] [--code CODE] [--from TIME] [--to TIME] [--limit N]
+                                    [--json]
+               rsup-supporter audit --verify [--archive FILE] [--data DIR | --store STORE] [--json]
+               rsup-supporter audit prune --before TIME --archive FILE [--data DIR | --store STORE] [--json]
+
+          --store STORE     the store the node serves with: sqlite:DIR, postgres://USER@HOST/DB or libpq key=value
+                            pairs (default: the SQLite file in --data). On PostgreSQL, prune and --verify --archive
+                            are not supported yet
 
           --code CODE       only this session code's events
           --from TIME       events at or after TIME (RFC 3339, e.g. 2026-11-30T10:00:00Z)
@@ -33,7 +41,7 @@ enum Audit {
 
     static func run(_ arguments: [String]) throws(CLIError) {
         let parsed = try ParsedArguments(
-            arguments, valueOptions: ["data", "code", "from", "to", "limit", "archive", "before"],
+            arguments, valueOptions: ["data", "store", "code", "from", "to", "limit", "archive", "before"],
             flagOptions: ["json", "verify"])
         if parsed.has("help") {
             print(usage)
@@ -54,9 +62,10 @@ enum Audit {
             return value
         } ?? 1000
         let store = try openStore(parsed)
+        defer { store.close() }
         let events: [AuditEvent]
         do {
-            events = try store.auditEvents(
+            events = try store.events(
                 code: parsed.options["code"], from: try time(parsed.options["from"], "from"),
                 to: try time(parsed.options["to"], "to"), limit: limit, afterID: nil)
         } catch {
@@ -85,14 +94,20 @@ enum Audit {
 }
 
 extension Audit {
-    /// The store of the data folder `--data` names; it must exist.
-    static func openStore(_ parsed: ParsedArguments) throws(CLIError) -> SessionStore {
-        let path = (parsed.options["data"] ?? "supporter-data") + "/supporter.sqlite"
-        guard FileManager.default.fileExists(atPath: path) else {
+    /// The store `--store` names (as for `serve`), or else the data folder `--data` names; it must exist.
+    static func openStore(_ parsed: ParsedArguments) throws(CLIError) -> AuditTrail {
+        if parsed.options["store"] != nil, parsed.options["data"] != nil {
+            throw .usage("--data does not go with --store: --store names the store")
+        }
+        let choice = try Serve.storeBackend(parsed.options["store"], dataFolder: parsed.options["data"] ?? "supporter-data")
+        if case .sqlite(let path) = choice, !FileManager.default.fileExists(atPath: path) {
             throw .failure("no audit trail at \(path): give the data folder of a supporter node with --data")
         }
         do {
-            return try SessionStore(path: path)
+            switch choice {
+            case .sqlite(let path): return try AuditTrail(sqlitePath: path)
+            case .postgres(let connectionString): return try AuditTrail(postgres: connectionString)
+            }
         } catch {
             throw .failure("cannot open the audit trail: \(error)")
         }
@@ -111,12 +126,13 @@ extension Audit {
     static func verify(_ parsed: ParsedArguments) throws(CLIError) {
         try refuse(["code", "from", "to", "limit", "before"], in: parsed, with: "--verify")
         let store = try openStore(parsed)
+        defer { store.close() }
         let console = Console(json: parsed.has("json"))
         let archive = parsed.options["archive"]
         let verification: AuditVerification
         do {
             verification = try archive.map { path throws(StoreError) in try store.verifyArchive(at: path) }
-                ?? store.verifyAudit()
+                ?? store.verify()
         } catch {
             throw .failure("cannot verify the audit trail: \(error)")
         }
@@ -162,9 +178,10 @@ extension Audit {
         guard let before = try time(beforeText, "before") else { throw .usage("--before is required") }
         let archive = try parsed.require("archive")
         let store = try openStore(parsed)
+        defer { store.close() }
         let summary: ArchiveSummary
         do {
-            summary = try store.archiveAudit(before: before, to: archive)
+            summary = try store.archive(before: before, to: archive)
         } catch {
             throw .failure("cannot archive the audit trail: \(error)")
         }

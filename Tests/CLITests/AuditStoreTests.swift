@@ -1,0 +1,131 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// `rsup-supporter audit --store`: the offline audit commands on the store a node serves with, PostgreSQL (a real
+/// throwaway cluster) or SQLite; tampering found the same way on both engines; prune refused on PostgreSQL.
+@Suite("audit --store", .serialized)
+struct AuditStoreTests {
+    static let psqlPath = "/usr/bin/psql"
+
+    /// Runs `sql` with psql as the cluster's superuser; stdout's lines.
+    @discardableResult
+    static func psql(_ connectionString: String, _ sql: String) async throws -> [String] {
+        let result = try await runCommand(Self.psqlPath, [connectionString, "-v", "ON_ERROR_STOP=1", "-Atc", sql])
+        #expect(result.exitCode == 0, "\(result)")
+        return result.stdout
+    }
+
+    /// The same forgeries in an SQLite store, each trigger put back exactly as it was, so that only the rows differ.
+    static func sqlite(_ file: String, _ statements: [String], bypassing triggers: [String]) async throws {
+        var saved: [String] = []
+        for trigger in triggers {
+            let sql = try await runCommand(
+                AuditCLITests.sqlite3, [file, "SELECT sql FROM sqlite_schema WHERE name = '\(trigger)'"])
+            saved.append(sql.stdout.joined(separator: "\n"))
+        }
+        let script = ["BEGIN"] + triggers.map { "DROP TRIGGER \($0)" } + statements + saved + ["COMMIT"]
+        let result = try await runCommand(AuditCLITests.sqlite3, [file, script.joined(separator: ";\n")])
+        #expect(result.exitCode == 0 && result.stderr.isEmpty, "\(result)")
+    }
+
+    /// `--verify --json`'s problems as (kind, id, message).
+    static func problems(_ result: CommandResult) -> [String] {
+        guard let line = result.stdout.first, let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)),
+            let problems = (object as? [String: Any])?["problems"] as? [[String: Any]]
+        else {
+            Issue.record("no JSON verification: \(result)")
+            return []
+        }
+        return problems.map { "\($0["kind"] ?? "-") \($0["id"] ?? "-") \($0["message"] ?? "-")" }
+    }
+
+    @Test("on PostgreSQL: list and --verify; an edited and a deleted event are found as on SQLite; prune is refused")
+    func postgresListVerifyAndTampering() async throws {
+        let cluster = try ThrowawayPostgres()
+        defer { cluster.stop() }
+        let uri = "postgres://rsup@127.0.0.1:\(cluster.port)/rsup"
+        try await withCertificates { certificates in
+            // The same history on both engines: a node that makes three codes and stops.
+            let postgresNode = try await SupporterServer(certificate: certificates.server, extra: ["--store", uri])
+            let sqliteNode = try await SupporterServer(certificate: certificates.server)
+            defer { sqliteNode.folder.remove() }
+            for node in [postgresNode, sqliteNode] {
+                for _ in 0..<3 { _ = try await node.createCode() }
+                await node.close(keepingData: true)
+            }
+            postgresNode.folder.remove()
+
+            let listed = try await supporter("audit", "--store", uri, "--json")
+            #expect(listed.exitCode == 0, "\(listed)")
+            #expect(listed.stdout.filter { $0.contains("\"code_created\"") }.count == 3, "\(listed)")
+            let verified = try #require(AuditCLITests.verified(try await supporter("audit", "--verify", "--store", uri)))
+            let sqliteVerified = try #require(
+                AuditCLITests.verified(try await supporter("audit", "--verify", "--data", sqliteNode.data)))
+            #expect(verified.0 == sqliteVerified.0 && verified.0 >= 3)
+            let head = try await Self.psql(cluster.connectionString, "SELECT encode(digest, 'hex') FROM audit_chain_head")
+            #expect(head.first?.hasPrefix(verified.1) == true, "\(head) vs \(verified)")
+
+            // Forged behind the store's back: event 2 edited, the newest event deleted.
+            let last = verified.0
+            try await Self.psql(
+                cluster.connectionString,
+                """
+                SET session_replication_role = replica;
+                UPDATE audit_events SET details = '{"forged":"yes"}' WHERE id = 2;
+                DELETE FROM audit_events WHERE id = \(last)
+                """)
+            try await Self.sqlite(
+                sqliteNode.data + "/supporter.sqlite",
+                ["UPDATE audit_events SET details = '{\"forged\":\"yes\"}' WHERE id = 2", "DELETE FROM audit_events WHERE id = \(last)"],
+                bypassing: ["audit_events_no_update", "audit_events_no_delete"])
+            let broken = try await supporter("audit", "--verify", "--store", uri)
+            expectError(broken, exitCode: 1, mentions: ["audit trail check failed", "event 2 was changed", "1 more"])
+            let onPostgres = Self.problems(try await supporter("audit", "--verify", "--json", "--store", uri))
+            let onSQLite = Self.problems(try await supporter("audit", "--verify", "--json", "--data", sqliteNode.data))
+            #expect(onPostgres.count == 2 && onPostgres == onSQLite, "PostgreSQL \(onPostgres), SQLite \(onSQLite)")
+            #expect(onPostgres.first?.hasPrefix("editedRow 2 ") == true, "\(onPostgres)")
+            #expect(onPostgres.last?.hasPrefix("deletedRow \(last) ") == true, "\(onPostgres)")
+
+            // A disabled append-only trigger is found too (SQLite's counterpart: a dropped one, in AuditCLITests).
+            try await Self.psql(cluster.connectionString, "ALTER TABLE audit_events DISABLE TRIGGER audit_events_no_change")
+            let unguarded = Self.problems(try await supporter("audit", "--verify", "--json", "--store", uri))
+            #expect(unguarded.last?.hasPrefix("alteredTrigger - the append-only trigger audit_events_no_change is disabled") == true, "\(unguarded)")
+
+            // Archiving is refused on PostgreSQL, with nothing written.
+            let folder = try TemporaryFolder()
+            defer { folder.remove() }
+            let archive = folder.file("archive.jsonl")
+            let pruned = try await supporter(
+                "audit", "prune", "--before", "2999-01-01T00:00:00Z", "--archive", archive, "--store", uri)
+            expectError(pruned, exitCode: 1, mentions: ["not supported on PostgreSQL yet"])
+            #expect(!FileManager.default.fileExists(atPath: archive))
+            let archived = try await supporter("audit", "--verify", "--archive", archive, "--store", uri)
+            expectError(archived, exitCode: 1, mentions: ["not supported on PostgreSQL yet"])
+            #expect(try await Self.psql(cluster.connectionString, "SELECT count(*) FROM audit_events") == ["\(last - 1)"])
+        }
+    }
+
+    @Test("a database without a node's store is refused and left untouched; --store sqlite:DIR reads the data folder")
+    func emptyDatabaseAndSQLiteFolder() async throws {
+        let cluster = try ThrowawayPostgres()
+        defer { cluster.stop() }
+        let empty = try await supporter(
+            "audit", "--verify", "--store", "postgres://rsup:secret@127.0.0.1:\(cluster.port)/rsup")
+        expectError(empty, exitCode: 1, mentions: ["cannot open the audit trail", "holds no supporter node store"])
+        #expect(!empty.stderr.joined().contains("secret"), "the password was printed: \(empty)")
+        #expect(try await Self.psql(cluster.connectionString, "SELECT to_regclass('schema_version') IS NULL") == ["t"])
+
+        try await withSupporter { _, node in
+            _ = try await node.createCode()
+            let byData = try await supporter("audit", "--verify", "--data", node.data)
+            let byStore = try await supporter("audit", "--verify", "--store", "sqlite:" + node.data)
+            #expect(AuditCLITests.verified(byStore) != nil)
+            #expect(byStore.stdout == byData.stdout, "\(byStore) vs \(byData)")
+            let listed = try await supporter("audit", "--store", "sqlite:" + node.data)
+            #expect(listed.exitCode == 0 && listed.stdout.contains { $0.contains("code_created") }, "\(listed)")
+            let both = try await supporter("audit", "--store", "sqlite:" + node.data, "--data", node.data)
+            expectError(both, exitCode: 2, mentions: ["--data does not go with --store"])
+        }
+    }
+}
