@@ -55,7 +55,7 @@ enum Serve {
             arguments,
             valueOptions: [
                 "listen", "api-listen", "trusted-proxy", "cert", "key", "data", "api-token", "api-token-file", "keepalive",
-                "request-timeout", "log-level", "resume-grace", "protocol", "store",
+                "request-timeout", "log-level", "resume-grace", "protocol", "store", "presence-lease",
             ],
             flagOptions: ["non-interactive", "json"])
         if parsed.has("help") {
@@ -105,6 +105,12 @@ enum Serve {
         case .postgres(let connectionString):
             configuration.storeBackend = .postgres(connectionString)
             storeText = StoreBackend.redacted(connectionString)
+            let lease = try parsed.duration("presence-lease", default: .seconds(10))
+            guard lease >= .seconds(1), lease <= .seconds(300) else { throw .usage("--presence-lease takes 1s to 300s") }
+            configuration.presenceLease = lease
+        }
+        if parsed.options["presence-lease"] != nil, configuration.storeBackend == .sqlite {
+            throw .usage("--presence-lease needs --store postgres://… (it concerns several nodes on one database)")
         }
         var restConfiguration: RESTServerConfiguration?
         if let api = parsed.options["api-listen"] {
@@ -161,6 +167,10 @@ enum Serve {
         if let restServer {
             fields["api_port"] = Int(restServer.port)
             restText = "; REST API on https://\(HostPort(host: restServer.configuration.host, port: restServer.port))/api/v1"
+        }
+        if let nodeID = node.clusterNodeID {
+            fields["node_id"] = nodeID
+            restText += "; node id \(nodeID)"
         }
         console.event("listening", "supporter node listening on \(bound) (data: \(storeText))\(restText)", fields)
 

@@ -48,7 +48,10 @@ let serveUsage = """
       --data DIR               data folder (default ./supporter-data)
       --store STORE            where the durable state lives: sqlite:DIR (an SQLite file in DIR; default: the data
                                folder) or PostgreSQL, postgres://USER@HOST/DB or libpq key=value pairs (the data
-                               folder still holds the control socket)
+                               folder still holds the control socket). Several nodes may share one PostgreSQL
+                               database and act as one service (docs/cluster.md)
+      --presence-lease DUR     with PostgreSQL: how long other nodes still see this node's devices after it stopped
+                               renewing (it died or lost the database); default 10s, 1s–300s
       --api-token-file FILE    also accept the API token on FILE's first line (keep the file mode 600)
       --api-token TOKEN        the same, on the command line: at least 24 characters. Every user of this machine
                                sees a command line in 'ps': prefer --api-token-file (or issue tokens with
