@@ -54,3 +54,39 @@ extension CodeRegistry {
         return entry.elsewhere
     }
 }
+
+extension CodeRegistry {
+    /// A device resumes here the session a node that died held on `code` (its presence lease ran out): this
+    /// connection holds the code from now on, once the returned intents commit (``registrationCommitted(_:code:)``;
+    /// ``registrationFailed(_:code:)`` when they do not). The intents take the presence over and record that the
+    /// device was reconnecting; its `device_resumed` row follows with the session event. Nil when this node cannot
+    /// take it (unknown code or connection, or something here holds the code already).
+    public mutating func adoptSession(
+        _ connection: ConnectionID, code: String, deviceName: String?, state: SessionCodeState, previousNode: String,
+        now: Date
+    ) -> [StoreIntent]? {
+        guard var entry = connections[connection], entry.code == nil, var codeEntry = codes[code],
+            codeEntry.holder == nil
+        else { return nil }
+        codeEntry.holder = connection
+        codeEntry.committed = false
+        codeEntry.live = state
+        codeEntry.deviceName = deviceName
+        codeEntry.deviceAddress = entry.address
+        codeEntry.activeSince = state == .active ? now : nil
+        codeEntry.reconnecting = true
+        codeEntry.elsewhere = nil
+        codes[code] = codeEntry
+        entry.code = code
+        entry.refusals = 0
+        connections[connection] = entry
+        countUnauthenticatedChange(entry.address, -1)
+        return [
+            .claimPresence(code: code, deviceName: deviceName),
+            .presenceState(code: code, state: state),
+            audit(
+                .deviceReconnecting, code, now,
+                ["source_address": entry.address, "previous_node": previousNode, "why": "node_lost"]),
+        ]
+    }
+}

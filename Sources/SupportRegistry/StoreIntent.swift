@@ -25,6 +25,9 @@ public enum StoreIntent: Sendable, Hashable {
     case claimPresence(code: String, deviceName: String?)
     /// The session on a code this node holds moved to `state` (online, request pending, active), for the other nodes.
     case presenceState(code: String, state: SessionCodeState)
+    /// What another node needs to take over the session on `code` if this node dies (an opaque text the node
+    /// makes: state, request, grant, digests of the resume secrets). A store of one node has nothing to record.
+    case resumeState(code: String, state: String)
     /// This node no longer holds a device on `code`.
     case releasePresence(code: String)
 }

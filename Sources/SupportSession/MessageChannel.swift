@@ -74,6 +74,9 @@ public struct MessageChannel: Sendable, Hashable {
     /// The id of the last message put on the wire (0: none); queued messages have higher ids.
     private var lastWireID: UInt32 = 0
     private var incomingFiles: [UInt32: IncomingFile] = [:]
+    /// Taken over from a node that died: the ids already used both ways are unknown here, so the first message
+    /// received sets where the peer's sequence is, and the peer's RESUME sets ours (SPEC §15.5).
+    private var continuesUnknownSequence = false
 
     /// A channel whose file parts fit frames of `peerMaxFrameSize` payload bytes.
     public init(peerMaxFrameSize: Int = WireLimits.defaultMaxFrameSize) {
@@ -267,11 +270,19 @@ public struct MessageChannel: Sendable, Hashable {
         return (outcome, release())
     }
 
+    /// A channel for a registration taken over from a node that died (see ``continuesUnknownSequence``).
+    public mutating func continueAfterNodeLoss() { continuesUnknownSequence = true }
+
     /// After a resume (SPEC §15.5): the peer received every message up to `peerLast`, so those still waiting for an
     /// acknowledgement (lost with the link) are delivered; the others go out again, in order, then what the window
     /// lets out of the queue.
     public mutating func resumed(peerLast: UInt32?) -> [Step] {
         let last = peerLast ?? 0
+        if continuesUnknownSequence, unacknowledged.isEmpty, queued.isEmpty, nextID <= last {
+            // Our ids go on from the last one the peer received (from the node that died).
+            nextID = last + 1
+            lastWireID = last
+        }
         let settled = unacknowledged.filter { $0.messageID <= last }
         unacknowledged.removeAll { $0.messageID <= last }
         return settled.map { .delivered(id: $0.messageID) } + unacknowledged.map { .send(.sessionMessage($0)) }
@@ -309,6 +320,10 @@ public struct MessageChannel: Sendable, Hashable {
 
     /// A SESSION_MESSAGE arrived while the session is active with `granted` in effect.
     public mutating func received(_ message: SessionMessage, granted: FeatureSet) -> Receipt {
+        if continuesUnknownSequence {
+            continuesUnknownSequence = false
+            if message.messageID > lastReceivedID { lastReceivedID = message.messageID - 1 }
+        }
         if message.messageID <= lastReceivedID {
             // A repeat after a resume: already handed over; acknowledge it again.
             return Receipt(ack: MessageAck(messageID: message.messageID), delivery: nil, violation: nil)

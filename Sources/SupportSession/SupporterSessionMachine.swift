@@ -82,6 +82,30 @@ public struct SupporterSessionMachine: Sendable {
         }
     }
 
+    // Read and set by the snapshot (SupporterSessionMachine+Snapshot.swift), which lives in its own file.
+    var lastRequestIDValue: UInt32 { lastRequestID }
+    var registrationExtensionsValue: ProtocolExtensions { registrationExtensions }
+    var lastEndedRequestValue: (id: UInt32, reason: ReasonCode)? { lastEndedRequest }
+    var previousResumeSecretValue: String? { previousResumeSecret }
+
+    mutating func restore(
+        state: State, capabilities: FeatureSet, lastRequestID: UInt32, granted: FeatureSet, registrationExtensions: ProtocolExtensions,
+        lastEnded: (UInt32, ReasonCode)?, secret: String
+    ) {
+        self.state = state
+        deviceCapabilities = capabilities
+        self.lastRequestID = lastRequestID
+        self.granted = granted
+        self.registrationExtensions = registrationExtensions
+        extensions = registrationExtensions
+        lastEndedRequest = lastEnded.map { (id: $0.0, reason: $0.1) }
+        resumeSecret = secret
+        previousResumeSecret = nil
+        isReconnecting = true
+        channel = MessageChannel()
+        channel.continueAfterNodeLoss()
+    }
+
     /// When ``tick(now:)`` should run next.
     public var nextDeadline: Duration? {
         if case .requestPending(_, _, let deadline) = state { return deadline }

@@ -146,3 +146,35 @@ final class ClusterPeers: Sendable {
         }
     }
 }
+
+extension ClusterPeers {
+    /// Who holds the session on a code, for a RESUME that arrived at a node that does not hold it.
+    enum Holding: Sendable {
+        /// No node holds it.
+        case nobody
+        /// A live node holds it (its lease runs for `remaining` more); the device should try again, or that node.
+        case held(node: String, remaining: Duration)
+        /// Its node died (the lease ran out): the session as that node last recorded it.
+        case lapsed(node: String, StoredResumeState?)
+    }
+
+    /// Reads the presence row of `code` (by the database's clock).
+    func holding(of code: String) async throws(SupporterNodeError) -> Holding {
+        let me = member.nodeID
+        do throws(StoreError) {
+            return try await engine.perform("find the session to resume") {
+                (connection: PostgresConnection) throws(StoreError) -> Holding in
+                let rows = try PostgresStoreTransaction(connection, location: "cluster").run(
+                    "SELECT node_id, lease_until - rsup_now_ms() AS remaining, resume FROM device_presence WHERE code = $1",
+                    [code], "find the session to resume")
+                guard rows.count == 1, let node = rows[0, "node_id"], node != me,
+                    let remaining = rows[0, "remaining"].flatMap({ Int64($0) })
+                else { return .nobody }
+                if remaining >= 0 { return .held(node: node, remaining: .milliseconds(remaining)) }
+                return .lapsed(node: node, rows[0, "resume"].flatMap(StoredResumeState.decode))
+            }
+        } catch {
+            throw SupporterNodeError(store: error)
+        }
+    }
+}

@@ -42,6 +42,8 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     private var resuming = false
     private var everRegistered = false
     private var resumeRefusals = 0
+    /// The resume state last written for other nodes (several nodes on one database).
+    private var storedResumeState: String?
 
     private enum Step {
         case barrier
@@ -133,6 +135,8 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     /// What the connection holding a code decided about a RESUME.
     enum ResumeDecision: Sendable {
         case accepted(SupporterSessionMachine, [SupporterSessionMachine.Action], code: String)
+        /// The session of a node that died, taken over here (``SupporterNode/takeOver(_:extensions:peerMaxFrameSize:)``).
+        case takenOver(SupporterSessionMachine, [SupporterSessionMachine.Action], code: String, previousNode: String)
         case rejected(ResumeResult)
     }
 
@@ -148,6 +152,18 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         }
         let holder = node.state.withLock { state -> DeviceConnection? in
             state.registry.holder(of: resume.sessionCode).flatMap { state.links[$0] }
+        }
+        if holder == nil, node.cluster != nil {
+            // Several nodes: the session may be one whose node died (docs/cluster.md).
+            resuming = true
+            link.pauseReading()
+            let loop = link.loop
+            Task { [self] in
+                let decision = await node.takeOver(resume, extensions: parameters.extensions, peerMaxFrameSize: parameters.peerMaxFrameSize)
+                let delivered = loop.execute { self.resumeDecided(decision) }
+                if !delivered { node.logger.log(.debug, "takeover decided after the new connection's loop stopped") }
+            }
+            return
         }
         guard let holder, holder !== self else {
             refuseResume(ResumeResult(reason: .resumeRejected, text: "no resumable session for that code and secret"))
@@ -223,6 +239,38 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             machine = next
             joinedCode = code
             perform(actions)
+        case .takenOver(let next, let actions, let code, let previousNode):
+            guard let node, !link.isClosed else { return }
+            let state: SessionCodeState =
+                switch next.state {
+                case .active: .active
+                case .requestPending: .requestPending
+                default: .online
+                }
+            let id = self.id
+            guard
+                let intents = node.state.withLock({
+                    $0.registry.adoptSession(
+                        id, code: code, deviceName: deviceName, state: state, previousNode: previousNode, now: Date())
+                })
+            else {
+                refuseResume(ResumeResult(reason: .resumeRejected, text: "no resumable session for that code"))
+                return
+            }
+            registrationTimer?.cancel()
+            registrationTimer = nil
+            everRegistered = true
+            machine = next
+            joinedCode = code
+            node.logger.log(.info, "code \(Redact.code(code)): the device resumed here the session of node \(previousNode), which is gone")
+            perform(actions, commandIntents: intents)
+            enqueue(
+                .then(
+                    success: { node.state.withLock { _ = $0.registry.registrationCommitted(id, code: code) } },
+                    failed: { [self] in
+                        node.state.withLock { $0.registry.registrationFailed(id, code: code) }
+                        self.joinedCode = nil
+                    }))
         case .rejected(let result):
             refuseResume(result)
         }
@@ -369,6 +417,14 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             if case .ended = event, joinedCode != nil {
                 joinedCode = nil
                 left = true
+            }
+        }
+        if let code = joinedCode, node.cluster != nil {
+            // What another node needs to take this session over if this one dies, durable with the event.
+            let stored = machine.resumeSnapshot.map { StoredResumeState($0).json }
+            if let stored, stored != storedResumeState {
+                storedResumeState = stored
+                intents.append(.resumeState(code: code, state: stored))
             }
         }
         if !intents.isEmpty { submit(intents) }

@@ -145,7 +145,8 @@ enum PostgresStoreSchema {
                     since bigint NOT NULL,
                     lease_until bigint NOT NULL,
                     state text NOT NULL DEFAULT 'online' CHECK (state IN ('online', 'request_pending', 'active')),
-                    device_name text
+                    device_name text,
+                    resume text
                 )
                 """,
                 "CREATE INDEX device_presence_by_node ON device_presence (node_id)",

@@ -113,6 +113,11 @@ struct PostgresStoreTransaction {
                     "UPDATE device_presence SET state = $3 WHERE code = $1 AND node_id = $2",
                     [code, member.nodeID, state.rawValue], "record the session's state")
                 changed(.presence(code: code))
+            case .resumeState(let code, let text):
+                guard let member else { break }
+                try run(
+                    "UPDATE device_presence SET resume = $3 WHERE code = $1 AND node_id = $2", [code, member.nodeID, text],
+                    "record the session for a resume elsewhere")
             case .releasePresence(let code):
                 guard let member else { break }
                 try run(

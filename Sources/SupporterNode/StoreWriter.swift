@@ -314,7 +314,7 @@ extension StoreIntent {
         case .saveBackoff, .deleteBackoff: "back-off"
         case .saveAccount: "supporter account"
         case .saveLoginSession, .deleteLoginSession, .deleteLoginSessions, .deleteLoginSessionsBefore: "login session"
-        case .claimPresence, .presenceState: "device presence"
+        case .claimPresence, .presenceState, .resumeState: "device presence"
         case .releasePresence: "end of device presence"
         }
     }
@@ -338,7 +338,7 @@ extension StoreTransaction {
             case .deleteLoginSession(let digest): try deleteLoginSessions("digest = ?", .blob(digest))
             case .deleteLoginSessions(let login): try deleteLoginSessions("login = ?", .text(login))
             case .deleteLoginSessionsBefore(let date): try deleteLoginSessions("created_at < ?", .integer(date.unixMilliseconds))
-            case .claimPresence, .presenceState, .releasePresence: break  // one node: its registry is the only holder of a code
+            case .claimPresence, .presenceState, .resumeState, .releasePresence: break  // one node: its registry is the only holder of a code
             }
         }
     }

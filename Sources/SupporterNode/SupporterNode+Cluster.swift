@@ -134,3 +134,49 @@ extension SupporterNode {
         return answer
     }
 }
+
+extension SupporterNode {
+    /// A RESUME for a code no connection here holds: if the node that held it died (its lease ran out) and the
+    /// device presents one of the stored secrets, the session continues here; if a live node holds it, the device
+    /// is told to try again (it redials, and reaches that node or this one once the lease ran out).
+    func takeOver(_ resume: Resume, extensions: ProtocolExtensions, peerMaxFrameSize: Int) async
+        -> DeviceConnection.ResumeDecision
+    {
+        let unknown = DeviceConnection.ResumeDecision.rejected(
+            ResumeResult(reason: .resumeRejected, text: "no resumable session for that code and secret"))
+        guard let cluster else { return unknown }
+        let holding: ClusterPeers.Holding
+        do throws(SupporterNodeError) {
+            holding = try await cluster.holding(of: resume.sessionCode)
+        } catch {
+            return .rejected(
+                ResumeResult(reason: .internalError, text: "the node cannot read its store; try again", retryAfterMilliseconds: 1_000))
+        }
+        switch holding {
+        case .nobody, .lapsed(_, nil):
+            return unknown
+        case .held(let node, let remaining):
+            let milliseconds = UInt32(min(max(remaining.components.seconds * 1000 + 250, 250), 30_000))
+            logger.log(.info, "code \(Redact.code(resume.sessionCode)): a resume arrived here while node \(node) holds it")
+            return .rejected(
+                ResumeResult(
+                    reason: .internalError, text: "another node holds this session; try again",
+                    retryAfterMilliseconds: milliseconds))
+        case .lapsed(let node, let stored?):
+            guard stored.code == resume.sessionCode, stored.accepts(secret: resume.resumeSecret),
+                let snapshot = stored.snapshot(secret: resume.resumeSecret)
+            else { return unknown }
+            let machine = SupporterSessionMachine(
+                restoring: snapshot, secret: resume.resumeSecret, requestTimeout: configuration.requestTimeout,
+                now: DeviceConnection.now())
+            switch machine.resumed(
+                by: resume, extensions: extensions, peerMaxFrameSize: peerMaxFrameSize, now: DeviceConnection.now())
+            {
+            case .accepted(let next, let actions):
+                return .takenOver(next, actions, code: resume.sessionCode, previousNode: node)
+            case .rejected(let result, _):
+                return .rejected(result)
+            }
+        }
+    }
+}

@@ -82,6 +82,8 @@ struct SupporterCommands: Sendable {
         if let description = info.description { object["description"] = description }
         if let device = info.deviceName { object["device"] = device }
         if let supporter = info.assignedSupporter { object["supporter"] = supporter }
+        if let node = info.node { object["node"] = node }  // the device is on another node of the cluster
+        if info.reconnecting { object["reconnecting"] = true }
         object["feature_rules"] = describe(info.featureRules)
         return object
     }
