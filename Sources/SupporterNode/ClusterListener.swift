@@ -12,7 +12,7 @@ enum ClusterNews: Sendable {
     case presence(String, RemotePresence?)
     /// Every device other nodes hold, by code (after a reconnection, and once per lease period).
     case presenceSnapshot([String: RemotePresence])
-    /// Every code (after a reconnection: notifications sent while disconnected are lost).
+    /// Every code (at the first LISTEN, and after a reconnection: notifications sent while not listening are lost).
     case codeSnapshot([SessionCodeRecord])
     case account(String, SupporterAccountRecord?)
     case loginSession(digest: [UInt8], LoginSessionRecord?)
@@ -40,6 +40,7 @@ final class ClusterListener: Sendable {
     private let deliver: @Sendable (ClusterNews) -> Void
     private let stopping = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
+    private let listening = DispatchSemaphore(value: 0)
 
     init(
         connectionString: String, member: ClusterMember, location: String, logger: NodeLogger,
@@ -53,6 +54,13 @@ final class ClusterListener: Sendable {
         let thread = Thread { [self] in self.run() }
         thread.name = "rsup-cluster"
         thread.start()
+    }
+
+    /// Waits until the first `LISTEN` is in place (what other nodes commit from then on reaches this node); false
+    /// after `timeout` (the listener keeps trying in the background).
+    func waitUntilListening(timeout: Duration) -> Bool {
+        let milliseconds = Int(timeout.components.seconds * 1000)
+        return listening.wait(timeout: .now() + .milliseconds(milliseconds)) == .success
     }
 
     /// Stops listening; returns within about a second.
@@ -70,7 +78,9 @@ final class ClusterListener: Sendable {
         while !stopping.load(ordering: .acquiring) {
             do throws(StoreError) {
                 if connection == nil {
-                    connection = try open(resync: connectedBefore)
+                    // The first time too: codes committed between the node's start and this LISTEN are read here.
+                    connection = try open(resync: true)
+                    if !connectedBefore { listening.signal() }
                     connectedBefore = true
                     pause = .seconds(1)
                     nextPresenceCheck = .now
@@ -116,7 +126,6 @@ final class ClusterListener: Sendable {
         if resync {
             let transaction = PostgresStoreTransaction(connection, location: location)
             deliver(.codeSnapshot(try PostgresStoreEngine.codes(transaction)))
-            logger.log(.info, "cluster: listening again; codes read again")
         }
         // Commands sent while this node was not listening.
         for (id, origin, command) in try Self.waitingCommands(connection, for: member.nodeID, location: location) {

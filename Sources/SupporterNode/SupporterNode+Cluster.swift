@@ -17,6 +17,9 @@ extension SupporterNode {
             connectionString: connectionString, member: cluster.member, location: store.location, logger: logger
         ) { [weak self] news in self?.received(news) }
         cluster.listener.withLock { $0 = listener }
+        if !listener.waitUntilListening(timeout: .seconds(5)) {
+            logger.log(.warning, "cluster: not listening to the other nodes yet; still trying")
+        }
         logger.log(.info, "cluster: this node is \(cluster.member.nodeID); presence lease \(cluster.member.presenceLease)")
     }
 
@@ -36,12 +39,11 @@ extension SupporterNode {
             let endHere = state.withLock { $0.registry.codeChangedElsewhere(code, record: record, now: now) }
             if endHere, let record { endFinishedElsewhere(code, closed: record.isClosed) }
         case .codeSnapshot(let records):
-            let byCode = Dictionary(records.map { ($0.code, $0) }, uniquingKeysWith: { $1 })
+            // Codes missing from the snapshot are kept: one created here may not have committed yet. A code deleted
+            // elsewhere while this node was not listening stays listed here until it restarts (deleting it needs no
+            // device on it, so nothing is served wrongly).
             let ending = state.withLock { state -> [(String, Bool)] in
                 var ending: [(String, Bool)] = []
-                for info in state.registry.allInfo(now: now) where byCode[info.record.code] == nil {
-                    _ = state.registry.codeChangedElsewhere(info.record.code, record: nil, now: now)
-                }
                 for record in records where state.registry.codeChangedElsewhere(record.code, record: record, now: now) {
                     ending.append((record.code, record.isClosed))
                 }
