@@ -20,8 +20,8 @@ enum ClusterNews: Sendable {
     case token(id: String, digest: [UInt8]?, record: APITokenRecord?)
     /// A command for a device this node holds.
     case command(id: Int64, origin: String, ClusterCommand)
-    /// The answer to a command this node sent.
-    case answer(id: Int64, ClusterCommandAnswer)
+    /// The answer to a command this node sent; `reread` when read again after a reconnection (nobody may wait).
+    case answer(id: Int64, ClusterCommandAnswer, reread: Bool)
 }
 
 /// Listens, on a PostgreSQL connection and a thread of its own (libpq blocks), for the changes other nodes commit
@@ -127,6 +127,14 @@ final class ClusterListener: Sendable {
             let transaction = PostgresStoreTransaction(connection, location: location)
             deliver(.codeSnapshot(try PostgresStoreEngine.codes(transaction)))
         }
+        // Answers given while this node was not listening (a caller may still wait for one).
+        let answers = try PostgresStoreTransaction(connection, location: location).run(
+            "SELECT id, result FROM node_commands WHERE origin_node = $1 AND done_at >= rsup_now_ms() - 60000",
+            [member.nodeID], "read answers to this node's commands")
+        for row in answers.rows {
+            guard let id = row[0].flatMap({ Int64($0) }), let text = row[1] else { continue }
+            deliver(.answer(id: id, ClusterCommandAnswer.decode(text), reread: true))
+        }
         // Commands sent while this node was not listening.
         for (id, origin, command) in try Self.waitingCommands(connection, for: member.nodeID, location: location) {
             deliver(.command(id: id, origin: origin, command))
@@ -148,7 +156,7 @@ final class ClusterListener: Sendable {
                     "SELECT result FROM node_commands WHERE id = $1 AND origin_node = $2", [String(id), member.nodeID],
                     "read a command's answer")
                 guard rows.count == 1, let text = rows[0, "result"] else { return }
-                deliver(.answer(id: id, ClusterCommandAnswer.decode(text)))
+                deliver(.answer(id: id, ClusterCommandAnswer.decode(text), reread: false))
             }
             return
         }

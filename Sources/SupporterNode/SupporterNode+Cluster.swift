@@ -79,8 +79,8 @@ extension SupporterNode {
                 let answer = await self.carryOut(command)
                 await cluster.answer(id, to: origin, answer)
             }
-        case .answer(let id, let answer):
-            cluster?.answered(id, answer)
+        case .answer(let id, let answer, let reread):
+            cluster?.answered(id, answer, onlyIfWaiting: reread)
         }
     }
 

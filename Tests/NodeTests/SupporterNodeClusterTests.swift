@@ -126,6 +126,35 @@ extension NodeIntegration {
             #expect(closings.count == 1)  // recorded by the node that closed it, not again by the one holding it
         }
 
+        @Test func afterPostgreSQLRestartsTheNodesListenAgainAndRouteCommands() async throws {
+            let cluster = try Cluster(count: 2)
+            defer { cluster.stop() }
+            let (first, second) = (cluster.nodes[0], cluster.nodes[1])
+            let code = try await first.supporter.createCode(description: "before the restart").code
+            let device = try JoinedDevice(node: try first.device(), code: code)
+            #expect(await device.online())
+            #expect(await waitUntil { second.supporter.code(code)?.state == .online })
+            try cluster.database.restart()
+            // A code made after the restart reaches the other node (its listener reconnected), and a request from
+            // node 2 reaches the device on node 1 (both engines reconnected).
+            var later: String?
+            for _ in 0..<50 where later == nil {
+                later = try? await second.supporter.createCode(description: "after the restart").code
+                if later == nil { try await Task.sleep(for: .milliseconds(200)) }
+            }
+            let made = try #require(later)
+            #expect(await waitUntil(timeout: .seconds(15)) { first.supporter.code(made) != nil })
+            var id: UInt32?
+            for _ in 0..<50 where id == nil {
+                id = try? await second.supporter.requestConnection(code: code, supporterName: "Dora", type: .screenShare)
+                if id == nil { try await Task.sleep(for: .milliseconds(200)) }
+            }
+            let request = try #require(await device.request())
+            #expect(request.requestID == id)
+            #expect(request.supporterName == "Dora")
+            device.session.leave()
+        }
+
         @Test func accountsAndLoginSessionsMadeOnOneNodeWorkOnAnother() async throws {
             let cluster = try Cluster(count: 2)
             defer { cluster.stop() }
