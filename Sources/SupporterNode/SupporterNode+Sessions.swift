@@ -4,8 +4,15 @@ import SupportTransport
 
 extension SupporterNode {
     private func connection(for code: String) throws(SupporterNodeError) -> DeviceConnection {
-        guard let connection = state.withLock({ state in state.registry.holder(of: code).flatMap { state.links[$0] } })
-        else {
+        let (connection, elsewhere) = state.withLock { state in
+            (state.registry.holder(of: code).flatMap { state.links[$0] }, state.registry.presenceElsewhere(of: code))
+        }
+        guard let connection else {
+            if let elsewhere {
+                throw SupporterNodeError(
+                    "the device on code \(Redact.code(code)) is on node \(elsewhere.node): only connect, cancel and end "
+                        + "reach it from here; do this on that node", kind: .conflict)
+            }
             throw SupporterNodeError("no device is online on code \(Redact.code(code))", kind: .conflict)
         }
         return connection
