@@ -22,10 +22,18 @@ let package = Package(
         // The supporter node's registry of codes, connections and abuse state: a pure value (events in, decisions and
         // store intents out), like the session machines.
         .target(name: "SupportRegistry", dependencies: ["SupportSession"]),
-        // OpenSSL 3 from Debian (libssl-dev) and every C shim of the project, in one place.
+        // OpenSSL 3 from Debian (libssl-dev): its C shims, in one place.
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", providers: [.apt(["libssl-dev"])]),
-        // TLS on OpenSSL, non-blocking sockets, an epoll loop, and the framed link both nodes share.
-        .target(name: "SupportTransport", dependencies: ["SupportWire", "COpenSSL"]),
+        // The Linux-only system calls (epoll, eventfd, accept4, prctl), in one place: a port replaces this target.
+        .systemLibrary(name: "CLinuxShims", path: "Sources/CLinuxShims"),
+        // No I/O: Base64, hexadecimal, SHA-256 and the monotonic clock, for every layer.
+        .target(name: "SupportUtilities", dependencies: ["COpenSSL"]),
+        // The I/O runtime: the event loop behind a `Poller` (epoll here), non-blocking sockets, TLS on OpenSSL.
+        .target(name: "SupportRuntime", dependencies: ["SupportUtilities", "COpenSSL", "CLinuxShims"]),
+        // The link both nodes share: the pure link state machine, the framed link over a TLS stream, the dialer.
+        .target(name: "SupportLink", dependencies: ["SupportWire", "SupportRuntime", "SupportUtilities"]),
+        // The three transport layers under one import.
+        .target(name: "SupportTransport", dependencies: ["SupportUtilities", "SupportRuntime", "SupportLink"]),
         // SQLite 3 from Debian (libsqlite3-dev): the supporter node's durable store.
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         // The supporter node: registry of codes and tokens, device connections, supporter commands.
@@ -48,7 +56,7 @@ let package = Package(
         .executableTarget(name: "rsup-device", dependencies: ["CLIKit", "DeviceNode"], path: "examples/DeviceCLI"),
         .executableTarget(
             name: "Benchmarks",
-            dependencies: ["SupportWire", "SupportTransport", "DeviceNode", "SupporterNode", "SupporterREST"],
+            dependencies: ["SupportWire", "SupportTransport", "CLinuxShims", "DeviceNode", "SupporterNode", "SupporterREST"],
             path: "Benchmarks"),
         .testTarget(name: "SupportWireTests", dependencies: ["SupportWire", "TestSupport"]),
         .testTarget(name: "SupportSessionTests", dependencies: ["SupportSession"]),
@@ -58,7 +66,9 @@ let package = Package(
         .testTarget(name: "SupportPostgresTests", dependencies: ["SupportPostgres", "TestSupport"]),
         // Certificates made at test time, shared by the test targets that speak TLS.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
-        .testTarget(name: "SupportTransportTests", dependencies: ["SupportTransport", "SupportWire", "TestSupport"]),
+        .testTarget(name: "SupportRuntimeTests", dependencies: ["SupportRuntime", "SupportUtilities", "TestSupport"]),
+        .testTarget(
+            name: "SupportLinkTests", dependencies: ["SupportLink", "SupportRuntime", "SupportUtilities", "SupportWire", "TestSupport"]),
         .testTarget(name: "NodeTests", dependencies: ["DeviceNode", "SupporterNode", "SupportPostgres", "TestSupport"]),
         .testTarget(name: "SupportHTTPTests", dependencies: ["SupportHTTP", "TestSupport"]),
         // The two CLIs run as real processes against real TLS on loopback (SwiftPM builds them for this target).

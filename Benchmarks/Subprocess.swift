@@ -4,7 +4,7 @@
 import Glibc
 #endif
 import Dispatch
-import COpenSSL  // for <malloc.h> (malloc_trim, mallinfo2), which Glibc does not import; SupportTransport's shim module
+import CLinuxShims  // for <malloc.h> (malloc_trim, mallinfo2), which Glibc does not import
 
 /// A child process started with `posix_spawn`, its stdout (and optionally stdin) on pipes.
 final class ChildProcess {

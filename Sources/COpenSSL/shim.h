@@ -1,5 +1,5 @@
-// The only C shims of RemoteSupport: OpenSSL 3 (Debian libssl-dev) and the Linux calls Swift cannot import as-is.
-// OpenSSL defines many calls as macros, which Swift does not import; each gets a static inline wrapper here.
+// OpenSSL 3 (Debian libssl-dev), the project's only TLS and crypto library. OpenSSL defines many calls as macros,
+// which Swift does not import; each gets a static inline wrapper here. Linux system calls are in CLinuxShims.
 #ifndef REMOTESUPPORT_COPENSSL_SHIM_H
 #define REMOTESUPPORT_COPENSSL_SHIM_H
 
@@ -10,18 +10,6 @@
 #include <openssl/pem.h>
 #include <openssl/evp.h>
 #include <openssl/bio.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <sys/socket.h>
-#include <sys/resource.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <fcntl.h>
-#include <errno.h>
-#include <unistd.h>
-#include <malloc.h>
 
 static inline int rs_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int version) {
     return (int)SSL_CTX_set_min_proto_version(ctx, version);
@@ -93,22 +81,5 @@ static inline uint32_t rs_KU_DIGITAL_SIGNATURE(void) { return KU_DIGITAL_SIGNATU
 static inline uint32_t rs_KU_KEY_ENCIPHERMENT(void) { return KU_KEY_ENCIPHERMENT; }
 static inline uint32_t rs_XKU_SSL_SERVER(void) { return XKU_SSL_SERVER; }
 static inline uint32_t rs_XKU_ANYEKU(void) { return XKU_ANYEKU; }
-
-// Linux: epoll event bits and socket constants Swift imports awkwardly (enum-typed or macro).
-static inline uint32_t rs_EPOLLIN(void) { return EPOLLIN; }
-static inline uint32_t rs_EPOLLOUT(void) { return EPOLLOUT; }
-static inline uint32_t rs_EPOLLERR(void) { return EPOLLERR; }
-static inline uint32_t rs_EPOLLHUP(void) { return EPOLLHUP; }
-static inline uint32_t rs_EPOLLRDHUP(void) { return EPOLLRDHUP; }
-static inline uint32_t rs_EPOLLET(void) { return EPOLLET; }
-static inline int rs_SOCK_STREAM_NONBLOCK_CLOEXEC(void) { return SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC; }
-static inline int rs_errno(void) { return errno; }
-// accept4 is declared by glibc only under _GNU_SOURCE, which a module header cannot set reliably.
-extern int accept4(int fd, struct sockaddr *address, socklen_t *length, int flags);
-static inline int rs_accept_nonblocking(int fd) { return accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC); }
-
-// The calling thread's kernel name (what `ps -L` shows; at most 15 bytes). prctl is variadic, which Swift cannot call.
-#include <sys/prctl.h>
-static inline int rs_set_thread_name(const char *name) { return prctl(PR_SET_NAME, name, 0, 0, 0); }
 
 #endif

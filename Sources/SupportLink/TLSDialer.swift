@@ -1,0 +1,82 @@
+import SupportRuntime
+import SupportUtilities
+import Glibc
+
+/// Opens a ``FramedLink`` to a listener: TCP connect, TLS handshake, HELLO exchange.
+public enum TLSDialer {
+    /// Connects to `host:port` and returns the link once HELLO / HELLO_ACK are exchanged.
+    ///
+    /// `host` is also what the server certificate is verified against (unless `configuration.serverName` says
+    /// otherwise, or pins are used). Errors say what failed: refused, unreachable, timeout, which TLS check, …
+    ///
+    /// A host name is looked up on ``NameResolver/shared``'s threads (never on the loop or the cooperative pool); an
+    /// IP literal is used as it is. A full resolver queue fails at once with `resolver_busy`.
+    public static func connect(
+        host: String, port: UInt16, context: TLSContext, settings: LinkSettings, loop: EventLoop,
+        connectTimeout: Duration = .seconds(10), delegate: FramedLinkDelegate?
+    ) async throws(TransportError) -> FramedLink {
+        try await connect(
+            host: host, port: port, context: context, settings: settings, loop: loop, connectTimeout: connectTimeout,
+            delegate: delegate, resolver: .shared)
+    }
+
+    /// ``connect(host:port:context:settings:loop:connectTimeout:delegate:)`` with a resolver of the caller's.
+    static func connect(
+        host: String, port: UInt16, context: TLSContext, settings: LinkSettings, loop: EventLoop,
+        connectTimeout: Duration, delegate: FramedLinkDelegate?, resolver: NameResolver
+    ) async throws(TransportError) -> FramedLink {
+        guard !context.configuration.isServer else {
+            throw TransportError(.invalidConfiguration, "a dialer needs a client TLS configuration")
+        }
+        let addresses = try await resolver.resolve(host: host, port: port)
+        var lastError = TransportError(.nameResolution, "no address for '\(host)'")
+        for address in addresses {
+            do {
+                return try await connect(
+                    to: address, serverName: context.configuration.serverName ?? host, context: context,
+                    settings: settings, loop: loop, connectTimeout: connectTimeout, delegate: delegate)
+            } catch {
+                lastError = error
+                // Only a failure to reach this address is worth trying the next one for.
+                guard [.connectionRefused, .hostUnreachable, .connectTimeout].contains(error.kind) else { throw error }
+            }
+        }
+        throw lastError
+    }
+
+    private static func connect(
+        to address: SocketAddress, serverName: String, context: TLSContext, settings: LinkSettings, loop: EventLoop,
+        connectTimeout: Duration, delegate: FramedLinkDelegate?
+    ) async throws(TransportError) -> FramedLink {
+        let (fd, _) = try Socket.startConnect(to: address)
+        let result: Result<FramedLink, TransportError> = await withCheckedContinuation { continuation in
+            let accepted = loop.execute {
+                let connection = TLSConnection(
+                    loop: loop, context: context, fd: fd, connecting: address, serverName: serverName,
+                    maxBufferedBytes: settings.maxBufferedBytes, idleTimeout: nil)
+                let link = FramedLink(connection: connection, settings: settings, isInitiator: true)
+                link.delegate = delegate
+                link.openWaiter = { reason in
+                    guard let reason else {
+                        continuation.resume(returning: .success(link))
+                        return
+                    }
+                    if case .transport(let error) = reason {
+                        continuation.resume(returning: .failure(error))
+                    } else {
+                        continuation.resume(
+                            returning: .failure(TransportError(.handshakeFailed, "the link closed before HELLO: \(reason)")))
+                    }
+                }
+                link.start(connectDeadline: .now() + connectTimeout)
+            }
+            if !accepted {
+                close(fd)
+                continuation.resume(
+                    returning: .failure(
+                        TransportError(.eventLoopShutDown, "event loop \(loop.name) is shut down; cannot connect")))
+            }
+        }
+        return try result.get()
+    }
+}

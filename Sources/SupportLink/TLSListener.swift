@@ -1,0 +1,269 @@
+internal import CLinuxShims
+import SupportUtilities
+import SupportRuntime
+import SupportWire
+internal import COpenSSL
+import Glibc
+import Synchronization
+
+/// Accepts TLS connections and turns each into a ``FramedLink`` (or, for other protocols such as HTTP, a
+/// ``TLSStream``) on one of a group's loops.
+///
+/// A connection that fails TLS (plaintext, an HTTP request, a bad certificate, a silent peer) is closed alone; the
+/// listener keeps serving others, and tells `onHandshakeFailure` why. Every accepted connection holds a place in
+/// ``DescriptorBudget/process``; with none left a new connection is closed at once ("shed", told to `onAcceptError` once
+/// per run of sheds), so the process keeps descriptors for its store, control socket and runtime. Out of file
+/// descriptors (or memory) all the same, it stops accepting for 100 ms at a time instead of spinning, and tells
+/// `onAcceptError` once per pause.
+public final class TLSListener: @unchecked Sendable {
+    // @unchecked: every stored property is a `let`; `acceptor` is used only on `loop`; `closed` is atomic.
+    public let localAddress: SocketAddress
+    private let fd: Int32
+    private let loop: EventLoop
+    private let closedFlag = Atomic<Bool>(false)
+    private let acceptor: Acceptor
+
+    /// How long accepting pauses when the process is out of descriptors or memory.
+    public static let exhaustionPause: Duration = .milliseconds(100)
+
+    /// Binds `host:port` (port 0: any free port) and starts accepting.
+    ///
+    /// `host` should be an IP literal or empty (any address): a name is looked up with a blocking `getaddrinfo` on
+    /// the calling thread, which is refused on an event-loop thread (`blocking_on_event_loop`).
+    ///
+    /// - Parameters:
+    ///   - onHandshakeFailure: told, on the connection's loop, of every accepted connection whose TLS handshake
+    ///     failed or timed out: the peer's address and the reason in a few words (OpenSSL's, e.g. "no application
+    ///     protocol", "wrong version number", "plaintext HTTP instead of TLS …", or "timeout: …"). For logs; the link's
+    ///     delegate still hears `linkDidClose`.
+    ///   - onAcceptError: told, on the listener's loop, when accepting fails: once per pause when out of descriptors
+    ///     or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM; accepting resumes by itself after ``exhaustionPause``), and for
+    ///     any other accept error.
+    ///   - onLink: called on the new link's loop before it starts, to set its delegate. Return false to refuse the
+    ///     connection (it is closed at once). Once it returned true, the delegate hears `linkDidClose` exactly once,
+    ///     even when TLS or HELLO never completes.
+    public convenience init(
+        host: String, port: UInt16, context: TLSContext, settings: LinkSettings, group: EventLoopGroup,
+        backlog: Int32 = 4096, idleTimeout: Duration? = nil,
+        onHandshakeFailure: (@Sendable (SocketAddress?, String) -> Void)? = nil,
+        onAcceptError: (@Sendable (TransportError) -> Void)? = nil,
+        onLink: @escaping @Sendable (FramedLink) -> Bool
+    ) throws(TransportError) {
+        try self.init(
+            host: host, port: port, context: context, group: group, backlog: backlog,
+            maxBufferedBytes: settings.maxBufferedBytes, idleTimeout: idleTimeout,
+            hooks: Hooks(onHandshakeFailure: onHandshakeFailure, onAcceptError: onAcceptError)
+        ) { connection in
+            let link = FramedLink(connection: connection, settings: settings, isInitiator: false)
+            guard onLink(link) else { return false }
+            link.start()
+            return true
+        }
+    }
+
+    /// Binds `host:port` and hands every accepted connection over as a raw ``TLSStream`` (HTTP, …).
+    ///
+    /// - Parameters:
+    ///   - onHandshakeFailure: as for the ``FramedLink`` listener: every failed or timed-out TLS handshake, with the
+    ///     peer's address and the reason.
+    ///   - onAcceptError: as for the ``FramedLink`` listener.
+    ///   - onStream: called on the stream's loop before it starts, to set its delegate. Return false to refuse the
+    ///     connection. Once it returned true, the delegate hears `streamDidClose` exactly once.
+    public convenience init(
+        host: String, port: UInt16, context: TLSContext, group: EventLoopGroup, backlog: Int32 = 1024,
+        maxBufferedBytes: Int = 1 << 20, idleTimeout: Duration? = nil,
+        onHandshakeFailure: (@Sendable (SocketAddress?, String) -> Void)? = nil,
+        onAcceptError: (@Sendable (TransportError) -> Void)? = nil,
+        onStream: @escaping @Sendable (TLSStream) -> Bool
+    ) throws(TransportError) {
+        try self.init(
+            host: host, port: port, context: context, group: group, backlog: backlog,
+            maxBufferedBytes: maxBufferedBytes, idleTimeout: idleTimeout,
+            hooks: Hooks(onHandshakeFailure: onHandshakeFailure, onAcceptError: onAcceptError)
+        ) { connection in
+            let stream = TLSStream(connection: connection)
+            guard onStream(stream) else { return false }
+            connection.start()
+            return true
+        }
+    }
+
+    /// What the owner asked to be told.
+    struct Hooks: Sendable {
+        var onHandshakeFailure: (@Sendable (SocketAddress?, String) -> Void)?
+        var onAcceptError: (@Sendable (TransportError) -> Void)?
+    }
+
+    private init(
+        host: String, port: UInt16, context: TLSContext, group: EventLoopGroup, backlog: Int32,
+        maxBufferedBytes: Int, idleTimeout: Duration?, hooks: Hooks,
+        accept: @escaping @Sendable (TLSConnection) -> Bool
+    ) throws(TransportError) {
+        guard context.configuration.isServer else {
+            throw TransportError(.invalidConfiguration, "a listener needs a server TLS configuration")
+        }
+        guard let address = try SocketAddress.resolve(host: host, port: port, passive: true).first else {
+            throw TransportError(.nameResolution, "no address for '\(host)'")
+        }
+        fd = try Socket.listen(on: address, backlog: backlog)
+        localAddress = SocketAddress.of(fd, peer: false) ?? address
+        loop = group.loops[0]
+        let acceptor = Acceptor(
+            fd: fd, loop: loop, group: group, context: context, maxBufferedBytes: maxBufferedBytes,
+            idleTimeout: idleTimeout, hooks: hooks, accept: accept)
+        self.acceptor = acceptor
+        let loop = self.loop
+        let fd = self.fd
+        let accepted = loop.execute {
+            do throws(TransportError) { try loop.register(fd, events: rs_EPOLLIN(), handler: acceptor) } catch {
+                // Nothing will accept on this socket: say so, and give its descriptor back.
+                hooks.onAcceptError?(error)
+                acceptor.stop()
+            }
+        }
+        guard accepted else {
+            closedFlag.store(true, ordering: .releasing)
+            Glibc.close(fd)
+            throw TransportError(.eventLoopShutDown, "the event loop group is shut down; cannot listen on \(address)")
+        }
+    }
+
+    /// Stops accepting; established links are not affected.
+    public func close() {
+        guard !closedFlag.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        // Refused only after the loop shut down, when the acceptor already closed the descriptor.
+        let acceptor = self.acceptor
+        loop.execute { acceptor.stop() }
+    }
+
+    deinit { close() }
+}
+
+/// The listener's loop-side half.
+private final class Acceptor: Selectable, @unchecked Sendable {
+    // @unchecked: created off-loop, then used only on `loop` (`paused`, `resumeTimer` and `stopped` are its only
+    // mutable state); the `let`s are Sendable or immutable.
+    let fd: Int32
+    let loop: EventLoop
+    let group: EventLoopGroup
+    let context: TLSContext
+    let maxBufferedBytes: Int
+    let idleTimeout: Duration?
+    let hooks: TLSListener.Hooks
+    /// Wraps the new connection, sets its owner up and starts it; false refuses it.
+    let accept: @Sendable (TLSConnection) -> Bool
+    private var paused = false
+    private var resumeTimer: LoopTimer?
+    private var stopped = false
+    private let budget = DescriptorBudget.process
+    /// New connections closed at once since the budget last had a place.
+    private var shed = 0
+
+    init(
+        fd: Int32, loop: EventLoop, group: EventLoopGroup, context: TLSContext, maxBufferedBytes: Int,
+        idleTimeout: Duration?, hooks: TLSListener.Hooks, accept: @escaping @Sendable (TLSConnection) -> Bool
+    ) {
+        self.fd = fd
+        self.loop = loop
+        self.group = group
+        self.context = context
+        self.maxBufferedBytes = maxBufferedBytes
+        self.idleTimeout = idleTimeout
+        self.hooks = hooks
+        self.accept = accept
+    }
+
+    func handle(events: UInt32) {
+        // Bounded per wake-up so one loop's other connections are not starved by a connection storm.
+        for _ in 0..<256 {
+            switch Socket.accept(fd) {
+            case .accepted(let client):
+                guard let place = budget.acquire() else {
+                    Glibc.close(client)
+                    if shed == 0 {
+                        hooks.onAcceptError?(
+                            TransportError(
+                                .socket,
+                                "accept on \(fdDescription): \(budget.capacity) connections open, all the descriptor "
+                                    + "limit allows (\(budget.capacity + budget.reserve) less \(budget.reserve) kept for "
+                                    + "the node itself); closing new connections at once until one ends"))
+                    }
+                    shed += 1
+                    continue
+                }
+                shed = 0
+                let target = group.next()
+                let context = self.context
+                let maxBufferedBytes = self.maxBufferedBytes
+                let idleTimeout = self.idleTimeout
+                let accept = self.accept
+                let onHandshakeFailure = hooks.onHandshakeFailure
+                let setUp: @Sendable () -> Void = {
+                    let connection = TLSConnection(
+                        loop: target, context: context, fd: client, connecting: nil, serverName: nil,
+                        maxBufferedBytes: maxBufferedBytes, idleTimeout: idleTimeout)
+                    connection.onHandshakeFailure = onHandshakeFailure
+                    connection.descriptorPlace = place
+                    if !accept(connection) {
+                        connection.handler = nil  // the connection's deinit closes the fd
+                    }
+                }
+                if target === loop {
+                    setUp()
+                } else if !target.execute(setUp) {
+                    Glibc.close(client)  // that loop is shut down: nobody will serve the connection
+                }
+            case .wouldBlock:
+                return
+            case .exhausted(let code):
+                // Out of descriptors: stop accepting for a while instead of spinning on a level-triggered listener.
+                pause(code)
+                return
+            case .failed(let code):
+                hooks.onAcceptError?(
+                    TransportError(.socket, "accept on \(fdDescription) failed: \(SystemError.describe(code))"))
+                return
+            }
+        }
+    }
+
+    private var fdDescription: String { SocketAddress.of(fd, peer: false)?.description ?? "fd \(fd)" }
+
+    private func pause(_ code: Int32) {
+        guard !paused, !stopped else { return }
+        do { try loop.modify(fd, events: 0) } catch {
+            hooks.onAcceptError?(error)
+            return
+        }
+        paused = true
+        let what = code == EMFILE || code == ENFILE ? "out of file descriptors" : "out of memory"
+        hooks.onAcceptError?(
+            TransportError(
+                .socket,
+                "accept on \(fdDescription): \(what) (\(SystemError.describe(code))); not accepting for "
+                    + "\(TLSListener.exhaustionPause); raise the descriptor limit (ulimit -n) if this repeats"))
+        resumeTimer = loop.schedule(at: .now() + TLSListener.exhaustionPause) { [self] in
+            self.resumeTimer = nil
+            self.paused = false
+            do throws(TransportError) {
+                try self.loop.modify(self.fd, events: rs_EPOLLIN())
+            } catch {
+                self.hooks.onAcceptError?(error)
+            }
+        }
+    }
+
+    /// Stops accepting and closes the listening descriptor, once. Loop thread.
+    func stop() {
+        guard !stopped else { return }
+        stopped = true
+        resumeTimer?.cancel()
+        resumeTimer = nil
+        loop.unregister(fd)
+        Glibc.close(fd)
+    }
+
+    /// The loop stops before the listener was closed: the listener's close can no longer reach the loop, so the
+    /// descriptor is closed here.
+    func loopDidStop() { stop() }
+}

@@ -1,0 +1,480 @@
+internal import CLinuxShims
+import SupportUtilities
+internal import COpenSSL
+import Foundation
+import Glibc
+import Synchronization
+
+/// Something the event loop tells about readiness of its file descriptor.
+package protocol Selectable: AnyObject {
+    /// Called on the loop thread with the epoll event bits.
+    func handle(events: UInt32)
+    /// The loop is stopping while this is still registered: release the descriptor and tell the owner. Loop thread;
+    /// no readiness call follows.
+    func loopDidStop()
+}
+
+/// A one-shot timer on an event loop; cancel it to drop its work.
+///
+/// A cancelled timer leaves the loop's timer heap at once (O(log n)), so arming and cancelling many timers (one per
+/// request, per connection) does not make the heap grow.
+public final class LoopTimer {
+    fileprivate var work: (() -> Void)?
+    /// Position in the loop's heap; -1 once fired, cancelled or dropped.
+    fileprivate var heapIndex = -1
+    fileprivate weak var loop: EventLoop?
+
+    fileprivate init(loop: EventLoop, work: @escaping () -> Void) {
+        self.loop = loop
+        self.work = work
+    }
+
+    /// Drops the work and removes the timer from its loop. Loop thread only; cancelling twice, or after it fired, does
+    /// nothing.
+    public func cancel() {
+        work = nil
+        guard heapIndex >= 0, let loop else { return }
+        loop.removeTimer(self)
+    }
+}
+
+/// One thread running epoll: all readiness, timers and loop-confined state of the connections assigned to it.
+///
+/// No thread per connection: a loop serves thousands. Work from other threads enters through ``execute(_:)`` (or
+/// ``submit(_:)`` for a caller that awaits the result).
+///
+/// Rules, as in swift-nio: nothing on a loop thread may block. ``waitUntilFinished()``,
+/// ``EventLoopGroup/shutdownAndWait()`` and name lookups refuse to run on a loop thread with a
+/// `blocking_on_event_loop` error instead of deadlocking or stalling every connection of the loop.
+public final class EventLoop: @unchecked Sendable {
+    // @unchecked: every `var` below is read and written only on the loop's own thread (checked with
+    // `assertInLoop`); the cross-thread entries are `inbox` (a Mutex), `wakeFD` (an eventfd), `threadID` and
+    // `stopRequested` (atomics), and the immutable `let`s.
+    private let epollFD: Int32
+    private let wakeFD: Int32
+    private let inbox = Mutex(Inbox())
+    private let stopRequested = Atomic<Bool>(false)
+    /// The loop thread's `pthread_self()`, stored once by the thread before it runs anything; 0 before that.
+    private let threadID = Atomic<UInt>(0)
+    private var registrations: [Int32: (generation: UInt32, handler: Selectable)] = [:]
+    private var nextGeneration: UInt32 = 0
+    /// A binary min-heap on deadline; each timer knows its index. The deadline sits in the slot beside the timer, so
+    /// sifting compares slots without touching the timers (with 10,000 idle connections on a 1 s keepalive, sifting
+    /// a heap of timer references was an eighth of the loops' time: every comparison a cache miss).
+    private var timers: [TimerSlot] = []
+    private let finished = DispatchSemaphore(value: 0)
+    private let onError: (@Sendable (TransportError) -> Void)?
+    /// Scratch for TLS reads, shared by every connection of this loop so that idle connections hold no read buffer.
+    package let readBuffer: UnsafeMutableRawBufferPointer
+    public let name: String
+
+    /// Work queued from any thread, and whether the loop still takes more.
+    private struct Inbox {
+        var work: [@Sendable () -> Void] = []
+        var accepting = true
+    }
+
+    /// Starts a loop on a thread of its own.
+    ///
+    /// - Parameter onError: told (on the loop thread) of failures that have no caller to return to: an `epoll_ctl`
+    ///   removal that failed, or an `epoll_wait` failure that stops the loop. Hand it to the node's logger.
+    public static func start(
+        name: String = "rsup-loop", onError: (@Sendable (TransportError) -> Void)? = nil
+    ) throws(TransportError) -> EventLoop {
+        let loop = try EventLoop(name: name, onError: onError)
+        // Named from inside: on Linux, Foundation applies a name set before start() to no thread.
+        let thread = Thread {
+            Thread.current.name = name
+            loop.run()
+        }
+        thread.start()
+        return loop
+    }
+
+    private init(name: String, onError: (@Sendable (TransportError) -> Void)?) throws(TransportError) {
+        self.name = name
+        self.onError = onError
+        epollFD = epoll_create1(Int32(EPOLL_CLOEXEC))
+        guard epollFD >= 0 else { throw TransportError(.socket, "epoll_create1: \(SystemError.describe(errno))") }
+        wakeFD = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
+        guard wakeFD >= 0 else {
+            let code = errno
+            close(epollFD)
+            throw TransportError(.socket, "eventfd: \(SystemError.describe(code))")
+        }
+        var event = epoll_event()
+        event.events = rs_EPOLLIN()
+        event.data.u64 = UInt64(UInt32(bitPattern: wakeFD))
+        guard epoll_ctl(epollFD, EPOLL_CTL_ADD, wakeFD, &event) == 0 else {
+            let code = errno
+            close(epollFD)
+            close(wakeFD)
+            throw TransportError(.poller, "epoll_ctl(ADD) of the loop's wake-up eventfd: \(SystemError.describe(code))")
+        }
+        readBuffer = .allocate(byteCount: 64 * 1024, alignment: 16)
+    }
+
+    deinit {
+        close(epollFD)
+        close(wakeFD)
+        readBuffer.deallocate()
+    }
+
+    /// Whether the caller runs on this loop's thread. Lock-free: one atomic load compared with `pthread_self()`.
+    public var inLoop: Bool { threadID.load(ordering: .acquiring) == UInt(pthread_self()) }
+
+    /// Whether the caller runs on the thread of any event loop (where blocking is forbidden).
+    public static var isOnLoopThread: Bool { LoopThreadMarker.isSet }
+
+    public func assertInLoop(file: StaticString = #fileID, line: UInt = #line) {
+        assert(inLoop, "not on event loop \(name)", file: file, line: line)
+    }
+
+    /// Runs `work` on the loop thread, soon. Safe from any thread.
+    ///
+    /// - Returns: true when the work was accepted: it will run, even if the loop is shut down meanwhile (work accepted
+    ///   before ``shutdown()`` runs before the thread ends). False after ``shutdown()``: the work is dropped and will
+    ///   never run, so a caller that waits for it must not wait (see ``submit(_:)``).
+    @discardableResult
+    public func execute(_ work: @escaping @Sendable () -> Void) -> Bool {
+        let (accepted, wasEmpty) = inbox.withLock { inbox -> (Bool, Bool) in
+            guard inbox.accepting else { return (false, false) }
+            inbox.work.append(work)
+            return (true, inbox.work.count == 1)
+        }
+        if wasEmpty { wake() }
+        return accepted
+    }
+
+    /// Runs `work` on the loop thread and returns its result to an async caller.
+    ///
+    /// Never leaves the caller hanging: throws `event_loop_shut_down` at once when the loop no longer accepts work
+    /// (the work did not run); accepted work always runs. Use it instead of `withCheckedContinuation` around
+    /// ``execute(_:)``, whose continuation would never resume after a shutdown.
+    public func submit<T: Sendable>(_ work: @escaping @Sendable () -> T) async throws(TransportError) -> T {
+        let name = self.name
+        let result: Result<T, TransportError> = await withCheckedContinuation { continuation in
+            let accepted = execute { continuation.resume(returning: .success(work())) }
+            if !accepted {
+                continuation.resume(
+                    returning: .failure(
+                        TransportError(.eventLoopShutDown, "event loop \(name) is shut down; the work did not run")))
+            }
+        }
+        return try result.get()
+    }
+
+    private func wake() {
+        var one: UInt64 = 1
+        _ = write(wakeFD, &one, 8)
+    }
+
+    /// Stops the loop after the current iteration. From then on ``execute(_:)`` refuses work; work accepted before
+    /// still runs. Handlers still registered are told the loop stopped (connections close with
+    /// `event_loop_shut_down`, and their owners hear of it), then the thread ends. Does not wait: safe on any thread.
+    public func shutdown() {
+        inbox.withLock { $0.accepting = false }
+        stopRequested.store(true, ordering: .releasing)
+        wake()
+    }
+
+    /// Blocks until the loop thread has finished after ``shutdown()``.
+    ///
+    /// Throws `blocking_on_event_loop` (and waits for nothing) when called on an event-loop thread: waiting there would
+    /// deadlock (this loop) or stall every connection of the calling loop.
+    public func waitUntilFinished() throws(TransportError) {
+        guard !Self.isOnLoopThread else {
+            throw TransportError(
+                .blockingOnEventLoop,
+                "waitUntilFinished() on event-loop thread \(Thread.current.name ?? "?") for loop \(name): "
+                    + "it would block that loop (or deadlock); wait from a thread that is not a loop")
+        }
+        finished.wait()
+        finished.signal()  // later waiters return at once
+    }
+
+    // MARK: registration (loop thread only)
+
+    /// Watches `fd` for `events`. Throws `poller` with epoll's reason when epoll refuses it (then nothing is registered).
+    package func register(_ fd: Int32, events: UInt32, handler: Selectable) throws(TransportError) {
+        assertInLoop()
+        nextGeneration &+= 1
+        var event = epoll_event()
+        event.events = events
+        event.data.u64 = UInt64(nextGeneration) << 32 | UInt64(UInt32(bitPattern: fd))
+        guard epoll_ctl(epollFD, EPOLL_CTL_ADD, fd, &event) == 0 else {
+            throw TransportError(.poller, "epoll_ctl(ADD) of fd \(fd): \(SystemError.describe(errno))")
+        }
+        registrations[fd] = (nextGeneration, handler)
+    }
+
+    /// Changes the events watched for `fd`. Throws `poller` when epoll refuses.
+    package func modify(_ fd: Int32, events: UInt32) throws(TransportError) {
+        assertInLoop()
+        guard let registration = registrations[fd] else { return }
+        var event = epoll_event()
+        event.events = events
+        event.data.u64 = UInt64(registration.generation) << 32 | UInt64(UInt32(bitPattern: fd))
+        guard epoll_ctl(epollFD, EPOLL_CTL_MOD, fd, &event) == 0 else {
+            throw TransportError(.poller, "epoll_ctl(MOD) of fd \(fd): \(SystemError.describe(errno))")
+        }
+    }
+
+    /// Removes `fd` from the loop; call before closing it. A failure (e.g. the fd was closed first) has no caller to
+    /// go to and is reported to the loop's `onError`.
+    package func unregister(_ fd: Int32) {
+        assertInLoop()
+        guard registrations.removeValue(forKey: fd) != nil else { return }
+        var event = epoll_event()
+        if epoll_ctl(epollFD, EPOLL_CTL_DEL, fd, &event) != 0 {
+            onError?(TransportError(.poller, "epoll_ctl(DEL) of fd \(fd) on \(name): \(SystemError.describe(errno))"))
+        }
+    }
+
+    /// Runs `work` on the loop at `deadline` unless cancelled first.
+    @discardableResult
+    public func schedule(at deadline: Deadline, _ work: @escaping () -> Void) -> LoopTimer {
+        assertInLoop()
+        let timer = LoopTimer(loop: self, work: work)
+        let slot = TimerSlot(deadline: deadline.nanoseconds, timer: timer)
+        timers.append(slot)
+        timers.withUnsafeMutableBufferPointer { Self.siftUp(slot, from: $0.count - 1, in: $0) }
+        return timer
+    }
+
+    /// Timers in the heap (armed and not cancelled). Loop thread only; for tests and diagnostics.
+    package var scheduledTimerCount: Int {
+        assertInLoop()
+        return timers.count
+    }
+
+    // MARK: the loop
+
+    private func run() {
+        // OpenSSL writes to its sockets with write(2), not send(MSG_NOSIGNAL): writing to a connection the peer has
+        // reset raises SIGPIPE, whose default action kills the whole process. SIGPIPE is sent to the writing thread,
+        // and every socket write happens on a loop thread, so blocking it here (without touching the process-wide
+        // disposition) turns it into the EPIPE that the connection already handles as connection_reset.
+        var blocked = sigset_t()
+        sigemptyset(&blocked)
+        sigaddset(&blocked, SIGPIPE)
+        pthread_sigmask(SIG_BLOCK, &blocked, nil)
+        threadID.store(UInt(pthread_self()), ordering: .releasing)
+        LoopThreadMarker.set()
+        let capacity = 512
+        let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: capacity)
+        defer { events.deallocate() }
+        while !stopRequested.load(ordering: .acquiring) {
+            let count = epoll_wait(epollFD, events, Int32(capacity), timeoutMilliseconds())
+            if count < 0 {
+                let code = errno
+                if code == EINTR { continue }
+                // Not transient (EBADF, EFAULT, EINVAL): the loop cannot go on. Say so, then stop as for shutdown,
+                // so that every connection is closed and its owner told.
+                onError?(
+                    TransportError(
+                        .poller, "epoll_wait on \(name) failed: \(SystemError.describe(code)); the loop stops"))
+                inbox.withLock { $0.accepting = false }
+                break
+            }
+            for index in 0..<Int(count) {
+                let event = events[index]
+                let fd = Int32(bitPattern: UInt32(truncatingIfNeeded: event.data.u64))
+                if fd == wakeFD {
+                    var value: UInt64 = 0
+                    _ = read(wakeFD, &value, 8)
+                    continue
+                }
+                let generation = UInt32(truncatingIfNeeded: event.data.u64 >> 32)
+                // A handler closed earlier in this batch may have had its fd number reused: the generation tells.
+                guard let registration = registrations[fd], registration.generation == generation else { continue }
+                registration.handler.handle(events: event.events)
+            }
+            runExpiredTimers()
+            runPending()
+        }
+        stop()
+    }
+
+    /// After the last iteration: accepted work runs, handlers still registered are told, timers are dropped.
+    private func stop() {
+        runPending()
+        // Each handler unregisters itself; one closing may close others, so look again after every call.
+        while let (fd, registration) = registrations.first {
+            registration.handler.loopDidStop()
+            if let still = registrations[fd], still.generation == registration.generation {
+                registrations.removeValue(forKey: fd)  // a handler that did not unregister
+            }
+        }
+        runPending()  // work those handlers queued on this loop is refused; nothing is left here
+        for slot in timers {
+            slot.timer.heapIndex = -1
+            slot.timer.work = nil
+        }
+        timers.removeAll()
+        finished.signal()
+    }
+
+    private func runPending() {
+        while true {
+            let work = inbox.withLock { inbox -> [@Sendable () -> Void] in
+                let taken = inbox.work
+                inbox.work.removeAll(keepingCapacity: true)
+                return taken
+            }
+            if work.isEmpty { return }
+            for item in work { item() }
+        }
+    }
+
+    private func timeoutMilliseconds() -> Int32 {
+        if inbox.withLock({ !$0.work.isEmpty }) { return 0 }
+        guard let first = timers.first else { return -1 }
+        let now = Deadline.now()
+        guard first.deadline > now.nanoseconds else { return 0 }
+        let nanoseconds = first.deadline - now.nanoseconds
+        return Int32(clamping: (nanoseconds + 999_999) / 1_000_000)
+    }
+
+    private func runExpiredTimers() {
+        let now = Deadline.now().nanoseconds
+        while let first = timers.first, first.deadline <= now {
+            remove(at: 0)
+            let timer = first.timer
+            if let work = timer.work {
+                timer.work = nil
+                work()
+            }
+        }
+    }
+
+    // MARK: heap
+
+    /// Takes `timer` out of the heap (it is cancelled).
+    fileprivate func removeTimer(_ timer: LoopTimer) {
+        assertInLoop()
+        let index = timer.heapIndex
+        guard index >= 0, index < timers.count, timers[index].timer === timer else { return }
+        remove(at: index)
+    }
+
+    private func remove(at index: Int) {
+        timers[index].timer.heapIndex = -1
+        let last = timers.removeLast()
+        guard index < timers.count else { return }
+        // The last slot fills the hole, moving up or down from it.
+        timers.withUnsafeMutableBufferPointer { heap in
+            if index > 0, last.deadline < heap[(index - 1) / 2].deadline {
+                Self.siftUp(last, from: index, in: heap)
+            } else {
+                Self.siftDown(last, from: index, in: heap)
+            }
+        }
+    }
+
+    /// Places `slot` at `start` or above it: parents later than it move down into the hole.
+    private static func siftUp(_ slot: TimerSlot, from start: Int, in heap: UnsafeMutableBufferPointer<TimerSlot>) {
+        var hole = start
+        while hole > 0 {
+            let parent = (hole - 1) / 2
+            guard slot.deadline < heap[parent].deadline else { break }
+            heap[hole] = heap[parent]
+            heap[hole].timer.heapIndex = hole
+            hole = parent
+        }
+        heap[hole] = slot
+        slot.timer.heapIndex = hole
+    }
+
+    /// Places `slot` at `start` or below it: the earlier child moves up into the hole while it is earlier than `slot`.
+    private static func siftDown(_ slot: TimerSlot, from start: Int, in heap: UnsafeMutableBufferPointer<TimerSlot>) {
+        var hole = start
+        while true {
+            var child = 2 * hole + 1
+            guard child < heap.count else { break }
+            if child + 1 < heap.count, heap[child + 1].deadline < heap[child].deadline { child += 1 }
+            guard heap[child].deadline < slot.deadline else { break }
+            heap[hole] = heap[child]
+            heap[hole].timer.heapIndex = hole
+            hole = child
+        }
+        heap[hole] = slot
+        slot.timer.heapIndex = hole
+    }
+}
+
+/// One place in an event loop's timer heap.
+private struct TimerSlot {
+    /// The timer's deadline, in nanoseconds of the monotonic clock.
+    package let deadline: UInt64
+    package let timer: LoopTimer
+}
+
+/// Marks event-loop threads, so that blocking calls can refuse to run there.
+package enum LoopThreadMarker {
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        let status = pthread_key_create(&key, nil)
+        precondition(status == 0, "pthread_key_create failed: \(SystemError.describe(status))")
+        return key
+    }()
+
+    package static var isSet: Bool { pthread_getspecific(key) != nil }
+
+    /// Called once by a loop thread before it runs anything.
+    package static func set() { pthread_setspecific(key, UnsafeRawPointer(bitPattern: 1)) }
+}
+
+/// A fixed set of loops, one per core by default; connections are spread over them.
+public final class EventLoopGroup: Sendable {
+    public let loops: [EventLoop]
+    private let counter = Atomic<Int>(0)
+
+    /// - Parameter onError: given to every loop (see ``EventLoop/start(name:onError:)``).
+    public init(
+        loopCount: Int = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8)),
+        onError: (@Sendable (TransportError) -> Void)? = nil
+    ) throws(TransportError) {
+        var loops: [EventLoop] = []
+        for index in 0..<max(1, loopCount) {
+            do {
+                loops.append(try EventLoop.start(name: "rsup-loop-\(index)", onError: onError))
+            } catch {
+                for loop in loops { loop.shutdown() }
+                throw error
+            }
+        }
+        self.loops = loops
+    }
+
+    /// The next loop, round robin.
+    public func next() -> EventLoop {
+        loops[counter.wrappingAdd(1, ordering: .relaxed).oldValue % loops.count]
+    }
+
+    /// Stops every loop and waits for their threads.
+    ///
+    /// Throws `blocking_on_event_loop` (and stops nothing) when called on an event-loop thread, where waiting would
+    /// deadlock or stall that loop.
+    public func shutdownAndWait() throws(TransportError) {
+        guard !EventLoop.isOnLoopThread else {
+            throw TransportError(
+                .blockingOnEventLoop,
+                "EventLoopGroup shutdown on event-loop thread \(Thread.current.name ?? "?"): it would wait for its own "
+                    + "loop; shut the group down from a thread that is not a loop")
+        }
+        for loop in loops { loop.shutdown() }
+        for loop in loops { try loop.waitUntilFinished() }
+    }
+
+    /// Stops every loop and waits for their threads. Call it from a thread that is not an event loop: on a loop thread
+    /// it would deadlock, so it stops the process with a message saying so (a programmer error; use
+    /// ``shutdownAndWait()`` to get an error instead).
+    public func shutdown() {
+        do throws(TransportError) {
+            try shutdownAndWait()
+        } catch {
+            preconditionFailure(error.description)
+        }
+    }
+}
