@@ -48,7 +48,9 @@ let package = Package(
         .executableTarget(name: "rsup-device", dependencies: ["CLIKit", "DeviceNode"], path: "examples/DeviceCLI"),
         .executableTarget(
             name: "Benchmarks",
-            dependencies: ["SupportWire", "SupportTransport", "DeviceNode", "SupporterNode", "SupporterREST"],
+            dependencies: [
+                "SupportWire", "SupportTransport", "DeviceNode", "SupporterNode", "SupporterREST", "SupportPostgres",
+            ],
             path: "Benchmarks"),
         .testTarget(name: "SupportWireTests", dependencies: ["SupportWire", "TestSupport"]),
         .testTarget(name: "SupportSessionTests", dependencies: ["SupportSession"]),
