@@ -82,6 +82,8 @@ struct SupporterCommands: Sendable {
         if let description = info.description { object["description"] = description }
         if let device = info.deviceName { object["device"] = device }
         if let supporter = info.assignedSupporter { object["supporter"] = supporter }
+        // Several nodes on one database: the device is on another node, this one.
+        if let node = info.node { object["node"] = node }
         object["feature_rules"] = describe(info.featureRules)
         return object
     }
