@@ -56,7 +56,10 @@ let package = Package(
         .executableTarget(name: "rsup-device", dependencies: ["CLIKit", "DeviceNode"], path: "examples/DeviceCLI"),
         .executableTarget(
             name: "Benchmarks",
-            dependencies: ["SupportWire", "SupportTransport", "CLinuxShims", "DeviceNode", "SupporterNode", "SupporterREST"],
+            dependencies: [
+                "SupportWire", "SupportTransport", "CLinuxShims", "DeviceNode", "SupporterNode", "SupporterREST",
+                "SupportPostgres",
+            ],
             path: "Benchmarks"),
         .testTarget(name: "SupportWireTests", dependencies: ["SupportWire", "TestSupport"]),
         .testTarget(name: "SupportSessionTests", dependencies: ["SupportSession"]),

@@ -13,6 +13,7 @@ let groups: [BenchmarkGroup] = [
     NodesBenchmark.group,
     AbuseBenchmark.group,
     NodeCostBenchmark.group,
+    ClusterBenchmark.group,
 ]
 
 // Hidden subcommand: the client-side child process of the `tls` group's idle-connection measurement.

@@ -6,6 +6,11 @@
 #   scripts/pg-cluster.sh start DIR --tls CERT KEY
 #                                      → the same, with ssl=on: the server presents CERT (PEM, with KEY) on its
 #                                        loopback port; clients choose TLS (sslmode=verify-full sslrootcert=CA)
+#   scripts/pg-cluster.sh start DIR --listen ADDR/PREFIX
+#                                      → also listens on ADDR (an address of this network namespace, e.g. a private
+#                                        one inside `ip netns exec`) and trusts `rsup` from ADDR/PREFIX; the line
+#                                        printed then names host=ADDR (scripts/two-hosts.sh --cluster). Combines
+#                                        with --tls.
 #   scripts/pg-cluster.sh stop DIR     → stops the server and removes DIR
 #
 # As root, the server runs as the unprivileged `postgres` user (PostgreSQL refuses to run as root). Debian's binaries
@@ -14,19 +19,38 @@ set -euo pipefail
 command=${1:-}
 dir=${2:-}
 if [ -z "$command" ] || [ -z "$dir" ]; then
-  echo "usage: $0 start DIR [--tls CERT KEY] | stop DIR" >&2
+  echo "usage: $0 start DIR [--tls CERT KEY] [--listen ADDR/PREFIX] | stop DIR" >&2
   exit 2
 fi
 tls_cert=
 tls_key=
-if [ "${3:-}" = "--tls" ]; then
-  tls_cert=${4:-}
-  tls_key=${5:-}
-  if [ ! -f "$tls_cert" ] || [ ! -f "$tls_key" ]; then
-    echo "error: --tls needs a certificate file and its key file" >&2
-    exit 2
-  fi
-fi
+listen=
+shift 2
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --tls)
+      tls_cert=${2:-}
+      tls_key=${3:-}
+      if [ ! -f "$tls_cert" ] || [ ! -f "$tls_key" ]; then
+        echo "error: --tls needs a certificate file and its key file" >&2
+        exit 2
+      fi
+      shift 3
+      ;;
+    --listen)
+      listen=${2:-}
+      if ! [[ "$listen" =~ ^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+/[0-9]+$ ]]; then
+        echo "error: --listen needs an IPv4 address with its prefix length, e.g. 10.0.0.1/24" >&2
+        exit 2
+      fi
+      shift 2
+      ;;
+    *)
+      echo "error: unknown option '$1'; usage: $0 start DIR [--tls CERT KEY] [--listen ADDR/PREFIX] | stop DIR" >&2
+      exit 2
+      ;;
+  esac
+done
 bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
 if [ -z "$bin" ] || [ ! -x "$bin/initdb" ]; then
   echo "error: PostgreSQL server binaries not found under /usr/lib/postgresql (install the postgresql package)" >&2
@@ -57,11 +81,19 @@ case "$command" in
       printf "ssl = on\nssl_cert_file = '%s'\nssl_key_file = '%s'\n" "$dir/tls/server.crt" "$dir/tls/server.key" \
         >>"$dir/data/postgresql.conf"
     fi
+    addresses=127.0.0.1
+    host=$dir/socket
+    if [ -n "$listen" ]; then
+      addresses="127.0.0.1,${listen%/*}"
+      host=${listen%/*}
+      # The network's hosts may connect as rsup without a password: a throwaway cluster on a private network only.
+      printf "host all rsup %s trust\n" "$listen" >>"$dir/data/pg_hba.conf"
+    fi
     as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 start \
-      -o "-k $dir/socket -p $port -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" \
+      -o "-k $dir/socket -p $port -c listen_addresses=$addresses -c fsync=off -c max_connections=200" \
       >/dev/null 2>&1 || { echo "error: the server did not start: $(tail -3 "$dir/server.log")" >&2; exit 1; }
     as_owner "$bin/createdb" -h "$dir/socket" -p "$port" -U rsup rsup
-    echo "host=$dir/socket port=$port user=rsup dbname=rsup"
+    echo "host=$host port=$port user=rsup dbname=rsup"
     ;;
   stop)
     if [ -d "$dir/data" ]; then
@@ -70,7 +102,7 @@ case "$command" in
     rm -rf "$dir"
     ;;
   *)
-    echo "usage: $0 start DIR [--tls CERT KEY] | stop DIR" >&2
+    echo "usage: $0 start DIR [--tls CERT KEY] [--listen ADDR/PREFIX] | stop DIR" >&2
     exit 2
     ;;
 esac

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The project's one test command: unit and integration tests, the two-hosts check (scripts/two-hosts.sh), then fuzz
-# regression inputs and a short bounded fuzz.
+# The project's one test command: unit and integration tests, the two-hosts check and its three-hosts cluster variant
+# (scripts/two-hosts.sh, scripts/two-hosts.sh --cluster), then fuzz regression inputs and a short bounded fuzz.
 # FUZZ_SECONDS=0 skips the timed fuzz (regression inputs still run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +23,10 @@ fi
 echo "== two hosts (network namespaces)"
 # Builds the two CLI products itself, then runs them in two network namespaces (root; RSUP_ALLOW_SKIP=1 skips elsewhere).
 bash scripts/two-hosts.sh
+
+echo "== three hosts: two nodes on one PostgreSQL, the device in a third namespace"
+# The binaries the two-hosts check just built; PostgreSQL runs in the first node's namespace (scripts/two-hosts.sh).
+bash scripts/two-hosts.sh --cluster "$(swift build --show-bin-path)"
 
 echo "== fuzz: regression inputs"
 bash FuzzTesting/run.sh --regress

@@ -34,6 +34,47 @@ struct ServeStoreTests {
         }
     }
 
+    @Test("two nodes on one PostgreSQL: list on one names the node holding the device; connect and end there are routed")
+    func controlCommandsOnOneNodeReachADeviceOnAnother() async throws {
+        let cluster = try ThrowawayPostgres()
+        defer { cluster.stop() }
+        let store = ["--store", "postgres://rsup@127.0.0.1:\(cluster.port)/rsup"]
+        try await withCertificates { certificates in
+            let holder = try await SupporterServer(certificate: certificates.server, extra: store)
+            let other = try await SupporterServer(certificate: certificates.server, extra: store)
+            let holderID = try #require(await holder.process.waitForEvent("listening")?["node_id"] as? String)
+            let token = try await holder.issueToken()
+            let code = try await holder.createCode()
+            let device = try holder.startDevice(
+                code: code, token: token, trust: ["--ca", certificates.caPath], extra: ["--auto-accept"])
+            _ = try #require(await device.waitForEvent("online"), "\(device.transcript)")
+            func entry(on node: SupporterServer) async throws -> [String: Any]? {
+                try await node.control(["list"])["codes"].flatMap { $0 as? [[String: Any]] }?
+                    .first { $0["code"] as? String == code }
+            }
+            func waitFor(_ state: String, on node: SupporterServer) async throws -> [String: Any]? {
+                for _ in 0..<100 {
+                    if let found = try await entry(on: node), found["state"] as? String == state { return found }
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+                return try await entry(on: node)
+            }
+            let online = try await waitFor("online", on: other)
+            #expect(online?["node"] as? String == holderID, "\(String(describing: online))")
+            #expect(try await entry(on: holder)?["node"] == nil)  // its own device
+
+            _ = try await other.connect(code)
+            _ = try #require(await device.waitForEvent("connected"), "\(device.transcript)")
+            _ = try #require(await holder.waitForEvent("connected", code: code), "\(holder.process.transcript)")
+            #expect(try await waitFor("active", on: other)?["state"] as? String == "active")
+            _ = try await other.control(["end", "--code", code])
+            let ended = try #require(await device.waitForEvent("disconnected"), "\(device.transcript)")
+            #expect(ended["reason"] as? String == "ended_by_supporter")
+            await holder.close()
+            await other.close()
+        }
+    }
+
     @Test("an unreachable PostgreSQL server is one line and exit 1, an unknown store a usage error")
     func unreachableOrUnknownStoreIsOneLine() async throws {
         try await withCertificates { certificates in

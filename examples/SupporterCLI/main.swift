@@ -118,7 +118,10 @@ func remote(
         let codes = reply["codes"] as? [[String: Any]] ?? []
         if codes.isEmpty { console.line("no codes; create one with 'rsup-supporter create'") }
         for code in codes {
-            let extra = [code["device"].map { "device: \($0)" }, code["description"].map { "\($0)" }]
+            let extra = [
+                code["device"].map { "device: \($0)" }, code["node"].map { "on node \($0)" },
+                code["description"].map { "\($0)" },
+            ]
                 .compactMap { $0 }.joined(separator: "  ")
             console.line(escaping: "\(code["code"] ?? "?")  \(code["type"] ?? "")  \(code["state"] ?? "")  \(extra)")
         }
