@@ -30,8 +30,9 @@ enum ClusterNews: Sendable {
 ///
 /// Nothing is polled in steady state: the connection waits in `select` for the next notification. Once per presence
 /// lease it reads which devices other nodes hold, so that a node that died without a word (its leases lapsed) stops
-/// showing as holding them. A lost connection is reopened (1 s, doubling to 10 s); after it, every code and every
-/// presence is read again, since notifications sent meanwhile are lost.
+/// showing as holding them. A lost connection is reopened (1 s, doubling to 10 s); at every LISTEN (the first one
+/// too) codes, tokens, accounts, login sessions, presence and answers are read again, since notifications sent while
+/// not listening are lost.
 final class ClusterListener: Sendable {
     private let member: ClusterMember
     private let connectionString: String
@@ -124,8 +125,18 @@ final class ClusterListener: Sendable {
             throw PostgresStoreEngine.storeError(error, location: location)
         }
         if resync {
+            // Everything the node keeps in memory from the store, as it is now: what other nodes committed before
+            // this LISTEN (or while it was lost) reaches this node too. Login sessions that ended meanwhile end by
+            // their own lifetime here.
             let transaction = PostgresStoreTransaction(connection, location: location)
             deliver(.codeSnapshot(try PostgresStoreEngine.codes(transaction)))
+            for (digest, record) in try PostgresStoreEngine.tokens(transaction, id: nil) {
+                deliver(.token(id: record.id, digest: digest, record: record))
+            }
+            for account in try PostgresStoreEngine.accounts(transaction) { deliver(.account(account.login, account)) }
+            for session in try PostgresStoreEngine.loginSessions(transaction) {
+                deliver(.loginSession(digest: session.digest, session))
+            }
         }
         // Answers given while this node was not listening (a caller may still wait for one).
         let answers = try PostgresStoreTransaction(connection, location: location).run(

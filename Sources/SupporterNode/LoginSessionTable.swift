@@ -75,6 +75,9 @@ struct LoginSessionTable: Sendable {
         sessions.removeValue(forKey: SHA256.hash(Array(secret.utf8)))
     }
 
+    /// Whether a session with this digest is held.
+    func contains(digest: [UInt8]) -> Bool { sessions[digest] != nil }
+
     /// Forgets the session with this digest (it ended on another node).
     mutating func forget(digest: [UInt8]) { sessions[digest] = nil }
 

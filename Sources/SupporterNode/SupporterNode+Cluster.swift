@@ -61,7 +61,12 @@ extension SupporterNode {
             }
         case .loginSession(let digest, let record):
             state.withLock { state in
-                if let record { state.loginSessions.load(record, now: now) } else { state.loginSessions.forget(digest: digest) }
+                if let record {
+                    // Read again after a reconnection: a session held here keeps its own idle time.
+                    if !state.loginSessions.contains(digest: digest) { state.loginSessions.load(record, now: now) }
+                } else {
+                    state.loginSessions.forget(digest: digest)
+                }
             }
         case .loginSessionsEnded(let login):
             state.withLock { $0.loginSessions.closeAll(of: login) }
