@@ -1,4 +1,3 @@
-internal import CLinuxShims
 import SupportUtilities
 import SupportRuntime
 import SupportWire
@@ -115,7 +114,7 @@ public final class TLSListener: @unchecked Sendable {
         let loop = self.loop
         let fd = self.fd
         let accepted = loop.execute {
-            do throws(TransportError) { try loop.register(fd, events: rs_EPOLLIN(), handler: acceptor) } catch {
+            do throws(TransportError) { try loop.register(fd, events: .readable, handler: acceptor) } catch {
                 // Nothing will accept on this socket: say so, and give its descriptor back.
                 hooks.onAcceptError?(error)
                 acceptor.stop()
@@ -173,7 +172,7 @@ private final class Acceptor: Selectable, @unchecked Sendable {
         self.accept = accept
     }
 
-    func handle(events: UInt32) {
+    func handle(events: PollEvents) {
         // Bounded per wake-up so one loop's other connections are not starved by a connection storm.
         for _ in 0..<256 {
             switch Socket.accept(fd) {
@@ -231,7 +230,7 @@ private final class Acceptor: Selectable, @unchecked Sendable {
 
     private func pause(_ code: Int32) {
         guard !paused, !stopped else { return }
-        do { try loop.modify(fd, events: 0) } catch {
+        do { try loop.modify(fd, events: []) } catch {
             hooks.onAcceptError?(error)
             return
         }
@@ -246,7 +245,7 @@ private final class Acceptor: Selectable, @unchecked Sendable {
             self.resumeTimer = nil
             self.paused = false
             do throws(TransportError) {
-                try self.loop.modify(self.fd, events: rs_EPOLLIN())
+                try self.loop.modify(self.fd, events: .readable)
             } catch {
                 self.hooks.onAcceptError?(error)
             }

@@ -7,8 +7,8 @@ import Synchronization
 
 /// Something the event loop tells about readiness of its file descriptor.
 package protocol Selectable: AnyObject {
-    /// Called on the loop thread with the epoll event bits.
-    func handle(events: UInt32)
+    /// Called on the loop thread with the descriptor's readiness.
+    func handle(events: PollEvents)
     /// The loop is stopping while this is still registered: release the descriptor and tell the owner. Loop thread;
     /// no readiness call follows.
     func loopDidStop()
@@ -38,7 +38,8 @@ public final class LoopTimer {
     }
 }
 
-/// One thread running epoll: all readiness, timers and loop-confined state of the connections assigned to it.
+/// One thread waiting on a ``Poller`` (epoll on Linux): all readiness, timers and loop-confined state of the
+/// connections assigned to it.
 ///
 /// No thread per connection: a loop serves thousands. Work from other threads enters through ``execute(_:)`` (or
 /// ``submit(_:)`` for a caller that awaits the result).
@@ -48,10 +49,9 @@ public final class LoopTimer {
 /// `blocking_on_event_loop` error instead of deadlocking or stalling every connection of the loop.
 public final class EventLoop: @unchecked Sendable {
     // @unchecked: every `var` below is read and written only on the loop's own thread (checked with
-    // `assertInLoop`); the cross-thread entries are `inbox` (a Mutex), `wakeFD` (an eventfd), `threadID` and
+    // `assertInLoop`); the cross-thread entries are `inbox` (a Mutex), the poller's `wake()`, `threadID` and
     // `stopRequested` (atomics), and the immutable `let`s.
-    private let epollFD: Int32
-    private let wakeFD: Int32
+    private let poller: PlatformPoller
     private let inbox = Mutex(Inbox())
     private let stopRequested = Atomic<Bool>(false)
     /// The loop thread's `pthread_self()`, stored once by the thread before it runs anything; 0 before that.
@@ -94,31 +94,11 @@ public final class EventLoop: @unchecked Sendable {
     private init(name: String, onError: (@Sendable (TransportError) -> Void)?) throws(TransportError) {
         self.name = name
         self.onError = onError
-        epollFD = epoll_create1(Int32(EPOLL_CLOEXEC))
-        guard epollFD >= 0 else { throw TransportError(.socket, "epoll_create1: \(SystemError.describe(errno))") }
-        wakeFD = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
-        guard wakeFD >= 0 else {
-            let code = errno
-            close(epollFD)
-            throw TransportError(.socket, "eventfd: \(SystemError.describe(code))")
-        }
-        var event = epoll_event()
-        event.events = rs_EPOLLIN()
-        event.data.u64 = UInt64(UInt32(bitPattern: wakeFD))
-        guard epoll_ctl(epollFD, EPOLL_CTL_ADD, wakeFD, &event) == 0 else {
-            let code = errno
-            close(epollFD)
-            close(wakeFD)
-            throw TransportError(.poller, "epoll_ctl(ADD) of the loop's wake-up eventfd: \(SystemError.describe(code))")
-        }
+        poller = try PlatformPoller()
         readBuffer = .allocate(byteCount: 64 * 1024, alignment: 16)
     }
 
-    deinit {
-        close(epollFD)
-        close(wakeFD)
-        readBuffer.deallocate()
-    }
+    deinit { readBuffer.deallocate() }
 
     /// Whether the caller runs on this loop's thread. Lock-free: one atomic load compared with `pthread_self()`.
     public var inLoop: Bool { threadID.load(ordering: .acquiring) == UInt(pthread_self()) }
@@ -164,10 +144,7 @@ public final class EventLoop: @unchecked Sendable {
         return try result.get()
     }
 
-    private func wake() {
-        var one: UInt64 = 1
-        _ = write(wakeFD, &one, 8)
-    }
+    private func wake() { poller.wake() }
 
     /// Stops the loop after the current iteration. From then on ``execute(_:)`` refuses work; work accepted before
     /// still runs. Handlers still registered are told the loop stopped (connections close with
@@ -195,29 +172,27 @@ public final class EventLoop: @unchecked Sendable {
 
     // MARK: registration (loop thread only)
 
-    /// Watches `fd` for `events`. Throws `poller` with epoll's reason when epoll refuses it (then nothing is registered).
-    package func register(_ fd: Int32, events: UInt32, handler: Selectable) throws(TransportError) {
+    /// Watches `fd` for `events`. Throws `poller` with the poller's reason when it refuses (then nothing is
+    /// registered).
+    package func register(_ fd: Int32, events: PollEvents, handler: Selectable) throws(TransportError) {
         assertInLoop()
         nextGeneration &+= 1
-        var event = epoll_event()
-        event.events = events
-        event.data.u64 = UInt64(nextGeneration) << 32 | UInt64(UInt32(bitPattern: fd))
-        guard epoll_ctl(epollFD, EPOLL_CTL_ADD, fd, &event) == 0 else {
-            throw TransportError(.poller, "epoll_ctl(ADD) of fd \(fd): \(SystemError.describe(errno))")
-        }
+        if nextGeneration == 0 { nextGeneration = 1 }  // token 0 is the poller's own wake-up
+        try poller.add(fd, events: events, token: Self.token(fd, nextGeneration))
         registrations[fd] = (nextGeneration, handler)
     }
 
-    /// Changes the events watched for `fd`. Throws `poller` when epoll refuses.
-    package func modify(_ fd: Int32, events: UInt32) throws(TransportError) {
+    /// Changes the events watched for `fd`. Throws `poller` when the poller refuses.
+    package func modify(_ fd: Int32, events: PollEvents) throws(TransportError) {
         assertInLoop()
         guard let registration = registrations[fd] else { return }
-        var event = epoll_event()
-        event.events = events
-        event.data.u64 = UInt64(registration.generation) << 32 | UInt64(UInt32(bitPattern: fd))
-        guard epoll_ctl(epollFD, EPOLL_CTL_MOD, fd, &event) == 0 else {
-            throw TransportError(.poller, "epoll_ctl(MOD) of fd \(fd): \(SystemError.describe(errno))")
-        }
+        try poller.modify(fd, events: events, token: Self.token(fd, registration.generation))
+    }
+
+    /// A registration's token: its generation (never 0) above the descriptor, so that a descriptor number reused
+    /// within one batch of readiness is told apart.
+    private static func token(_ fd: Int32, _ generation: UInt32) -> UInt64 {
+        UInt64(generation) << 32 | UInt64(UInt32(bitPattern: fd))
     }
 
     /// Removes `fd` from the loop; call before closing it. A failure (e.g. the fd was closed first) has no caller to
@@ -225,9 +200,8 @@ public final class EventLoop: @unchecked Sendable {
     package func unregister(_ fd: Int32) {
         assertInLoop()
         guard registrations.removeValue(forKey: fd) != nil else { return }
-        var event = epoll_event()
-        if epoll_ctl(epollFD, EPOLL_CTL_DEL, fd, &event) != 0 {
-            onError?(TransportError(.poller, "epoll_ctl(DEL) of fd \(fd) on \(name): \(SystemError.describe(errno))"))
+        do throws(TransportError) { try poller.remove(fd) } catch {
+            onError?(TransportError(.poller, "\(error.message) on \(name)"))
         }
     }
 
@@ -261,34 +235,21 @@ public final class EventLoop: @unchecked Sendable {
         pthread_sigmask(SIG_BLOCK, &blocked, nil)
         threadID.store(UInt(pthread_self()), ordering: .releasing)
         LoopThreadMarker.set()
-        let capacity = 512
-        let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: capacity)
-        defer { events.deallocate() }
         while !stopRequested.load(ordering: .acquiring) {
-            let count = epoll_wait(epollFD, events, Int32(capacity), timeoutMilliseconds())
-            if count < 0 {
-                let code = errno
-                if code == EINTR { continue }
+            do throws(TransportError) {
+                try poller.wait(timeoutMilliseconds: timeoutMilliseconds()) { token, events in
+                    let fd = Int32(bitPattern: UInt32(truncatingIfNeeded: token))
+                    let generation = UInt32(truncatingIfNeeded: token >> 32)
+                    // A handler closed earlier in this batch may have had its fd number reused: the generation tells.
+                    guard let registration = registrations[fd], registration.generation == generation else { return }
+                    registration.handler.handle(events: events)
+                }
+            } catch {
                 // Not transient (EBADF, EFAULT, EINVAL): the loop cannot go on. Say so, then stop as for shutdown,
                 // so that every connection is closed and its owner told.
-                onError?(
-                    TransportError(
-                        .poller, "epoll_wait on \(name) failed: \(SystemError.describe(code)); the loop stops"))
+                onError?(TransportError(.poller, "\(error.message) on \(name); the loop stops"))
                 inbox.withLock { $0.accepting = false }
                 break
-            }
-            for index in 0..<Int(count) {
-                let event = events[index]
-                let fd = Int32(bitPattern: UInt32(truncatingIfNeeded: event.data.u64))
-                if fd == wakeFD {
-                    var value: UInt64 = 0
-                    _ = read(wakeFD, &value, 8)
-                    continue
-                }
-                let generation = UInt32(truncatingIfNeeded: event.data.u64 >> 32)
-                // A handler closed earlier in this batch may have had its fd number reused: the generation tells.
-                guard let registration = registrations[fd], registration.generation == generation else { continue }
-                registration.handler.handle(events: event.events)
             }
             runExpiredTimers()
             runPending()

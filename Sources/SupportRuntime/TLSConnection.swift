@@ -1,4 +1,3 @@
-internal import CLinuxShims
 import SupportUtilities
 internal import COpenSSL
 import Glibc
@@ -39,7 +38,7 @@ package final class TLSConnection: Selectable {
     private var outboundStart = 0
     /// Bytes queued for sending beyond which the peer is too slow and the connection closes.
     package let maxBufferedBytes: Int
-    private var interest: UInt32 = 0
+    private var interest: PollEvents = []
     private var handshakeTimer: LoopTimer?
     private var closeTimer: LoopTimer?
     private var idleTimer: LoopTimer?
@@ -101,12 +100,12 @@ package final class TLSConnection: Selectable {
                     self.finish(TransportError(.connectTimeout, "connecting to \(self.peerDescription) timed out"))
                 }
             }
-            interest = rs_EPOLLOUT()
+            interest = .writable
             guard registerWithLoop() else { return }
             return
         }
         guard makeSSL() else { return }
-        interest = rs_EPOLLIN()
+        interest = .readable
         guard registerWithLoop() else { return }
         if !context.configuration.isServer { handshake() }
     }
@@ -154,8 +153,8 @@ package final class TLSConnection: Selectable {
 
     /// Watches for `events`, minus EPOLLIN while reading is paused on an open connection or after the peer's
     /// close_notify (the socket stays readable at EOF: watching it would spin).
-    private func setInterest(_ events: UInt32) {
-        let events = isReadingPaused && state == .open || receivedCloseNotify ? events & ~rs_EPOLLIN() : events
+    private func setInterest(_ events: PollEvents) {
+        let events = isReadingPaused && state == .open || receivedCloseNotify ? events.subtracting(.readable) : events
         guard events != interest, state != .closed else { return }
         interest = events
         do { try loop.modify(fd, events: events) } catch { finish(error) }
@@ -180,28 +179,28 @@ package final class TLSConnection: Selectable {
         isReadingPaused = false
         guard state == .open else { return }
         lastRead = Deadline.now()  // the paused time was ours, not the peer's silence
-        setInterest(interest | rs_EPOLLIN())
+        setInterest(interest.union(.readable))
         if state == .open { readAvailable() }
     }
 
     // MARK: events
 
-    package func handle(events: UInt32) {
+    package func handle(events: PollEvents) {
         switch state {
         case .connecting: finishConnect()
         case .handshaking: handshake()
-        case .open where receivedCloseNotify && events & (rs_EPOLLHUP() | rs_EPOLLERR()) != 0:
+        case .open where receivedCloseNotify && !events.isDisjoint(with: [.hangUp, .error]):
             // Waiting to flush a last frame after the peer's close_notify, and the peer is gone entirely.
             finish(TransportError(.connectionReset, "\(peerDescription) reset the connection after its close_notify"))
-        case .open where isReadingPaused && events & (rs_EPOLLHUP() | rs_EPOLLERR()) != 0:
+        case .open where isReadingPaused && !events.isDisjoint(with: [.hangUp, .error]):
             // epoll reports hang-up and error even when EPOLLIN is not watched, and keeps reporting them (level
             // triggered): the connection is dead; what the peer sent and we did not read is lost with it.
             finish(
                 TransportError(
                     .connectionReset, "\(peerDescription) reset the connection while reading was paused"))
         case .open, .closing:
-            if events & (rs_EPOLLIN() | rs_EPOLLHUP() | rs_EPOLLERR()) != 0 { readAvailable() }
-            if state != .closed, events & rs_EPOLLOUT() != 0 { flush() }
+            if !events.isDisjoint(with: [.readable, .hangUp, .error]) { readAvailable() }
+            if state != .closed, events.contains(.writable) { flush() }
         case .closed: break
         }
     }
@@ -216,7 +215,7 @@ package final class TLSConnection: Selectable {
         closeTimer = nil
         state = .handshaking
         guard makeSSL() else { return }
-        setInterest(rs_EPOLLIN())
+        setInterest(.readable)
         handshake()
     }
 
@@ -247,8 +246,8 @@ package final class TLSConnection: Selectable {
             return
         }
         switch SSL_get_error(ssl, result) {
-        case SSL_ERROR_WANT_READ: setInterest(rs_EPOLLIN())
-        case SSL_ERROR_WANT_WRITE: setInterest(rs_EPOLLIN() | rs_EPOLLOUT())
+        case SSL_ERROR_WANT_READ: setInterest(.readable)
+        case SSL_ERROR_WANT_WRITE: setInterest([.readable, .writable])
         case let code: finish(handshakeError(code: code, errno: errno))
         }
     }
@@ -298,7 +297,7 @@ package final class TLSConnection: Selectable {
             case SSL_ERROR_WANT_READ:
                 return
             case SSL_ERROR_WANT_WRITE:
-                setInterest(rs_EPOLLIN() | rs_EPOLLOUT())
+                setInterest([.readable, .writable])
                 return
             case SSL_ERROR_ZERO_RETURN:
                 // The peer's close_notify: everything it sent has arrived.
@@ -403,7 +402,7 @@ package final class TLSConnection: Selectable {
         let savedErrno = errno
         switch SSL_get_error(ssl, 0) {
         case SSL_ERROR_WANT_WRITE:
-            setInterest(rs_EPOLLIN() | rs_EPOLLOUT())
+            setInterest([.readable, .writable])
             return true
         case SSL_ERROR_WANT_READ:
             return true
@@ -439,7 +438,7 @@ package final class TLSConnection: Selectable {
         // Drained: release the buffer so an idle connection keeps none.
         outbound = []
         outboundStart = 0
-        if state != .closed { setInterest(rs_EPOLLIN()) }
+        if state != .closed { setInterest(.readable) }
         if closeWhenFlushed, state == .open { sendCloseNotify() }
     }
 

@@ -169,7 +169,7 @@ import SupportUtilities
             defer { close(fd) }
             let error = try await loop.submit { () -> TransportError? in
                 do throws(TransportError) {
-                    try loop.register(fd, events: epollIn, handler: NullHandler())
+                    try loop.register(fd, events: .readable, handler: NullHandler())
                     return nil
                 } catch {
                     return error
@@ -188,7 +188,7 @@ import SupportUtilities
             defer { close(pipeFDs[1]) }
             let readFD = pipeFDs[0]
             try await loop.submit { () -> Void in
-                try? loop.register(readFD, events: epollIn, handler: NullHandler())
+                try? loop.register(readFD, events: .readable, handler: NullHandler())
                 close(readFD)  // closed before it was unregistered: the removal fails with EBADF
                 loop.unregister(readFD)
             }
@@ -209,7 +209,7 @@ import SupportUtilities
             close(pipeFDs[1])
         }
         let readFD = pipeFDs[0]
-        try await loop.submit { try? loop.register(readFD, events: epollIn, handler: handler) }
+        try await loop.submit { try? loop.register(readFD, events: .readable, handler: handler) }
         loop.shutdown()
         try loop.waitUntilFinished()
         let stops = handler.stopCount.load(ordering: .relaxed)
@@ -217,12 +217,9 @@ import SupportUtilities
     }
 }
 
-/// EPOLLIN (Glibc does not import the epoll event enum usably).
-private let epollIn: UInt32 = 0x001
-
 /// A Selectable that only counts ``loopDidStop()``.
 private final class NullHandler: Selectable, Sendable {
     let stopCount = Atomic<Int>(0)
-    func handle(events: UInt32) {}
+    func handle(events: PollEvents) {}
     func loopDidStop() { stopCount.wrappingAdd(1, ordering: .relaxed) }
 }
