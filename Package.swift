@@ -18,7 +18,7 @@ let package = Package(
         // The shared framing module: pure Swift, no I/O, no OpenSSL, no Foundation.
         .target(name: "SupportWire"),
         // The session state machines of both roles: pure values, events in, actions out (SPEC §8, §9).
-        .target(name: "SupportSession", dependencies: ["SupportWire"]),
+        .target(name: "SupportSession", dependencies: ["SupportWire", "SupportUtilities"]),
         // The supporter node's registry of codes, connections and abuse state: a pure value (events in, decisions and
         // store intents out), like the session machines.
         .target(name: "SupportRegistry", dependencies: ["SupportSession"]),

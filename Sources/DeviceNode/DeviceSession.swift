@@ -295,7 +295,7 @@ public final class DeviceSession: @unchecked Sendable {
 
     // MARK: machine actions (loop)
 
-    private static func now() -> Duration { Deadline.now().sinceOrigin }
+    private static func now() -> Deadline { Deadline.now() }
 
     fileprivate func received(_ message: Message, from forwarder: LinkForwarder) {
         guard forwarder === self.forwarder else { return }  // an old link's frame after a RESUME (SPEC §15.5)
@@ -403,7 +403,7 @@ public final class DeviceSession: @unchecked Sendable {
         promptTimer?.cancel()
         promptTimer = nil
         guard let deadline = machine.nextDeadline else { return }
-        let at = Deadline(sinceOrigin: deadline)
+        let at = deadline
         promptTimer = node.loop.schedule(at: at) { [weak self] in
             guard let self else { return }
             self.promptTimer = nil

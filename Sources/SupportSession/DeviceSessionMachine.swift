@@ -7,7 +7,7 @@ public struct DeviceSessionMachine: Sendable {
         case idle
         case registering
         case online
-        case requestPending(ConnectionRequestInfo, deadline: Duration)
+        case requestPending(ConnectionRequestInfo, deadline: Deadline)
         case awaitingStart(ConnectionRequestInfo)
         case active(ConnectionRequestInfo)
     }
@@ -50,7 +50,7 @@ public struct DeviceSessionMachine: Sendable {
     /// The in-session message channel of the current registration (SPEC §15.4).
     public private(set) var channel = MessageChannel()
     /// Asks for features waiting for the user, by ask id, with their deadlines.
-    public private(set) var featureAsks: [UInt32: (ask: FeatureAsk, deadline: Duration)] = [:]
+    public private(set) var featureAsks: [UInt32: (ask: FeatureAsk, deadline: Deadline)] = [:]
     /// With session resume: the last secret the node gave; nil when the session cannot be resumed.
     public private(set) var resumeSecret: String?
     /// The joined code (for RESUME).
@@ -79,7 +79,7 @@ public struct DeviceSessionMachine: Sendable {
 
     /// When ``tick(now:)`` should run next: the earliest prompt deadline, as time since an arbitrary origin the caller
     /// uses.
-    public var nextDeadline: Duration? {
+    public var nextDeadline: Deadline? {
         var deadlines = featureAsks.values.map(\.deadline)
         if case .requestPending(_, let deadline) = state { deadlines.append(deadline) }
         return deadlines.min()
@@ -185,7 +185,7 @@ public struct DeviceSessionMachine: Sendable {
     }
 
     /// Time passed (`now` on the caller's monotonic origin): the prompt may time out.
-    public mutating func tick(now: Duration) -> [Action] {
+    public mutating func tick(now: Deadline) -> [Action] {
         var actions: [Action] = []
         for (id, entry) in featureAsks.sorted(by: { $0.key < $1.key }) where now >= entry.deadline {
             actions += answerFeature(askID: id, grant: false, reason: .requestTimedOut)
@@ -278,7 +278,7 @@ public struct DeviceSessionMachine: Sendable {
     ///
     /// Total over `Message`: connection-level frames get §7's rule for an open connection (HELLO / HELLO_ACK are a
     /// protocol error in every session state; PING, PONG, GOAWAY give no session action).
-    public mutating func received(_ message: Message, now: Duration, call: SystemCallStatus) -> [Action] {
+    public mutating func received(_ message: Message, now: Deadline, call: SystemCallStatus) -> [Action] {
         switch FrameRouting(message) {
         case .session: break
         case .connectionOnly: return []
@@ -307,7 +307,7 @@ public struct DeviceSessionMachine: Sendable {
             ]
         case (.online, .connectionRequest(let request)):
             let info = requestInfo(request)
-            state = .requestPending(info, deadline: now.saturatingAdding(promptTimeout))
+            state = .requestPending(info, deadline: now + promptTimeout)
             return [.report(.connectionRequest(info))] + featureMismatches(for: request)
         case (.online, .requestAbort), (.active, .requestAbort):
             return []
@@ -395,7 +395,7 @@ public struct DeviceSessionMachine: Sendable {
     }
 
     /// A FEATURE_REQUEST in an active session: answered at once by rule, or shown to the user.
-    private mutating func featureAsked(_ request: FeatureRequest, now: Duration) -> [Action] {
+    private mutating func featureAsked(_ request: FeatureRequest, now: Deadline) -> [Action] {
         // SPEC §15.3: ask ids increase; one ask per feature at a time; a bounded number waits for the user.
         guard request.askID > lastAskID else {
             return [.protocolViolation("FEATURE_REQUEST ask_id \(request.askID) after \(lastAskID): ids increase")]
@@ -418,7 +418,7 @@ public struct DeviceSessionMachine: Sendable {
         case .allow: return grantAsk(ask, version: version)
         case .deny: return refuseAsk(ask, reason: .featureDenied)
         case .confirm:
-            featureAsks[request.askID] = (ask, now.saturatingAdding(featurePromptTimeout))
+            featureAsks[request.askID] = (ask, now + featurePromptTimeout)
             return [.report(.featureRequested(ask))]
         }
     }

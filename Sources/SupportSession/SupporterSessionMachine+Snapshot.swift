@@ -68,7 +68,7 @@ extension SupporterSessionMachine {
     /// reconciliation. `secret` is the one the device presented (the caller checked it against the stored digests).
     /// A pending request gets a full prompt time again from `now`.
     public init(
-        restoring snapshot: ResumeSnapshot, secret: String, requestTimeout: Duration, now: Duration,
+        restoring snapshot: ResumeSnapshot, secret: String, requestTimeout: Duration, now: Deadline,
         secretSource: @escaping @Sendable () -> String = ResumeSecret.make
     ) {
         self.init(requestTimeout: requestTimeout, secretSource: secretSource)

@@ -6,7 +6,7 @@ public struct SupporterSessionMachine: Sendable {
     public enum State: Sendable, Hashable {
         case idle
         case online(code: String)
-        case requestPending(code: String, request: ConnectionRequest, deadline: Duration)
+        case requestPending(code: String, request: ConnectionRequest, deadline: Deadline)
         case active(code: String, request: ConnectionRequest)
     }
 
@@ -107,7 +107,7 @@ public struct SupporterSessionMachine: Sendable {
     }
 
     /// When ``tick(now:)`` should run next.
-    public var nextDeadline: Duration? {
+    public var nextDeadline: Deadline? {
         if case .requestPending(_, _, let deadline) = state { return deadline }
         return nil
     }
@@ -118,7 +118,7 @@ public struct SupporterSessionMachine: Sendable {
     /// drop denied features (reported) and mark those to confirm; `mediaDescriptor` goes out with SESSION_STARTED
     /// when session messages are in effect.
     public mutating func requestConnection(
-        supporterName: String, type: ConnectionType, features: FeatureSet = [], now: Duration,
+        supporterName: String, type: ConnectionType, features: FeatureSet = [], now: Deadline,
         codeRules: FeatureRules = .codeDefault, mediaDescriptor: [UInt8]? = nil
     ) throws(Refusal) -> [Action] {
         guard !isReconnecting else { throw Refusal(description: "the device is reconnecting; try again shortly") }
@@ -156,7 +156,7 @@ public struct SupporterSessionMachine: Sendable {
         }
         lastRequestID += 1
         self.mediaDescriptor = extensions.contains(.sessionMessages) ? mediaDescriptor : nil
-        state = .requestPending(code: code, request: request, deadline: now.saturatingAdding(requestTimeout))
+        state = .requestPending(code: code, request: request, deadline: now + requestTimeout)
         var actions: [Action] = [.send(.connectionRequest(request))]
         if !denied.isEmpty { actions.append(.report(.featuresDenied(FeatureSet(denied)))) }
         return actions
@@ -196,7 +196,7 @@ public struct SupporterSessionMachine: Sendable {
     }
 
     /// Time passed: the pending request may time out.
-    public mutating func tick(now: Duration) -> [Action] {
+    public mutating func tick(now: Deadline) -> [Action] {
         guard case .requestPending(let code, let request, let deadline) = state, now >= deadline else { return [] }
         state = .online(code: code)
         lastEndedRequest = (request.requestID, .requestTimedOut)
@@ -294,7 +294,7 @@ public struct SupporterSessionMachine: Sendable {
     /// Total over `Message`: connection-level frames get §7's rule for an open connection (HELLO / HELLO_ACK are a
     /// protocol error in every session state; PING, PONG, GOAWAY give no session action).
     public mutating func received(
-        _ message: Message, now: Duration, authorize: (Register) -> RegistrationDecision
+        _ message: Message, now: Deadline, authorize: (Register) -> RegistrationDecision
     ) -> [Action] {
         switch FrameRouting(message) {
         case .session: break
@@ -432,7 +432,7 @@ extension SupporterSessionMachine {
     /// A device presents `resume` on a new link with `extensions` in effect there. Pure: the caller moves the
     /// returned machine to the new connection and closes the old link (GOAWAY `session_moved`) if it is still open.
     public func resumed(
-        by resume: Resume, extensions newExtensions: ProtocolExtensions, peerMaxFrameSize: Int, now: Duration
+        by resume: Resume, extensions newExtensions: ProtocolExtensions, peerMaxFrameSize: Int, now: Deadline
     ) -> ResumeOutcome {
         let secretMatches = [resumeSecret, previousResumeSecret].contains { known in
             known.map { Self.constantTimeEqual($0, resume.resumeSecret) } ?? false

@@ -1,4 +1,8 @@
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A point on the monotonic clock, in nanoseconds since boot: cheap to read and compare, never jumps.
 public struct Deadline: Comparable, Hashable, Sendable {
@@ -14,8 +18,16 @@ public struct Deadline: Comparable, Hashable, Sendable {
 
     public static func < (lhs: Deadline, rhs: Deadline) -> Bool { lhs.nanoseconds < rhs.nanoseconds }
 
+    /// `lhs` moved by `rhs`, saturating at the clock's origin and its far end (never wrapping).
     public static func + (lhs: Deadline, rhs: Duration) -> Deadline {
-        Deadline(nanoseconds: lhs.nanoseconds &+ rhs.nanosecondsClamped)
+        let (sum, overflow) = lhs.nanoseconds.addingReportingOverflow(rhs.nanosecondsClamped)
+        return Deadline(nanoseconds: overflow ? .max : sum)
+    }
+
+    /// `lhs` moved back by `rhs`, saturating at the clock's origin.
+    public static func - (lhs: Deadline, rhs: Duration) -> Deadline {
+        let amount = rhs.nanosecondsClamped
+        return Deadline(nanoseconds: lhs.nanoseconds > amount ? lhs.nanoseconds - amount : 0)
     }
 
     /// The same point as time since the clock's origin (boot), for state machines that take time as a `Duration`.
@@ -23,6 +35,13 @@ public struct Deadline: Comparable, Hashable, Sendable {
 
     /// The point `sinceOrigin` after the clock's origin (negative values clamp to the origin).
     public init(sinceOrigin: Duration) { self.init(nanoseconds: sinceOrigin.nanosecondsClamped) }
+
+    /// The point `duration` after the clock's origin: for tests and virtual clocks, which choose their own "now"
+    /// (`machine.tick(now: .seconds(90))`).
+    public static func seconds(_ seconds: Int64) -> Deadline { Deadline(sinceOrigin: .seconds(seconds)) }
+    public static func milliseconds(_ milliseconds: Int64) -> Deadline { Deadline(sinceOrigin: .milliseconds(milliseconds)) }
+    /// The clock's origin.
+    public static let zero = Deadline(nanoseconds: 0)
 
     /// Time from `earlier` to `self`, zero if `earlier` is later.
     public func since(_ earlier: Deadline) -> Duration {
@@ -33,10 +52,10 @@ public struct Deadline: Comparable, Hashable, Sendable {
 extension Duration {
     /// Whole nanoseconds, clamped at zero and at about 292 years.
     package var nanosecondsClamped: UInt64 {
-        let (seconds, attoseconds) = components
-        guard seconds >= 0 else { return 0 }
-        guard seconds < 9_000_000_000 else { return UInt64(Int64.max) }
-        return UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
+        // From the 128-bit attoseconds: `components` traps for durations beyond Int64.max seconds.
+        let nanoseconds = attoseconds / 1_000_000_000
+        guard nanoseconds > 0 else { return 0 }
+        return nanoseconds >= Int128(Int64.max) ? UInt64(Int64.max) : UInt64(nanoseconds)
     }
 
     /// Whole milliseconds (for the wire's keepalive field), clamped to `UInt32`.

@@ -69,7 +69,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             requestTimeout: node.configuration.requestTimeout, secretSource: ResumeSecret.make)
     }
 
-    static func now() -> Duration { Deadline.now().sinceOrigin }
+    static func now() -> Deadline { Deadline.now() }
 
     // MARK: FramedLinkDelegate (on the loop)
 
@@ -570,7 +570,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         timer?.cancel()
         timer = nil
         guard let deadline = machine.nextDeadline else { return }
-        let at = Deadline(sinceOrigin: deadline)
+        let at = deadline
         timer = link.loop.schedule(at: at) { [weak self] in
             guard let self else { return }
             self.timer = nil

@@ -78,4 +78,4 @@ extension SupporterSessionMachine.Action {
 }
 
 /// A node's clock origin for the tests.
-let t0 = Duration.seconds(10)
+let t0 = Deadline.seconds(10)

@@ -83,7 +83,7 @@ public struct SessionDriver {
     var device: DeviceSessionMachine
     var supporter: SupporterSessionMachine
     var decoder = FrameDecoder()
-    var now: Duration = .zero
+    var now: Deadline = .zero
     var call = SystemCallStatus.idle
     var decision = RegistrationDecision.accept(codeType: .remoteSupport)
     /// The supporter connection's last request id (0: none yet).
@@ -116,7 +116,7 @@ public struct SessionDriver {
     /// Feature asks: sent by the supporter and unanswered; shown to the device's user (with deadlines).
     var supporterAsks: [UInt32: Feature.ID] = [:]
     var lastAskID: UInt32 = 0
-    var deviceAsks: [UInt32: (feature: Feature.ID, deadline: Duration)] = [:]
+    var deviceAsks: [UInt32: (feature: Feature.ID, deadline: Deadline)] = [:]
     /// The last ask id the device accepted in the current registration (they increase, §15.3).
     var deviceLastAskID: UInt32 = 0
     /// The device sent SESSION_END on the current link (it must not REGISTER on it again, SPEC §5.11).
@@ -154,7 +154,7 @@ public struct SessionDriver {
     static let fileNames = ["a.txt", "", String(repeating: "f", count: 255), String(repeating: "f", count: 256)]
     static let mediaDescriptors: [[UInt8]?] = [nil, Array("room=1".utf8), [], [UInt8](repeating: 7, count: 4097)]
     /// A time far beyond any clock, where a careless `now + timeout` overflows.
-    static let farFuture = Duration.seconds(Int64.max) * 18
+    static let farFuture = Deadline(nanoseconds: .max)
     static let featurePromptTimeout = Duration.seconds(30)
 
     public static func run(_ bytes: UnsafeRawBufferPointer) {
@@ -332,10 +332,8 @@ public struct SessionDriver {
         }
     }
 
-    static func adding(_ time: Duration, _ step: Duration) -> Duration {
-        let (sum, overflow) = time.attoseconds.addingReportingOverflow(step.attoseconds)
-        return overflow ? Duration(attoseconds: step.attoseconds > 0 ? .max : .min) : Duration(attoseconds: sum)
-    }
+    /// `time` moved by `step`, saturating (what the machines do with `Deadline + Duration`).
+    static func adding(_ time: Deadline, _ step: Duration) -> Deadline { time + step }
 
     mutating func checkStaticInvariants() {
         if let secret = supporter.resumeSecret, issuedSecrets.last != secret {
@@ -513,12 +511,10 @@ public struct SessionDriver {
         let step = byte()
         switch step {
         case 0xFF: now = Self.farFuture
-        case 0xFE: now = .zero - Self.farFuture
-        case 0xFD: now = .zero
+        case 0xFE, 0xFD: now = .zero  // the clock's origin (a monotonic clock has no time before it)
         default:
             // Up to 127 s in half-second steps: both default timeouts (60 s, 90 s) are reachable.
-            let (sum, overflow) = now.attoseconds.addingReportingOverflow(Duration.milliseconds(Int(step) * 500).attoseconds)
-            now = overflow ? Self.farFuture : Duration(attoseconds: sum)
+            now = now + .milliseconds(Int(step) * 500)
         }
     }
 
