@@ -45,8 +45,10 @@ public struct DeviceConfiguration: Sendable {
     public var apiToken: String
     /// The name supporters see, 1–64 bytes.
     public var deviceName: String
-    /// What this device can do.
-    public var capabilities: FeatureSet = [Feature(.screenShare), Feature(.voip)]
+    /// What this device can do: the SDK advertises this and nothing more. Default: nothing — say what the app
+    /// implements, e.g. `[Feature(.screenShare), Feature(.voip)]`. A supporter asking for a feature not listed gets
+    /// `unsupported_feature`; VoIP starts only when `voip` is listed.
+    public var capabilities: FeatureSet = []
     /// How long a connection request prompt waits for the user before it counts as a reject.
     public var promptTimeout: Duration = .seconds(60)
     /// The app's access rule per feature (SPEC §15.3): `allow`, `confirm` (the user decides) or `deny`. Default:
@@ -61,8 +63,12 @@ public struct DeviceConfiguration: Sendable {
     public var keepaliveInterval: Duration = .seconds(15)
     public var connectTimeout: Duration = .seconds(10)
     public var callObserver: any CallObserver = NoCallObserver()
-    /// Where delegate calls run, in order. Default: a private serial queue per session.
+    /// Where delegate calls run, in order. Default: a private serial queue per session. (A ``DeviceSessionModel``
+    /// is called on the main actor whatever this says.)
     public var delegateQueue: DispatchQueue?
+    /// How many events ``DeviceSession/events`` keeps for a consumer that has not taken them yet; past it the oldest
+    /// are dropped (see ``DeviceSessionEvents``). Default 256.
+    public var eventBufferCapacity: Int = 256
     public var logger: NodeLogger = .disabled
     /// The event loop for the node's connection. Default: one of the node's own. Share one loop among many device
     /// nodes in one process (test rigs, load generators) to avoid a thread each.

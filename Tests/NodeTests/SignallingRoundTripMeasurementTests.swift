@@ -56,6 +56,40 @@ extension NodeIntegration {
             #expect(total.count == Self.rounds)
         }
 
+        /// The main-actor model: the loop hands the event to the main queue (1), the app allows from there and the
+        /// answer goes straight to the loop (2).
+        @MainActor @Test func roundTripThroughTheMainActorModel() async throws {
+            let harness = try NodeHarness()
+            defer { harness.shutdown() }
+            let node = try harness.device()
+            let model = DeviceSessionModel(node: node)
+            var toPrompt: [Duration] = []
+            var total: [Duration] = []
+            var shownAt: ContinuousClock.Instant?
+            model.onChange = { model in
+                if case .requestPending = model.state {
+                    shownAt = .now
+                    model.allow()
+                }
+            }
+            for _ in 0..<Self.rounds {
+                let code = try await harness.supporter.createCode().code
+                shownAt = nil
+                try await model.join(code: code)
+                let start = ContinuousClock.now
+                let id = try await harness.supporter.requestConnection(code: code, supporterName: "Ana", type: .screenShare)
+                #expect(await harness.supporterEvent(on: code) { $0 == .connected(requestID: id) } != nil)
+                let end = ContinuousClock.now
+                if let shownAt { toPrompt.append(shownAt - start) }
+                total.append(end - start)
+                model.leave()
+                _ = await harness.supporterEvent(on: code) { if case .ended = $0 { true } else { false } }
+                _ = await eventually { model.state.isEnded }
+            }
+            Self.report("DeviceSessionModel on the main actor (2 hops)", toPrompt: toPrompt, total: total)
+            #expect(total.count == Self.rounds)
+        }
+
         static func report(_ name: String, toPrompt: [Duration], total: [Duration]) {
             func ms(_ values: [Duration], _ quantile: Double) -> String {
                 guard !values.isEmpty else { return "-" }
