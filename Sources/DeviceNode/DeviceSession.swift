@@ -8,9 +8,10 @@ import SupportTransport
 /// Leave with ``leave()`` at any time. Dropping the last reference leaves too. After the session ends (ended by
 /// either side, failed, or left) it is over: join again with a new ``DeviceNode/connect(toSessionCode:delegate:)``.
 public final class DeviceSession: @unchecked Sendable {
-    // @unchecked: `machine`, `link`, `promptTimer`, `phase`, `forwarder`, the reconnect fields and
-    // `handedOverCallID` are read and written only on `node.loop` (every entry point hops there with `loop.execute`
-    // or `loop.submit`); `joined` and `delegateBox` are synchronized.
+    // @unchecked: `machine`, `link`, `promptTimer`, `phase`, `forwarder`, the reconnect fields, `tracker`,
+    // `onlineWaiters` and `handedOverCallID` are read and written only on `node.loop` (every entry point hops there
+    // with `loop.execute` or `loop.submit`); `joined`, `stateBox`, `droppedEvents` and `delegateBox` are synchronized.
+    /// The joined session code, trimmed.
     public let code: String
     let node: DeviceNode
     private let queue: DispatchQueue
@@ -659,6 +660,7 @@ public final class DeviceSession: @unchecked Sendable {
 
 /// Why the session refused an app's command (nothing was sent): the message says what to change.
 public struct DeviceSessionError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What was refused and what to change.
     public let description: String
     init(_ description: String) { self.description = description }
 }

@@ -11,7 +11,9 @@ import Synchronization
 /// - It finishes when the session is over and its connection closed (the goodbye has left), so a program may exit
 ///   as soon as the loop ends.
 public struct DeviceSessionEvents: AsyncSequence, Sendable {
+    /// The session's events.
     public typealias Element = DeviceSessionEvent
+    /// The sequence never throws: failures are events.
     public typealias Failure = Never
 
     let stream: AsyncStream<DeviceSessionEvent>
