@@ -54,6 +54,10 @@ let package = Package(
         .executableTarget(
             name: "rsup-supporter", dependencies: ["CLIKit", "SupporterNode", "SupporterREST"], path: "examples/SupporterCLI"),
         .executableTarget(name: "rsup-device", dependencies: ["CLIKit", "DeviceNode"], path: "examples/DeviceCLI"),
+        // The sample app of the README's device SDK section: its app-wide model (a library, driven by NodeTests) and
+        // a tiny terminal front end standing in for its views.
+        .target(name: "SampleAppModel", dependencies: ["DeviceNode"], path: "examples/SampleApp/Model"),
+        .executableTarget(name: "rsup-sample", dependencies: ["SampleAppModel"], path: "examples/SampleApp/CLI"),
         .executableTarget(
             name: "Benchmarks",
             dependencies: [
@@ -72,7 +76,9 @@ let package = Package(
         .testTarget(name: "SupportRuntimeTests", dependencies: ["SupportRuntime", "SupportUtilities", "TestSupport"]),
         .testTarget(
             name: "SupportLinkTests", dependencies: ["SupportLink", "SupportRuntime", "SupportUtilities", "SupportWire", "TestSupport"]),
-        .testTarget(name: "NodeTests", dependencies: ["DeviceNode", "SupporterNode", "SupportPostgres", "TestSupport"]),
+        .testTarget(
+            name: "NodeTests", dependencies: ["DeviceNode", "SampleAppModel", "SupporterNode", "SupportPostgres", "TestSupport"]),
+        .testTarget(name: "DeviceNodeTests", dependencies: ["DeviceNode"]),
         .testTarget(name: "SupportHTTPTests", dependencies: ["SupportHTTP", "TestSupport"]),
         // The two CLIs run as real processes against real TLS on loopback (SwiftPM builds them for this target).
         .testTarget(

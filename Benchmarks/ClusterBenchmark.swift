@@ -457,8 +457,7 @@ enum ClusterBenchmark {
                A join refused while node 1's rows were still there is tried again after 20 ms (counted above).
                A node that dies without a clean stop is not measured: its devices wait for the presence lease.
                (c), (d): before anything else, each node is shown to hear the other's commits (a probe code made on
-               one until the other lists it): a node reads the database at start but LISTENs a moment later, and a
-               change committed in between never reaches it.
+               one until the other lists it).
 
             """)
     }
@@ -514,7 +513,9 @@ private final class RejoiningDelegate: DeviceSessionDelegate {
         session?.leave()
     }
 
-    func sessionCodeDidComeOnline(_ session: DeviceSession) {
+    func session(_ session: DeviceSession, didReceive request: ConnectionRequestAuthentication) { request.reject() }
+
+    func sessionCodeDidComeOnline(_ session: DeviceSession, codeType: SessionCodeType?, waitingMessage: String?) {
         let now = ContinuousClock.now
         state.withLock {
             $0.onlineCount += 1

@@ -567,6 +567,7 @@ enum NodesBenchmark {
             var configuration = DeviceConfiguration(
                 host: "127.0.0.1", port: port, tls: tls, apiToken: token, deviceName: "bench-device-\(index)")
             configuration.eventLoop = loops[index % loops.count]
+            configuration.capabilities = [Feature(.screenShare), Feature(.voip)]
             configuration.keepaliveInterval = keepalive
             configuration.connectTimeout = .seconds(60)
             do {
@@ -614,7 +615,7 @@ private final class AllowingDelegate: DeviceSessionDelegate {
         slots.signal()
     }
 
-    func sessionCodeDidComeOnline(_ session: DeviceSession) {
+    func sessionCodeDidComeOnline(_ session: DeviceSession, codeType: SessionCodeType?, waitingMessage: String?) {
         online.wrappingAdd(1, ordering: .relaxed)
         slots.signal()
     }

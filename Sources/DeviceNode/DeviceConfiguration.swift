@@ -4,32 +4,41 @@ import SupportTransport
 
 /// Reports whether a system call is running on the device, and which (the platform's call observer).
 public protocol CallObserver: Sendable {
+    /// The system call running now, if any (asked at session start and when the app hands over its call).
     func currentCall() -> SystemCallStatus
 }
 
 /// A call observer for devices without telephony: never a call.
 public struct NoCallObserver: CallObserver {
+    /// A call observer that never sees a call.
     public init() {}
+    /// Always ``SystemCallStatus/idle``.
     public func currentCall() -> SystemCallStatus { .idle }
 }
 
 /// One supporter node's address.
 public struct NodeAddress: Sendable, Hashable, CustomStringConvertible {
+    /// A DNS name or an IP address.
     public var host: String
+    /// The supporter node's device port.
     public var port: UInt16
 
+    /// A node's address; 7443 is the device port by default.
     public init(host: String, port: UInt16 = 7443) {
         self.host = host
         self.port = port
     }
 
+    /// `host:port`, with IPv6 addresses in brackets.
     public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 }
 
 /// How a device node reaches its supporter node and what it says about itself. Defaults on every field but the
 /// address, the trust and the API token.
 public struct DeviceConfiguration: Sendable {
+    /// The supporter node's DNS name or IP address.
     public var host: String
+    /// The supporter node's device port.
     public var port: UInt16 = 7443
     /// Other supporter nodes of the same service (nodes sharing one database), for failover: when `host:port` cannot
     /// be reached they are tried in turn (each with every address its name resolves to), and a lost link is redialled
@@ -45,8 +54,10 @@ public struct DeviceConfiguration: Sendable {
     public var apiToken: String
     /// The name supporters see, 1–64 bytes.
     public var deviceName: String
-    /// What this device can do.
-    public var capabilities: FeatureSet = [Feature(.screenShare), Feature(.voip)]
+    /// What this device can do: the SDK advertises this and nothing more. Default: nothing — say what the app
+    /// implements, e.g. `[Feature(.screenShare), Feature(.voip)]`. A supporter asking for a feature not listed gets
+    /// `unsupported_feature`; VoIP starts only when `voip` is listed.
+    public var capabilities: FeatureSet = []
     /// How long a connection request prompt waits for the user before it counts as a reject.
     public var promptTimeout: Duration = .seconds(60)
     /// The app's access rule per feature (SPEC §15.3): `allow`, `confirm` (the user decides) or `deny`. Default:
@@ -59,15 +70,23 @@ public struct DeviceConfiguration: Sendable {
     public var extensions: ProtocolExtensions = .all
     /// The keepalive interval proposed to the supporter node.
     public var keepaliveInterval: Duration = .seconds(15)
+    /// How long one dial (TCP, TLS, HELLO) may take before the node counts as unreachable.
     public var connectTimeout: Duration = .seconds(10)
+    /// Reports the system call running, for the VoIP decision (SPEC §8); default: never a call.
     public var callObserver: any CallObserver = NoCallObserver()
-    /// Where delegate calls run, in order. Default: a private serial queue per session.
+    /// Where delegate calls run, in order. Default: a private serial queue per session. (A ``DeviceSessionModel``
+    /// is called on the main actor whatever this says.)
     public var delegateQueue: DispatchQueue?
+    /// How many events ``DeviceSession/events`` keeps for a consumer that has not taken them yet; past it the oldest
+    /// are dropped (see ``DeviceSessionEvents``). Default 256.
+    public var eventBufferCapacity: Int = 256
+    /// Where the SDK logs (never secrets); default: nowhere.
     public var logger: NodeLogger = .disabled
     /// The event loop for the node's connection. Default: one of the node's own. Share one loop among many device
     /// nodes in one process (test rigs, load generators) to avoid a thread each.
     public var eventLoop: EventLoop?
 
+    /// A configuration with the fields that have no default; every other field keeps its default.
     public init(host: String, port: UInt16 = 7443, tls: TLSConfiguration, apiToken: String, deviceName: String) {
         self.host = host
         self.port = port
@@ -79,13 +98,19 @@ public struct DeviceConfiguration: Sendable {
 
 /// Why the device node refused a request at once, without contacting the supporter node.
 public struct DeviceNodeError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What was wrong.
     public struct Kind: Hashable, Sendable {
         let name: String
+        /// A code is already joined: leave it first.
         public static let alreadyJoined = Kind(name: "already_joined")
+        /// The code is empty or longer than 64 bytes.
         public static let invalidSessionCode = Kind(name: "invalid_session_code")
+        /// The configuration cannot work.
         public static let invalidConfiguration = Kind(name: "invalid_configuration")
     }
+    /// What was wrong.
     public let kind: Kind
+    /// What to change.
     public let description: String
     init(_ kind: Kind, _ description: String) {
         self.kind = kind

@@ -1,12 +1,23 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import Synchronization
 import SupportSession
 import SupportTransport
 
 /// The device SDK's entry point: joins session codes on a supporter node, one at a time.
 ///
-/// Hold the ``DeviceSession`` that ``connect(toSessionCode:delegate:)`` returns: dropping the last reference to it
-/// leaves the code and closes its connection. The node itself keeps only a weak reference.
+/// Three ways in, from the most to the least app-like:
+/// - ``DeviceSessionModel``: a `@MainActor`, observable model a UI binds to (recommended for apps);
+/// - ``join(code:delegate:)``: `async`, returns the ``DeviceSession`` once the code is online, throws ``JoinError``;
+/// - ``connect(toSessionCode:delegate:)``: returns at once; everything else arrives as events.
+///
+/// Hold the ``DeviceSession`` (or the model): dropping the last reference to a session leaves the code and closes
+/// its connection. The node itself keeps only a weak reference.
 public final class DeviceNode: Sendable {
+    /// The configuration the node was made with.
     public let configuration: DeviceConfiguration
     let context: TLSContext
     let loop: EventLoop
@@ -44,13 +55,38 @@ public final class DeviceNode: Sendable {
 
     deinit { if ownsLoop { loop.shutdown() } }
 
-    /// Joins `code` (connectToSessionCode). Events follow on `delegate` and on the session's ``DeviceSession/events``.
+    /// Joins `code` and returns once it is online (the supporter sees it), with the session to hold.
+    ///
+    /// Throws a ``JoinError`` whose ``JoinError/reason`` says why not: invalid code or token, expired, closed, in
+    /// use, rate limited, network, already joined. Cancelling the calling task leaves the code. Requests that arrive
+    /// once online go to `delegate` (whose ``DeviceSessionDelegate/session(_:didReceive:)`` is required) or, without
+    /// one, to the session's ``DeviceSession/events``.
+    public func join(code: String, delegate: DeviceSessionDelegate? = nil) async throws(JoinError) -> DeviceSession {
+        let session: DeviceSession
+        do {
+            session = try connect(toSessionCode: code, delegate: delegate)
+        } catch {
+            throw JoinError(error)
+        }
+        try await session.waitUntilOnline()
+        return session
+    }
+
+    /// Joins `code` (connectToSessionCode) and returns at once. Events follow on `delegate` and on the session's
+    /// ``DeviceSession/events``; ``DeviceSession/state`` says where it stands.
     ///
     /// Throws at once when a code is already joined (waiting, request shown, or active) or the code is empty or
     /// longer than 64 bytes. Everything else (invalid code or token, expired, closed, in use, network) arrives as an
-    /// error event.
+    /// error event. Without a delegate, answer requests from ``DeviceSession/events``: a request that arrives while
+    /// nobody iterates them is logged as a warning, and rejected after ``DeviceConfiguration/promptTimeout``.
     public func connect(toSessionCode code: String, delegate: DeviceSessionDelegate? = nil) throws(DeviceNodeError)
         -> DeviceSession
+    {
+        try connect(code, delegate: delegate, mainSink: nil)
+    }
+
+    func connect(_ code: String, delegate: DeviceSessionDelegate?, mainSink: DeviceSession.MainSink?)
+        throws(DeviceNodeError) -> DeviceSession
     {
         let trimmed = code.trimmingCharacters
         guard (1...WireLimits.sessionCodeLength).contains(trimmed.utf8.count) else {
@@ -61,7 +97,7 @@ public final class DeviceNode: Sendable {
                 throw DeviceNodeError(
                     .alreadyJoined, "a session code is already joined; leave it before connecting to another")
             }
-            let session = DeviceSession(node: self, code: trimmed, delegate: delegate)
+            let session = DeviceSession(node: self, code: trimmed, delegate: delegate, mainSink: mainSink)
             current.session = session
             session.start(handedOverCallID: handedOverCall.withLock { $0 })
             return session
@@ -71,11 +107,22 @@ public final class DeviceNode: Sendable {
     /// The session currently joined, if the app still holds it.
     public var currentSession: DeviceSession? { current.withLock { $0.session } }
 
-    /// Hands over the app's own call (setupCallUUID): VoIP may run next to it.
-    public func setCallUUID(_ uuid: String) {
-        handedOverCall.withLock { $0 = uuid }
-        currentSession?.setCallID(uuid)
+    /// Hands over the app's own call (setupCallUUID) — the `UUID` CallKit gives — so that VoIP may run next to it.
+    ///
+    /// Counts at any time: at session start, and later too (an active session whose VoIP did not start because
+    /// this call was running starts it now, and the supporter is told). The call observer's
+    /// ``SystemCallStatus/runningCallID`` is compared with `uuid.uuidString`, ignoring case.
+    public func setCallUUID(_ uuid: UUID) { setCallID(uuid.uuidString) }
+
+    /// Hands over the app's own call by an identifier of the platform's own (not a UUID); see ``setCallUUID(_:)``.
+    public func setCallID(_ id: String) {
+        handedOverCall.withLock { $0 = id }
+        currentSession?.setCallID(id)
     }
+
+    /// Hands over the app's own call by its UUID string.
+    @available(*, deprecated, renamed: "setCallUUID(_:)", message: "pass the UUID CallKit gives, or use setCallID(_:)")
+    public func setCallUUID(_ uuid: String) { setCallID(uuid) }
 
     /// Clears the hand-over (clearCallUUID): our VoIP ends.
     public func clearCallUUID() {

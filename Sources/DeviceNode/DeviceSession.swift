@@ -8,9 +8,10 @@ import SupportTransport
 /// Leave with ``leave()`` at any time. Dropping the last reference leaves too. After the session ends (ended by
 /// either side, failed, or left) it is over: join again with a new ``DeviceNode/connect(toSessionCode:delegate:)``.
 public final class DeviceSession: @unchecked Sendable {
-    // @unchecked: `machine`, `link`, `promptTimer`, `phase`, `forwarder`, the reconnect fields and
-    // `handedOverCallID` are read and written only on `node.loop` (every entry point hops there with `loop.execute`
-    // or `loop.submit`); `joined` and `delegateBox` are synchronized.
+    // @unchecked: `machine`, `link`, `promptTimer`, `phase`, `forwarder`, the reconnect fields, `tracker`,
+    // `onlineWaiters` and `handedOverCallID` are read and written only on `node.loop` (every entry point hops there
+    // with `loop.execute` or `loop.submit`); `joined`, `stateBox`, `droppedEvents` and `delegateBox` are synchronized.
+    /// The joined session code, trimmed.
     public let code: String
     let node: DeviceNode
     private let queue: DispatchQueue
@@ -25,6 +26,16 @@ public final class DeviceSession: @unchecked Sendable {
     private let joined = Atomic<Bool>(true)
     private let delegateBox: Mutex<WeakDelegate>
     private let continuation: AsyncStream<DeviceSessionEvent>.Continuation
+    /// The state as the events and answers made it (loop), and a copy any thread may read.
+    private var tracker = DeviceSessionStateTracker()
+    private let stateBox = Mutex<DeviceSessionState>(.connecting)
+    /// The main-actor model's receiver, when a ``DeviceSessionModel`` drives this session: deliveries go straight from
+    /// the loop to the main queue, one hop.
+    private let mainSink: MainSink?
+    /// ``DeviceNode/join(code:delegate:)`` callers waiting for the code to come online (loop).
+    private var onlineWaiters: [CheckedContinuation<Result<Void, JoinError>, Never>] = []
+    private let eventsIterated = SharedFlag()
+    private let droppedEvents = Atomic<Int>(0)
     /// Reconnecting (SPEC §15.5): when the grace period ends, the next dial's timer, and the attempt count.
     private var graceDeadline: Deadline?
     private var resumeGrace: Duration = .seconds(30)
@@ -32,14 +43,25 @@ public final class DeviceSession: @unchecked Sendable {
     private var redialAttempt = 0
     /// The index in `configuration.nodes` of the node the last link went to (the first one tried on a redial).
     fileprivate var currentNode = 0
-    /// Every event of this session, in order; finishes when the session is over and its connection closed: the
-    /// goodbye (SESSION_END, GOAWAY, TLS close_notify) has left, so a program may exit as soon as the stream ends.
-    public let events: AsyncStream<DeviceSessionEvent>
+    /// Every event of this session, in order, for one consumer; bounded by
+    /// ``DeviceConfiguration/eventBufferCapacity`` (the oldest untaken events are dropped past it, see
+    /// ``DeviceSessionEvents``). Finishes when the session is over and its connection closed: the goodbye
+    /// (SESSION_END, GOAWAY, TLS close_notify) has left, so a program may exit as soon as the stream ends.
+    public let events: DeviceSessionEvents
+
+    /// What the main-actor model receives, in order.
+    enum ModelDelivery: Sendable {
+        case event(DeviceSessionEvent)
+        case startVoIP
+        case stopVoIP
+        case stateChanged
+    }
+    typealias MainSink = @MainActor @Sendable (ModelDelivery, DeviceSessionState) -> Void
 
     private enum Phase { case connecting, attached, reconnecting, over }
     private struct WeakDelegate { weak var value: DeviceSessionDelegate? }
 
-    init(node: DeviceNode, code: String, delegate: DeviceSessionDelegate?) {
+    init(node: DeviceNode, code: String, delegate: DeviceSessionDelegate?, mainSink: MainSink? = nil) {
         self.node = node
         self.code = code
         self.queue = node.configuration.delegateQueue ?? DispatchQueue(label: "rsup.device-session")
@@ -47,7 +69,11 @@ public final class DeviceSession: @unchecked Sendable {
             capabilities: node.configuration.capabilities, promptTimeout: node.configuration.promptTimeout,
             rules: node.configuration.accessRules, featurePromptTimeout: node.configuration.featurePromptTimeout)
         self.delegateBox = Mutex(WeakDelegate(value: delegate))
-        (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
+        self.mainSink = mainSink
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: DeviceSessionEvent.self, bufferingPolicy: .bufferingNewest(max(1, node.configuration.eventBufferCapacity)))
+        self.continuation = continuation
+        self.events = DeviceSessionEvents(stream: stream, iterated: eventsIterated)
     }
 
     deinit {
@@ -67,6 +93,53 @@ public final class DeviceSession: @unchecked Sendable {
 
     /// Whether the code is still joined (connecting, waiting, prompt shown, or active).
     public var isJoined: Bool { joined.load(ordering: .acquiring) }
+
+    /// Where the session stands now (any thread). Changes in the order of the events; the delegate hears each change
+    /// with ``DeviceSessionDelegate/session(_:stateDidChange:)``, a ``DeviceSessionModel`` publishes it.
+    public var state: DeviceSessionState { stateBox.withLock { $0 } }
+
+    /// How many events ``events`` dropped because nobody took them in time (its buffer is bounded).
+    public var droppedEventCount: Int { droppedEvents.load(ordering: .relaxed) }
+
+    /// Waits until the code is online (or the session is over): ``DeviceNode/join(code:delegate:)``.
+    ///
+    /// Cancelling the waiting task leaves the session.
+    func waitUntilOnline() async throws(JoinError) {
+        let loop = node.loop
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (waiter: CheckedContinuation<Result<Void, JoinError>, Never>) in
+                let queued = loop.execute { [self] in
+                    if let outcome = Self.joinOutcome(tracker.state) {
+                        waiter.resume(returning: outcome)
+                    } else if phase == .over {
+                        waiter.resume(returning: .failure(JoinError(.cancelled, detail: "the session is over")))
+                    } else {
+                        onlineWaiters.append(waiter)
+                    }
+                }
+                if !queued {
+                    waiter.resume(returning: .failure(JoinError(.unavailable, detail: "the device node is shut down")))
+                }
+            }
+        } onCancel: {
+            self.leave()
+        }
+        try result.get()
+    }
+
+    /// What a join waiter hears in `state`: nil while still connecting.
+    private static func joinOutcome(_ state: DeviceSessionState) -> Result<Void, JoinError>? {
+        if state.isOnline { return .success(()) }
+        if case .ended(let ending) = state { return .failure(JoinError(ending)) }
+        return nil
+    }
+
+    private func resolveOnlineWaiters(_ outcome: Result<Void, JoinError>?) {
+        guard let outcome, !onlineWaiters.isEmpty else { return }
+        let waiters = onlineWaiters
+        onlineWaiters = []
+        for waiter in waiters { waiter.resume(returning: outcome) }
+    }
 
     private var logger: NodeLogger { node.configuration.logger }
 
@@ -212,18 +285,64 @@ public final class DeviceSession: @unchecked Sendable {
         }
     }
 
-    /// Answers the pending request (used by ``ConnectionRequestAuthentication``); a second answer is ignored.
+    /// Answers the pending request `requestID` and returns what became of the answer (sent, sent with the resume,
+    /// not pending any more, or the session is over). An answer counts once.
+    ///
+    /// Called on an actor (the main actor), it hands the answer to the SDK's loop before suspending: no extra hop.
+    public func answer(
+        requestID: UInt32, _ decision: RequestDecision, isolation: isolated (any Actor)? = #isolation
+    ) async -> AnswerOutcome {
+        await withCheckedContinuation { (done: CheckedContinuation<AnswerOutcome, Never>) in
+            answer(requestID: requestID, decision) { outcome in done.resume(returning: outcome) }
+        }
+    }
+
+    /// Answers the pending request `requestID`; `completion` (on the SDK's loop thread: keep it short) says what
+    /// became of the answer. An answer counts once.
+    public func answer(
+        requestID: UInt32, _ decision: RequestDecision, completion: (@Sendable (AnswerOutcome) -> Void)?
+    ) {
+        let queued = node.loop.execute { [self] in
+            let outcome = answerOnLoop(requestID: requestID, decision)
+            completion?(outcome)
+        }
+        if !queued { completion?(.sessionOver) }
+    }
+
+    /// Answers the pending request, without waiting for the outcome (which is logged when the answer does not
+    /// count); prefer ``answer(requestID:_:isolation:)``, which returns it.
     ///
     /// With access control, `grant` is what the user kept of the request's features to confirm (nil: all of them).
     public func answer(requestID: UInt32, allow: Bool, grant: FeatureSet? = nil) {
-        node.loop.execute { [self] in
-            let wasPending = machine.state.name == "request_pending"
-            let actions = machine.answer(requestID: requestID, allow: allow, grant: grant)
-            if actions.isEmpty && !(wasPending && machine.isReconnecting) {
-                logger.log(.info, "answer to request \(requestID) ignored: it was already answered, aborted or timed out")
-            }
-            perform(actions)
+        let decision: RequestDecision = allow ? grant.map { .allowGranting($0) } ?? .allow : .reject
+        answer(requestID: requestID, decision, completion: nil)
+    }
+
+    private func answerOnLoop(requestID: UInt32, _ decision: RequestDecision) -> AnswerOutcome {
+        switch phase {
+        case .over:
+            logger.log(.info, "answer to request \(requestID) ignored: the session is over")
+            return .sessionOver
+        case .connecting:
+            logger.log(.info, "answer to request \(requestID) ignored: no request is pending")
+            return .notPending
+        case .attached, .reconnecting:
+            break
         }
+        guard case .requestPending(let request, _) = machine.state, request.requestID == requestID else {
+            logger.log(.info, "answer to request \(requestID) ignored: it was already answered, aborted or timed out")
+            return .notPending
+        }
+        let (allow, grant): (Bool, FeatureSet?) =
+            switch decision {
+            case .allow: (true, nil)
+            case .allowGranting(let features): (true, features)
+            case .reject: (false, nil)
+            }
+        let withResume = machine.isReconnecting
+        perform(machine.answer(requestID: request.requestID, allow: allow, grant: grant))
+        if tracker.answered(requestID, allow: allow) { publishState() }
+        return withResume ? .sentWithResume : .sent
     }
 
     /// Answers a feature ask (``DeviceSessionEvent/featureRequested(_:)``); a second answer is ignored.
@@ -290,7 +409,10 @@ public final class DeviceSession: @unchecked Sendable {
         return try outcome.get()
     }
 
-    func setCallID(_ id: String) { node.loop.execute { [self] in perform(machine.setCallID(id)) } }
+    func setCallID(_ id: String) {
+        let observer = node.configuration.callObserver
+        node.loop.execute { [self] in perform(machine.setCallID(id, call: observer.currentCall())) }
+    }
     func clearCallID() { node.loop.execute { [self] in perform(machine.clearCallID()) } }
 
     // MARK: machine actions (loop)
@@ -378,9 +500,11 @@ public final class DeviceSession: @unchecked Sendable {
                 perform(machine.linkClosed(reason: .protocolError, message: "protocol error: \(text)"))
                 return
             case .startVoIP:
-                logger.log(.info, "VoIP started")
+                logger.log(.info, "VoIP starts")
+                dispatch(.startVoIP, state: tracker.state, stateChanged: false)
             case .stopVoIP:
-                logger.log(.info, "VoIP stopped")
+                logger.log(.info, "VoIP stops")
+                dispatch(.stopVoIP, state: tracker.state, stateChanged: false)
             case .resumeLater(let milliseconds):
                 link?.close(reason: .normalClose)
                 link = nil
@@ -425,6 +549,7 @@ public final class DeviceSession: @unchecked Sendable {
         redialTimer?.cancel()
         redialTimer = nil
         if let event { deliver(event) }
+        resolveOnlineWaiters(.failure(JoinError(.cancelled, detail: "the session is over")))
         // Left while still dialing, nothing was said on the wire yet: no goodbye to wait for (nor the dial's end).
         if let link {
             link.close(reason: .normalClose)
@@ -442,43 +567,100 @@ public final class DeviceSession: @unchecked Sendable {
 
     private func finishStream() {
         let continuation = self.continuation
-        queue.async { continuation.finish() }
+        // After the delegate's last call, when there is a delegate: a program that exits when the stream ends has
+        // heard everything.
+        if hasDelegate {
+            queue.async { continuation.finish() }
+        } else {
+            continuation.finish()
+        }
     }
 
+    private var hasDelegate: Bool { delegateBox.withLock { $0.value != nil } }
+
+    /// Reports an event (loop): the state follows it, the stream gets it at once, the model and the delegate on
+    /// their queues.
     private func deliver(_ event: DeviceSessionEvent) {
         logger.log(.info, "code \(Redact.code(code)): \(event.logDescription)")
-        let continuation = self.continuation
-        queue.async { [weak self] in
-            continuation.yield(event)
-            guard let self, let delegate = self.delegate else { return }
-            switch event {
-            case .sessionCodeOnline: delegate.sessionCodeDidComeOnline(self)
-            case .connectionRequest(let info):
-                delegate.session(self, didReceive: ConnectionRequestAuthentication(info, session: self))
-            case .connectionRequestAborted(let id, let reason): delegate.session(self, requestWasAborted: id, reason: reason)
-            case .connectionRequestTimedOut(let id): delegate.session(self, requestTimedOut: id)
-            case .supporterConnected(let name, let type, let details):
-                delegate.session(self, supporterDidConnect: name, type: type)
-                delegate.session(self, didStartWith: details)
-            case .supporterDisconnected(let reason, let text):
-                delegate.session(self, supporterDidDisconnect: reason, text: text)
-            case .error(let failure): delegate.session(self, didFail: failure)
-            case .sessionError(let reason, let feature, let text):
-                delegate.session(self, sessionError: reason, feature: feature, text: text)
-            case .voipStateChanged(let state): delegate.session(self, voipStateDidChange: state)
-            case .featureRequested(let ask): delegate.session(self, didAskFor: ask)
-            case .featureGranted, .featureRefused, .featureRevoked: delegate.session(self, accessDidChange: event)
-            case .messageReceived(let delivery): delegate.session(self, didReceive: delivery)
-            case .messageDelivered, .messageRefused, .messagesUndelivered: delegate.session(self, messageStatus: event)
-            case .reconnecting: delegate.sessionIsReconnecting(self)
-            case .resumed: delegate.sessionDidResume(self)
+        let changed = tracker.apply(event)
+        let state = tracker.state
+        if changed { stateBox.withLock { $0 = state } }
+        if case .dropped = continuation.yield(event) {
+            let dropped = droppedEvents.add(1, ordering: .relaxed).newValue
+            if dropped == 1 || dropped.isMultiple(of: 100) {
+                logger.log(
+                    .warning,
+                    "session.events dropped its oldest event (\(dropped) so far): iterate it, or read session.state")
             }
+        }
+        if case .connectionRequest(let info) = event, mainSink == nil, !hasDelegate, !eventsIterated.isSet {
+            logger.log(
+                .warning,
+                "connection request \(info.requestID) cannot be answered: no delegate, no model, and nobody iterates "
+                    + "session.events; it will be rejected in \(node.configuration.promptTimeout)")
+        }
+        dispatch(.event(event), state: state, stateChanged: changed)
+        if changed { resolveOnlineWaiters(Self.joinOutcome(state)) }
+    }
+
+    /// The state changed without an event (an answer that counted).
+    private func publishState() {
+        let state = tracker.state
+        stateBox.withLock { $0 = state }
+        dispatch(.stateChanged, state: state, stateChanged: true)
+    }
+
+    /// Hands a delivery to the model (main queue, one hop from the loop) and to the delegate (its queue).
+    private func dispatch(_ delivery: ModelDelivery, state: DeviceSessionState, stateChanged: Bool) {
+        if let mainSink {
+            DispatchQueue.main.async { MainActor.assumeIsolated { mainSink(delivery, state) } }
+        }
+        guard hasDelegate else { return }
+        queue.async { [weak self] in
+            guard let self, let delegate = self.delegate else { return }
+            switch delivery {
+            case .event(let event): self.call(delegate, with: event)
+            case .startVoIP: delegate.sessionShouldStartVoIP(self)
+            case .stopVoIP: delegate.sessionShouldStopVoIP(self)
+            case .stateChanged: break
+            }
+            if stateChanged { delegate.session(self, stateDidChange: state) }
+        }
+    }
+
+    private func call(_ delegate: DeviceSessionDelegate, with event: DeviceSessionEvent) {
+        switch event {
+        case .sessionCodeOnline(let codeType, let waitingMessage):
+            delegate.sessionCodeDidComeOnline(self, codeType: codeType, waitingMessage: waitingMessage)
+        case .connectionRequest(let info):
+            delegate.session(self, didReceive: ConnectionRequestAuthentication(info, session: self))
+        case .connectionRequestAborted(let id, let reason): delegate.session(self, requestWasAborted: id, reason: reason)
+        case .connectionRequestTimedOut(let id): delegate.session(self, requestTimedOut: id)
+        case .supporterConnected(let name, let type, let details):
+            delegate.session(self, supporterDidConnect: name, type: type)
+            delegate.session(self, didStartWith: details)
+        case .supporterDisconnected(let reason, let text):
+            delegate.session(self, supporterDidDisconnect: reason, text: text)
+            delegate.session(self, didEnd: SessionEnding(reason: reason, detail: text))
+        case .error(let failure):
+            delegate.session(self, didFail: failure)
+            delegate.session(self, didEnd: SessionEnding(failure))
+        case .sessionError(let reason, let feature, let text):
+            delegate.session(self, sessionError: reason, feature: feature, text: text)
+        case .voipStateChanged(let state): delegate.session(self, voipStateDidChange: state)
+        case .featureRequested(let ask): delegate.session(self, didAskFor: ask)
+        case .featureGranted, .featureRefused, .featureRevoked: delegate.session(self, accessDidChange: event)
+        case .messageReceived(let delivery): delegate.session(self, didReceive: delivery)
+        case .messageDelivered, .messageRefused, .messagesUndelivered: delegate.session(self, messageStatus: event)
+        case .reconnecting: delegate.sessionIsReconnecting(self)
+        case .resumed: delegate.sessionDidResume(self)
         }
     }
 }
 
 /// Why the session refused an app's command (nothing was sent): the message says what to change.
 public struct DeviceSessionError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What was refused and what to change.
     public let description: String
     init(_ description: String) { self.description = description }
 }

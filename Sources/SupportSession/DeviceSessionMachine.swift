@@ -176,6 +176,20 @@ public struct DeviceSessionMachine: Sendable {
         return []
     }
 
+    /// The app hands over its own call while `call` is what the call observer reports now. In an active session
+    /// whose VoIP did not start because another call was running, the decision is made again: when the running call
+    /// is now the handed-over one (or none runs), VoIP starts and the supporter is told (VOIP_STATE `started`).
+    public mutating func setCallID(_ id: String, call: SystemCallStatus) -> [Action] {
+        handedOverCallID = id
+        guard !voipRunning, !isReconnecting, case .active(let request) = state else { return [] }
+        let voip = VoIPDecision.decide(
+            deviceHasVoIP: capabilities.contains(.voip), supporterWantsVoIP: request.requestedFeatures.contains(.voip),
+            call: call, handedOverCallID: id)
+        guard voip == .started else { return [] }
+        voipRunning = true
+        return [.startVoIP, .send(.voipState(VoIPState(state: voip, text: Self.describe(voip)))), .report(.voipStateChanged(voip))]
+    }
+
     /// The app clears its call hand-over (clearCallUUID): our VoIP ends.
     public mutating func clearCallID() -> [Action] {
         handedOverCallID = nil

@@ -19,7 +19,9 @@ extension NodeIntegration {
             }
             static let key = DispatchSpecificKey<String>()
 
-            func sessionCodeDidComeOnline(_ session: DeviceSession) { record("online") }
+            func sessionCodeDidComeOnline(_ session: DeviceSession, codeType: SessionCodeType?, waitingMessage: String?) {
+                record("online")
+            }
             func session(_ session: DeviceSession, didReceive request: ConnectionRequestAuthentication) {
                 record("request \(request.supporterName)")
                 request.allow()

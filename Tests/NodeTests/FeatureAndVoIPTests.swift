@@ -1,4 +1,5 @@
 import DeviceNode
+import Foundation
 import SupporterNode
 import SupportTransport
 import Testing
@@ -57,7 +58,7 @@ extension NodeIntegration {
             case .foreignCall: observer.set(SystemCallStatus(isCallRunning: true, runningCallID: "0000-foreign"))
             }
             let node = try harness.device(harness.deviceConfiguration(callObserver: observer))
-            node.setCallUUID(ours)
+            node.setCallUUID(try #require(UUID(uuidString: ours)))
             let code = try await harness.supporter.createCode().code
             let device = try JoinedDevice(node: node, code: code)
             #expect(await device.online())

@@ -6,30 +6,60 @@ import SupportTransport
 import TestSupport
 import Testing
 
-/// Collects events from any thread and lets a test wait for one.
+/// Collects events from any thread and lets a test wait for one. A waiter is woken by the append that satisfies it
+/// (no polling), so a test can time what it waits for.
 final class EventLog<Event: Sendable>: Sendable {
-    private let events = Mutex<[Event]>([])
+    private struct Waiter {
+        let predicate: @Sendable (Event) -> Bool
+        let continuation: CheckedContinuation<Event?, Never>
+    }
+    private struct State {
+        var events: [Event] = []
+        var waiters: [Int: Waiter] = [:]
+        var nextWaiter = 0
+    }
+    private let state = Mutex(State())
 
-    func append(_ event: Event) { events.withLock { $0.append(event) } }
-    var all: [Event] { events.withLock { $0 } }
+    func append(_ event: Event) {
+        let woken = state.withLock { state -> [Waiter] in
+            state.events.append(event)
+            let matched = state.waiters.filter { $0.value.predicate(event) }
+            for id in matched.keys { state.waiters[id] = nil }
+            return Array(matched.values)
+        }
+        for waiter in woken { waiter.continuation.resume(returning: event) }
+    }
+
+    var all: [Event] { state.withLock { $0.events } }
 
     /// Waits until an event satisfies `predicate`; returns it, or nil after `timeout`.
     func waitFor(
         timeout: Duration = .seconds(10), _ predicate: @escaping @Sendable (Event) -> Bool
     ) async -> Event? {
-        let clock = ContinuousClock()
-        let deadline = clock.now + timeout
-        while clock.now < deadline {
-            if let found = events.withLock({ $0.first(where: predicate) }) { return found }
-            try? await Task.sleep(for: .milliseconds(5))
+        await withCheckedContinuation { (continuation: CheckedContinuation<Event?, Never>) in
+            let id = state.withLock { state -> Int? in
+                if let found = state.events.first(where: predicate) {
+                    continuation.resume(returning: found)
+                    return nil
+                }
+                let id = state.nextWaiter
+                state.nextWaiter += 1
+                state.waiters[id] = Waiter(predicate: predicate, continuation: continuation)
+                return id
+            }
+            guard let id else { return }
+            Task {
+                try? await Task.sleep(for: timeout)
+                let expired = self.state.withLock { $0.waiters.removeValue(forKey: id) }
+                expired?.continuation.resume(returning: nil)
+            }
         }
-        return nil
     }
 
     /// Waits `settle`, then returns whether any event satisfies `predicate` (for "nothing happened" checks).
     func contains(after settle: Duration, _ predicate: @escaping @Sendable (Event) -> Bool) async -> Bool {
         try? await Task.sleep(for: settle)
-        return events.withLock { $0.contains(where: predicate) }
+        return state.withLock { $0.events.contains(where: predicate) }
     }
 }
 

@@ -80,4 +80,45 @@ import Testing
         }
         #expect(!machine.voipRunning)
     }
+
+    /// A machine in an active session whose VoIP did not start because `call` was running.
+    static func activeWithForeignCall(device: Bool = true, supporter: Bool = true) -> DeviceSessionMachine {
+        var machine = DeviceSessionMachine(capabilities: device ? [Feature(.screenShare), Feature(.voip)] : [Feature(.screenShare)])
+        _ = try? machine.register(code: "c", token: "t")
+        _ = machine.received(.registerResult(RegisterResult(reason: .success)), now: t0, call: .idle)
+        let request = ConnectionRequest(
+            requestID: 1, supporterName: "S", connectionType: .screenShare,
+            requestedFeatures: supporter ? [Feature(.voip)] : [])
+        _ = machine.received(.connectionRequest(request), now: t0, call: .idle)
+        _ = machine.answer(requestID: 1, allow: true)
+        _ = machine.received(.sessionStarted(SessionStarted(requestID: 1)), now: t0, call: running("CALL-1"))
+        return machine
+    }
+
+    @Test func handingOverTheRunningCallLaterStartsVoIP() {
+        var machine = Self.activeWithForeignCall()
+        #expect(!machine.voipRunning)
+        let actions = machine.setCallID("call-1", call: Self.running("CALL-1"))
+        #expect(
+            actions == [
+                .startVoIP, .send(.voipState(VoIPState(state: .started, text: DeviceSessionMachine.describe(.started)))),
+                .report(.voipStateChanged(.started)),
+            ])
+        #expect(machine.voipRunning)
+        // Handing it over again changes nothing: VoIP already runs.
+        #expect(machine.setCallID("call-1", call: Self.running("CALL-1")).isEmpty)
+    }
+
+    @Test func handingOverAnotherCallLaterLeavesVoIPOff() {
+        var machine = Self.activeWithForeignCall()
+        #expect(machine.setCallID("call-2", call: Self.running("CALL-1")).isEmpty)
+        #expect(!machine.voipRunning)
+    }
+
+    @Test func aLateHandOverNeverStartsVoIPOneSideLacks() {
+        var machine = Self.activeWithForeignCall(supporter: false)
+        #expect(machine.setCallID("call-1", call: Self.running("CALL-1")).isEmpty)
+        machine = Self.activeWithForeignCall(device: false)
+        #expect(machine.setCallID("call-1", call: Self.running("CALL-1")).isEmpty)
+    }
 }

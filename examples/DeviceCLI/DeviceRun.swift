@@ -57,10 +57,23 @@ struct DeviceRun {
                     continue
                 }
                 do {
+                    // The outcome says whether the answer counted (the supporter may have withdrawn meanwhile).
+                    let console = self.console
+                    let report: @Sendable (AnswerOutcome) -> Void = { outcome in
+                        switch outcome {
+                        case .sent, .sentWithResume: break
+                        case .notPending:
+                            console.event(
+                                "answer_ignored", "request \(request.requestID) is no longer waiting: answer ignored",
+                                ["request_id": Int(request.requestID)])
+                        case .sessionOver:
+                            console.event("answer_ignored", "the session is over: answer ignored", [:])
+                        }
+                    }
                     if word == "y" || word == "yes" {
-                        session.answer(requestID: request.requestID, allow: true)
+                        session.answer(requestID: request.requestID, .allow, completion: report)
                     } else if word == "n" || word == "no" || word.isEmpty {
-                        session.answer(requestID: request.requestID, allow: false)
+                        session.answer(requestID: request.requestID, .reject, completion: report)
                     } else {
                         hint("answer y or n")
                         continue
