@@ -82,9 +82,9 @@ public struct DeviceConfiguration: Sendable {
     public var eventBufferCapacity: Int = 256
     /// Where the SDK logs (never secrets); default: nowhere.
     public var logger: NodeLogger = .disabled
-    /// The event loop for the node's connection. Default: one of the node's own. Share one loop among many device
-    /// nodes in one process (test rigs, load generators) to avoid a thread each.
-    public var eventLoop: EventLoop?
+    /// The event loop for the node's connection. Default: one of the node's own. Shared among many device nodes in
+    /// one process by test rigs and load generators of this package; not part of the SDK's public surface.
+    package var eventLoop: EventLoop?
 
     /// A configuration with the fields that have no default; every other field keeps its default.
     public init(host: String, port: UInt16 = 7443, tls: TLSConfiguration, apiToken: String, deviceName: String) {
@@ -112,8 +112,20 @@ public struct DeviceNodeError: Error, Sendable, Hashable, CustomStringConvertibl
     public let kind: Kind
     /// What to change.
     public let description: String
-    init(_ kind: Kind, _ description: String) {
+    /// The error underneath, when there is one (a certificate file the TLS layer could not use, …).
+    public let underlying: (any Error & Sendable)?
+    init(_ kind: Kind, _ description: String, underlying: (any Error & Sendable)? = nil) {
         self.kind = kind
         self.description = description
+        self.underlying = underlying
+    }
+
+    public static func == (lhs: DeviceNodeError, rhs: DeviceNodeError) -> Bool {
+        lhs.kind == rhs.kind && lhs.description == rhs.description
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(kind)
+        hasher.combine(description)
     }
 }

@@ -29,27 +29,45 @@ public final class DeviceNode: Sendable {
 
     /// Checks the configuration (TLS files, pins, names) and starts the node's event loop.
     ///
-    /// - Parameter tlsContext: a context already built from `configuration.tls`, to share one among many device nodes
-    ///   in one process (load generators); by default the node builds its own.
-    public init(configuration: DeviceConfiguration, tlsContext: TLSContext? = nil) throws(TransportError) {
+    /// Throws ``DeviceNodeError`` with ``DeviceNodeError/Kind/invalidConfiguration`` (naming what to change): a device
+    /// name or token of the wrong length; no trust for the node (give its CA, `trustRoots`, or its public-key pins:
+    /// an app's sandbox has no system CA store the SDK may rely on); or a certificate, key or pin file that cannot be
+    /// used (the transport's error kept as ``DeviceNodeError/underlying``).
+    public convenience init(configuration: DeviceConfiguration) throws(DeviceNodeError) {
+        try self.init(configuration: configuration, tlsContext: nil)
+    }
+
+    /// As the public one, with a context already built from `configuration.tls`, shared among many device nodes in
+    /// one process (load generators, tests).
+    package init(configuration: DeviceConfiguration, tlsContext: TLSContext?) throws(DeviceNodeError) {
         guard (1...WireLimits.nameLength).contains(configuration.deviceName.utf8.count) else {
-            throw TransportError(.invalidConfiguration, "the device name must have 1 to 64 bytes of UTF-8")
+            throw DeviceNodeError(.invalidConfiguration, "the device name must have 1 to 64 bytes of UTF-8")
         }
         guard (1...WireLimits.apiTokenLength).contains(configuration.apiToken.utf8.count) else {
-            throw TransportError(.invalidConfiguration, "the API token must have 1 to 256 bytes")
+            throw DeviceNodeError(.invalidConfiguration, "the API token must have 1 to 256 bytes")
+        }
+        guard configuration.tls.trustRoots != nil || !configuration.tls.pinnedPublicKeys.isEmpty else {
+            throw DeviceNodeError(
+                .invalidConfiguration,
+                "no trust for the supporter node: give its CA certificate (tls trustRoots) or its public-key pins; "
+                    + "the device does not fall back to the system's CA store")
         }
         self.configuration = configuration
-        if let tlsContext {
-            self.context = tlsContext
-        } else {
-            self.context = try TLSContext(configuration.tls)
-        }
-        if let shared = configuration.eventLoop {
-            self.loop = shared
-            self.ownsLoop = false
-        } else {
-            self.loop = try EventLoop.start(name: "rsup-device")
-            self.ownsLoop = true
+        do throws(TransportError) {
+            if let tlsContext {
+                self.context = tlsContext
+            } else {
+                self.context = try TLSContext(configuration.tls)
+            }
+            if let shared = configuration.eventLoop {
+                self.loop = shared
+                self.ownsLoop = false
+            } else {
+                self.loop = try EventLoop.start(name: "rsup-device")
+                self.ownsLoop = true
+            }
+        } catch {
+            throw DeviceNodeError(.invalidConfiguration, error.message, underlying: error)
         }
     }
 

@@ -10,7 +10,9 @@ public enum TLSDialer {
     /// otherwise, or pins are used). Errors say what failed: refused, unreachable, timeout, which TLS check, …
     ///
     /// A host name is looked up on ``NameResolver/shared``'s threads (never on the loop or the cooperative pool); an
-    /// IP literal is used as it is. A full resolver queue fails at once with `resolver_busy`.
+    /// IP literal is used as it is. A full resolver queue fails at once with `resolver_busy`. When the name has several
+    /// addresses, they are raced (``ConnectionRace``, RFC 8305): the next attempt starts 250 ms after the previous
+    /// one (or at once when it failed), and the first link to open wins.
     public static func connect(
         host: String, port: UInt16, context: TLSContext, settings: LinkSettings, loop: EventLoop,
         connectTimeout: Duration = .seconds(10), delegate: FramedLinkDelegate?
@@ -29,19 +31,27 @@ public enum TLSDialer {
             throw TransportError(.invalidConfiguration, "a dialer needs a client TLS configuration")
         }
         let addresses = try await resolver.resolve(host: host, port: port)
-        var lastError = TransportError(.nameResolution, "no address for '\(host)'")
-        for address in addresses {
-            do {
-                return try await connect(
-                    to: address, serverName: context.configuration.serverName ?? host, context: context,
-                    settings: settings, loop: loop, connectTimeout: connectTimeout, delegate: delegate)
-            } catch {
-                lastError = error
-                // Only a failure to reach this address is worth trying the next one for.
-                guard [.connectionRefused, .hostUnreachable, .connectTimeout].contains(error.kind) else { throw error }
-            }
+        let serverName = context.configuration.serverName ?? host
+        // Several addresses (IPv6 and IPv4, or several A records): raced, Happy Eyeballs style.
+        return try await ConnectionRace.run(addresses) { address, claim throws(TransportError) in
+            // The link keeps its delegate weakly: the gate lives here until the link has opened (or failed).
+            let gate = ConnectionRaceGate(target: delegate, claim: claim)
+            let link = try await connect(
+                to: address, serverName: serverName, context: context, settings: settings, loop: loop,
+                connectTimeout: connectTimeout, delegate: gate)
+            withExtendedLifetime(gate) {}
+            return link
         }
-        throw lastError
+    }
+
+    /// One attempt to one address, for the race's tests.
+    package static func connectForTests(
+        to address: SocketAddress, serverName: String, context: TLSContext, settings: LinkSettings, loop: EventLoop,
+        delegate: FramedLinkDelegate?
+    ) async throws(TransportError) -> FramedLink {
+        try await connect(
+            to: address, serverName: serverName, context: context, settings: settings, loop: loop,
+            connectTimeout: .seconds(10), delegate: delegate)
     }
 
     private static func connect(

@@ -42,11 +42,13 @@ public struct TLSConfiguration: Sendable, Hashable {
     /// Own certificate chain, leaf first. Required for a server; for a client only with mutual TLS.
     public var certificateChain: PEMSource?
     public var privateKey: PEMSource?
-    /// CA certificates that may sign the peer's certificate. Nil with no pins: the system's default CA paths.
+    /// CA certificates that may sign the peer's certificate. Nil with no pins: the system's default CA paths. With
+    /// pins too, both must accept the peer.
     public var trustRoots: PEMSource?
-    /// Accepted SHA-256 fingerprints of the peer's SubjectPublicKeyInfo. When not empty, a peer is accepted exactly
-    /// when its leaf key matches one of them, whoever signed it (a self-signed peer included), and host names are not
-    /// checked: the key is the identity.
+    /// Accepted SHA-256 fingerprints of the peer's SubjectPublicKeyInfo. Alone (no ``trustRoots``), a peer is accepted
+    /// when its leaf key matches one of them, whoever signed it (a self-signed peer included), and its certificate is
+    /// inside its validity window; host names are not checked: the key is the identity. With ``trustRoots``, the
+    /// chain must also verify to them (host name and expiry included).
     public var pinnedPublicKeys: [PublicKeyPin] = []
     /// Client: the host name or IP address verified against the server certificate's subjectAltName, and sent as SNI
     /// when it is a name.

@@ -137,7 +137,7 @@ package final class TLSConnection: Selectable {
             SSL_set_accept_state(ssl)
         } else {
             SSL_set_connect_state(ssl)
-            if let serverName, !context.usesPins {
+            if let serverName, context.checksChain {
                 if serverName.isIPAddress {
                     X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), serverName)
                 } else {

@@ -31,7 +31,9 @@ public final class TLSContext: @unchecked Sendable {
         // Length-prefixed protocol id as the wire wants it, plus one byte after it that tells the server callback
         // (which can carry only this pointer) whether a client without the protocol is refused.
         alpnWire = .allocate(capacity: protocolID.count + 2)
-        verifier = PeerVerifier(pins: configuration.pinnedPublicKeys.map(\.digest))
+        verifier = PeerVerifier(
+            pins: configuration.pinnedPublicKeys.map(\.digest),
+            checksChain: configuration.trustRoots != nil || configuration.pinnedPublicKeys.isEmpty)
         guard (1...255).contains(protocolID.count) else {
             throw TransportError(.invalidConfiguration, "the ALPN protocol id must be 1 to 255 bytes")
         }
@@ -214,25 +216,54 @@ public final class TLSContext: @unchecked Sendable {
         return memcmp(data, alpnWire.baseAddress! + 1, Int(length)) == 0  // safe: allocated in init
     }
 
-    /// Whether a peer is accepted by pins (true) or by CA verification (false).
+    /// Whether the peer's key must match a pin.
     package var usesPins: Bool { !verifier.pins.isEmpty }
+    /// Whether the peer's chain is verified (to the configured CA, or the system's when there are no pins), host
+    /// name included.
+    package var checksChain: Bool { verifier.checksChain }
 }
 
-/// Checks a peer's certificate chain: by pin when pins are configured, by OpenSSL's chain verification otherwise.
+/// Checks a peer's certificate, by these rules (documented in README "Trusting the node"):
+/// - CA only (`trustRoots`): OpenSSL's chain verification, with the host name and every certificate's validity window.
+/// - Pins only: the leaf's public key must match a pin, and the leaf must be inside its validity window (an expired or
+///   not-yet-valid certificate is refused even with the right key); host names are not checked: the key is the
+///   identity.
+/// - CA and pins: both — the key must match a pin and the chain must verify to the CA (host name and expiry
+///   included). A wrong CA is never ignored because a pin matched.
+/// - Neither: the system's CA store (a client of this library may want it; the device SDK refuses this, see
+///   `DeviceNode`).
 package final class PeerVerifier: Sendable {
     package let pins: [[UInt8]]
-    package init(pins: [[UInt8]]) { self.pins = pins }
+    /// Whether OpenSSL's chain verification runs (a CA was given, or no pins).
+    package let checksChain: Bool
+    package init(pins: [[UInt8]], checksChain: Bool) {
+        self.pins = pins
+        self.checksChain = checksChain
+    }
 
     package func verify(_ storeContext: OpaquePointer) -> Int32 {
-        guard !pins.isEmpty else { return X509_verify_cert(storeContext) }
-        guard let leaf = X509_STORE_CTX_get0_cert(storeContext), let digest = PEM.publicKeyDigest(of: leaf),
-            pins.contains(digest)
-        else {
-            X509_STORE_CTX_set_error(storeContext, rs_X509_V_ERR_APPLICATION_VERIFICATION())
-            return 0
+        if !pins.isEmpty {
+            guard let leaf = X509_STORE_CTX_get0_cert(storeContext), let digest = PEM.publicKeyDigest(of: leaf),
+                pins.contains(digest)
+            else {
+                X509_STORE_CTX_set_error(storeContext, rs_X509_V_ERR_APPLICATION_VERIFICATION())
+                return 0
+            }
+            if !checksChain {
+                // The pin is the identity, not a licence to use a certificate outside its validity window.
+                if let notBefore = X509_get0_notBefore(leaf), X509_cmp_current_time(notBefore) >= 0 {
+                    X509_STORE_CTX_set_error(storeContext, X509_V_ERR_CERT_NOT_YET_VALID)
+                    return 0
+                }
+                if let notAfter = X509_get0_notAfter(leaf), X509_cmp_current_time(notAfter) <= 0 {
+                    X509_STORE_CTX_set_error(storeContext, X509_V_ERR_CERT_HAS_EXPIRED)
+                    return 0
+                }
+                X509_STORE_CTX_set_error(storeContext, rs_X509_V_OK())
+                return 1
+            }
         }
-        X509_STORE_CTX_set_error(storeContext, rs_X509_V_OK())
-        return 1
+        return X509_verify_cert(storeContext)
     }
 }
 

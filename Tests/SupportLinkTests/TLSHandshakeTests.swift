@@ -124,6 +124,63 @@ extension TransportIntegration {
             }
         }
 
+        // The combination rules (README "Trusting the node"): a pin never waives the CA or the validity window.
+
+        @Test func aPinAloneStillRefusesAnExpiredCertificate() async throws {
+            try await withTransport { fixture in
+                // Our listener refuses to serve an expired certificate, so openssl s_server serves it.
+                let server = try await OpenSSLServer(certificate: fixture.certificates.serverExpired)
+                let pin = try PublicKeyPin(digest: fixture.certificates.serverExpired.spkiSHA256)
+                let context = try TLSContext(.makeClientConfiguration(pinnedPublicKeys: [pin]))
+                var failure: TransportError?
+                do throws(TransportError) {
+                    _ = try await TLSDialer.connect(
+                        host: "localhost", port: server.port, context: context, settings: .device(),
+                        loop: fixture.clientLoop, delegate: nil)
+                } catch {
+                    failure = error
+                }
+                await server.kill()
+                #expect(failure?.kind == .certificateVerification, "\(String(describing: failure))")
+                #expect(failure?.message.contains("expired") == true, "\(String(describing: failure))")
+            }
+        }
+
+        @Test func aRightPinWithAWrongCAIsRefused() async throws {
+            try await withTransport { fixture in
+                let server = try fixture.startServer()
+                let pin = try PublicKeyPin(digest: fixture.certificates.server.spkiSHA256)
+                let context = try TLSContext(
+                    .makeClientConfiguration(
+                        trustRoots: .file(fixture.certificates.otherCAPath), pinnedPublicKeys: [pin]))
+                let error = await fixture.dialExpectingFailure(server, context: context)
+                #expect(error?.kind == .certificateVerification, "\(String(describing: error))")
+            }
+        }
+
+        @Test func aRightPinAndTheRightCAAreBothSatisfied() async throws {
+            try await withTransport { fixture in
+                let server = try fixture.startServer()
+                let pin = try PublicKeyPin(digest: fixture.certificates.server.spkiSHA256)
+                let context = try TLSContext(
+                    .makeClientConfiguration(trustRoots: .file(fixture.certificates.caPath), pinnedPublicKeys: [pin]))
+                let (_, recorder) = try await fixture.dial(server, context: context)
+                #expect(recorder.parameters != nil)
+            }
+        }
+
+        @Test func withACAThePinnedKeyMustStillCarryTheHostName() async throws {
+            try await withTransport { fixture in
+                let server = try fixture.startServer(
+                    context: fixture.serverContext(fixture.certificates.serverWrongHost))
+                let pin = try PublicKeyPin(digest: fixture.certificates.serverWrongHost.spkiSHA256)
+                let context = try TLSContext(
+                    .makeClientConfiguration(trustRoots: .file(fixture.certificates.caPath), pinnedPublicKeys: [pin]))
+                let error = await fixture.dialExpectingFailure(server, host: "localhost", context: context)
+                #expect(error?.kind == .certificateVerification, "\(String(describing: error))")
+            }
+        }
+
         @Test func serverRequiringAClientCertificateRefusesAClientWithout() async throws {
             try await withTransport { fixture in
                 let context = try fixture.serverContext {

@@ -107,7 +107,9 @@ func run() throws(CLIError) -> Int32 {
     configuration.logger = Logging.logger(level: try Logging.level(parsed.options["log-level"], default: .error), component: "device")
     let console = Console(json: parsed.has("json"))
     let node: DeviceNode
-    do { node = try DeviceNode(configuration: configuration) } catch { throw .failure(Explain.transport(error)) }
+    do { node = try DeviceNode(configuration: configuration) } catch {
+        throw .failure((error.underlying as? TransportError).map(Explain.transport) ?? error.description)
+    }
     let answerMode: DeviceRun.AnswerMode =
         parsed.has("auto-accept") ? .allow : parsed.has("auto-reject") ? .reject : .ask
     return try DeviceRun(node: node, console: console, mode: answerMode, target: target).run(code: code)
