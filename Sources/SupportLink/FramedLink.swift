@@ -65,7 +65,7 @@ public final class FramedLink: @unchecked Sendable {
         self.loop = connection.loop
         self.connection = connection
         self.peerAddress = connection.peerAddress
-        self.machine = LinkStateMachine(settings: settings, isInitiator: isInitiator, now: .now())
+        self.machine = LinkStateMachine(settings: settings, isInitiator: isInitiator, now: connection.loop.now)
         // What HELLO announces: the setting clamped to the wire's range (SPEC §5.1), so that the decoder never
         // refuses a frame the peer was told it may send.
         let range = WireLimits.maxFrameSizeRange
@@ -165,17 +165,17 @@ public final class FramedLink: @unchecked Sendable {
         guard !readingPaused, closeReason == nil else { return }
         readingPaused = true
         connection.pauseReading()
-        machine.readingPaused(now: .now())
+        machine.readingPaused(now: loop.now)
         rearmTick()
     }
 
     private func resumeOnLoop() {
         guard readingPaused else { return }
         readingPaused = false
-        machine.readingResumed(now: .now())
+        machine.readingResumed(now: loop.now)
         rearmTick()
         guard closeReason == nil else { return }
-        deliverDecoded(now: .now())
+        deliverDecoded(now: loop.now)
         // The owner may have paused again while frames were delivered.
         if !readingPaused { connection.resumeReading() }
     }
@@ -262,20 +262,20 @@ public final class FramedLink: @unchecked Sendable {
             guard let self else { return }
             self.tickTimer = nil
             self.tickAt = nil
-            self.perform(self.machine.tick(now: .now()))
+            self.perform(self.machine.tick(now: loop.now))
         }
     }
 }
 
 extension FramedLink: TLSConnectionHandler {
     package func connectionDidBecomeActive(_ connection: TLSConnection) {
-        perform(machine.tlsEstablished(now: .now()))
+        perform(machine.tlsEstablished(now: loop.now))
     }
 
     package func connection(_ connection: TLSConnection, didRead bytes: UnsafeRawBufferPointer) {
         guard closeReason == nil else { return }
         decoder.append(bytes)
-        deliverDecoded(now: .now())
+        deliverDecoded(now: loop.now)
     }
 
     /// Hands every complete frame in the decoder to the machine, until the link closes or the owner pauses reading.

@@ -78,7 +78,7 @@ public enum TLSDialer {
                             returning: .failure(TransportError(.handshakeFailed, "the link closed before HELLO: \(reason)")))
                     }
                 }
-                link.start(connectDeadline: .now() + connectTimeout)
+                link.start(connectDeadline: loop.now + connectTimeout)
             }
             if !accepted {
                 close(fd)

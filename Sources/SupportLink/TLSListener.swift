@@ -241,7 +241,7 @@ private final class Acceptor: Selectable, @unchecked Sendable {
                 .socket,
                 "accept on \(fdDescription): \(what) (\(SystemError.describe(code))); not accepting for "
                     + "\(TLSListener.exhaustionPause); raise the descriptor limit (ulimit -n) if this repeats"))
-        resumeTimer = loop.schedule(at: .now() + TLSListener.exhaustionPause) { [self] in
+        resumeTimer = loop.schedule(at: loop.now + TLSListener.exhaustionPause) { [self] in
             self.resumeTimer = nil
             self.paused = false
             do throws(TransportError) {

@@ -64,6 +64,8 @@ public final class EventLoop: @unchecked Sendable {
     private var timers: [TimerSlot] = []
     private let finished = DispatchSemaphore(value: 0)
     private let onError: (@Sendable (TransportError) -> Void)?
+    /// Set for an embedded loop (``embedded(name:)``): its time, which only ``advance(by:)`` moves.
+    private let virtualClock: VirtualClock?
     /// Scratch for TLS reads, shared by every connection of this loop so that idle connections hold no read buffer.
     package let readBuffer: UnsafeMutableRawBufferPointer
     public let name: String
@@ -91,8 +93,19 @@ public final class EventLoop: @unchecked Sendable {
         return loop
     }
 
-    private init(name: String, onError: (@Sendable (TransportError) -> Void)?) throws(TransportError) {
+    /// An embedded loop for tests: no thread of its own and a virtual clock starting at ``Deadline/zero`` + 1 h.
+    /// The test drives it: ``advance(by:)`` runs the work queued for it, the readiness of its descriptors (real
+    /// sockets, polled without waiting) and every timer due as its clock moves — so a 30 s keepalive is tested in
+    /// milliseconds. Like NIO's `EmbeddedEventLoop`, but over the real poller and TLS.
+    public static func embedded(name: String = "rsup-embedded") throws(TransportError) -> EventLoop {
+        try EventLoop(name: name, onError: nil, virtualClock: VirtualClock())
+    }
+
+    private init(
+        name: String, onError: (@Sendable (TransportError) -> Void)?, virtualClock: VirtualClock? = nil
+    ) throws(TransportError) {
         self.name = name
+        self.virtualClock = virtualClock
         self.onError = onError
         poller = try PlatformPoller()
         readBuffer = .allocate(byteCount: 64 * 1024, alignment: 16)
@@ -102,6 +115,64 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Whether the caller runs on this loop's thread. Lock-free: one atomic load compared with `pthread_self()`.
     public var inLoop: Bool { threadID.load(ordering: .acquiring) == UInt(pthread_self()) }
+
+    /// The loop's time: the monotonic clock, or an embedded loop's virtual clock. What its timers and the links on it
+    /// measure with.
+    public var now: Deadline { virtualClock?.now ?? Deadline.now() }
+
+    /// Whether this is an embedded loop (``embedded(name:)``).
+    public var isEmbedded: Bool { virtualClock != nil }
+
+    /// Embedded loop only: runs what is due now, then moves the virtual clock forward by `duration`, firing each timer
+    /// at its time (and what it causes) on the way. Call it from a thread that is not an event loop; the caller's
+    /// thread is this loop's thread meanwhile. Readiness of real descriptors is polled without waiting: on loopback,
+    /// what one side writes is readable by the other at once.
+    public func advance(by duration: Duration = .zero) {
+        guard let virtualClock else {
+            assertionFailure("advance(by:) on the real-time loop \(name)")
+            return
+        }
+        precondition(!Self.isOnLoopThread, "advance(by:) on an event-loop thread")
+        threadID.store(UInt(pthread_self()), ordering: .releasing)
+        LoopThreadMarker.set()
+        defer {
+            LoopThreadMarker.clear()
+            threadID.store(0, ordering: .releasing)
+        }
+        let target = virtualClock.now + duration
+        while true {
+            runUntilIdle()
+            guard let next = timers.first, next.deadline <= target.nanoseconds else { break }
+            virtualClock.move(to: Deadline(nanoseconds: max(next.deadline, virtualClock.now.nanoseconds)))
+        }
+        virtualClock.move(to: target)
+        runUntilIdle()
+    }
+
+    /// Embedded loop: polls, runs queued work and due timers until nothing is left to do at the current time.
+    private func runUntilIdle() {
+        var rounds = 0
+        while rounds < 10_000 {
+            rounds += 1
+            var ready = false
+            do throws(TransportError) {
+                try poller.wait(timeoutMilliseconds: 0) { token, events in
+                    ready = true
+                    let fd = Int32(bitPattern: UInt32(truncatingIfNeeded: token))
+                    let generation = UInt32(truncatingIfNeeded: token >> 32)
+                    guard let registration = registrations[fd], registration.generation == generation else { return }
+                    registration.handler.handle(events: events)
+                }
+            } catch {
+                onError?(error)
+            }
+            let hadWork = inbox.withLock { !$0.work.isEmpty }
+            let due = timers.first.map { $0.deadline <= now.nanoseconds } ?? false
+            if !ready && !hadWork && !due { return }
+            runExpiredTimers()
+            runPending()
+        }
+    }
 
     /// Whether the caller runs on the thread of any event loop (where blocking is forbidden).
     public static var isOnLoopThread: Bool { LoopThreadMarker.isSet }
@@ -291,14 +362,14 @@ public final class EventLoop: @unchecked Sendable {
     private func timeoutMilliseconds() -> Int32 {
         if inbox.withLock({ !$0.work.isEmpty }) { return 0 }
         guard let first = timers.first else { return -1 }
-        let now = Deadline.now()
+        let now = self.now
         guard first.deadline > now.nanoseconds else { return 0 }
         let nanoseconds = first.deadline - now.nanoseconds
         return Int32(clamping: (nanoseconds + 999_999) / 1_000_000)
     }
 
     private func runExpiredTimers() {
-        let now = Deadline.now().nanoseconds
+        let now = self.now.nanoseconds
         while let first = timers.first, first.deadline <= now {
             remove(at: 0)
             let timer = first.timer
@@ -384,6 +455,9 @@ package enum LoopThreadMarker {
 
     /// Called once by a loop thread before it runs anything.
     package static func set() { pthread_setspecific(key, UnsafeRawPointer(bitPattern: 1)) }
+
+    /// An embedded loop's driving thread is a loop thread only while it drives.
+    package static func clear() { pthread_setspecific(key, nil) }
 }
 
 /// A fixed set of loops, one per core by default; connections are spread over them.
@@ -405,6 +479,12 @@ public final class EventLoopGroup: Sendable {
                 throw error
             }
         }
+        self.loops = loops
+    }
+
+    /// A group of loops made elsewhere (an embedded loop, for tests of a listener on virtual time).
+    public init(loops: [EventLoop]) {
+        precondition(!loops.isEmpty, "a group needs a loop")
         self.loops = loops
     }
 
@@ -438,4 +518,11 @@ public final class EventLoopGroup: Sendable {
             preconditionFailure(error.description)
         }
     }
+}
+
+/// An embedded loop's clock: only ``EventLoop/advance(by:)`` moves it.
+private final class VirtualClock: Sendable {
+    private let time = Mutex(Deadline(sinceOrigin: .seconds(3600)))
+    var now: Deadline { time.withLock { $0 } }
+    func move(to deadline: Deadline) { time.withLock { $0 = max($0, deadline) } }
 }

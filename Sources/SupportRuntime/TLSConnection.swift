@@ -43,7 +43,7 @@ package final class TLSConnection: Selectable {
     private var closeTimer: LoopTimer?
     private var idleTimer: LoopTimer?
     private var closeWhenFlushed = false
-    private var lastRead = Deadline.now()
+    private var lastRead: Deadline
     private let idleTimeout: Duration?
     private let serverName: String?
     package private(set) var peerAddress: SocketAddress?
@@ -64,6 +64,7 @@ package final class TLSConnection: Selectable {
         maxBufferedBytes: Int, idleTimeout: Duration?
     ) {
         self.loop = loop
+        self.lastRead = loop.now
         self.context = context
         self.fd = fd
         self.state = target == nil ? .handshaking : .connecting
@@ -84,7 +85,7 @@ package final class TLSConnection: Selectable {
     package func start(connectDeadline: Deadline? = nil) {
         loop.assertInLoop()
         Socket.setNoDelay(fd)
-        handshakeTimer = loop.schedule(at: Deadline.now() + context.configuration.handshakeTimeout) { [weak self] in
+        handshakeTimer = loop.schedule(at: loop.now + context.configuration.handshakeTimeout) { [weak self] in
             guard let self, self.state == .handshaking || self.state == .connecting else { return }
             let what = self.state == .connecting ? "TCP connect and TLS handshake" : "TLS handshake"
             self.finish(
@@ -178,7 +179,7 @@ package final class TLSConnection: Selectable {
         guard isReadingPaused else { return }
         isReadingPaused = false
         guard state == .open else { return }
-        lastRead = Deadline.now()  // the paused time was ours, not the peer's silence
+        lastRead = loop.now  // the paused time was ours, not the peer's silence
         setInterest(interest.union(.readable))
         if state == .open { readAvailable() }
     }
@@ -287,7 +288,7 @@ package final class TLSConnection: Selectable {
             var count = 0
             let buffer = loop.readBuffer
             if SSL_read_ex(ssl, buffer.baseAddress, buffer.count, &count) == 1 {
-                lastRead = Deadline.now()
+                lastRead = loop.now
                 handler?.connection(self, didRead: UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
                 continue
             }
@@ -456,7 +457,7 @@ package final class TLSConnection: Selectable {
                 sendCloseNotify()
             } else {
                 // A peer that never reads must not hold the connection open: give the queue 5 s to drain.
-                closeTimer = loop.schedule(at: Deadline.now() + .seconds(5)) { [weak self] in
+                closeTimer = loop.schedule(at: loop.now + .seconds(5)) { [weak self] in
                     guard let self, self.state == .open else { return }
                     self.finish(
                         TransportError(
@@ -480,7 +481,7 @@ package final class TLSConnection: Selectable {
             return
         }
         closeTimer?.cancel()
-        closeTimer = loop.schedule(at: Deadline.now() + .seconds(2)) { [weak self] in
+        closeTimer = loop.schedule(at: loop.now + .seconds(2)) { [weak self] in
             // The peer never answered our close_notify; what we sent was flushed, so this is still our clean close.
             self?.finish(nil)
         }
@@ -519,8 +520,8 @@ package final class TLSConnection: Selectable {
         idleTimer = loop.schedule(at: lastRead + idleTimeout) { [weak self] in
             guard let self, self.state == .open else { return }
             // Paused reading: the owner holds the peer back; its silence is not idleness.
-            if self.isReadingPaused { self.lastRead = Deadline.now() }
-            if Deadline.now().since(self.lastRead) >= idleTimeout {
+            if self.isReadingPaused { self.lastRead = loop.now }
+            if loop.now.since(self.lastRead) >= idleTimeout {
                 self.finish(
                     TransportError(.idleTimeout, "\(self.peerDescription) sent nothing for \(idleTimeout)"))
             } else {
