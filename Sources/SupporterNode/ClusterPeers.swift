@@ -16,7 +16,8 @@ final class ClusterPeers: Sendable {
 
     private enum Slot {
         case waiting(CheckedContinuation<ClusterCommandAnswer, Never>)
-        case answered(ClusterCommandAnswer)
+        /// An answer that came before its caller started waiting, kept briefly.
+        case answered(ClusterCommandAnswer, at: ContinuousClock.Instant)
     }
     private let slots = Mutex<[Int64: Slot]>([:])
     /// Ids of commands this node has taken, newest last (bounded), so a command read twice (at a reconnection and by
@@ -63,7 +64,7 @@ final class ClusterPeers: Sendable {
         }
         let answer: ClusterCommandAnswer = await withCheckedContinuation { continuation in
             let early = slots.withLock { slots -> ClusterCommandAnswer? in
-                if case .answered(let answer) = slots[id] {
+                if case .answered(let answer, _) = slots[id] {
                     slots[id] = nil
                     return answer
                 }
@@ -91,8 +92,15 @@ final class ClusterPeers: Sendable {
                 slots[id] = nil
                 return continuation
             case .answered, nil:
-                // The answer came before the caller started waiting: keep it (a bounded few).
-                if !onlyIfWaiting, slots.count < Self.maximumWaiting { slots[id] = .answered(answer) }
+                // The answer came before the caller started waiting: keep it a little. Answers nobody came for (their
+                // caller timed out) are dropped after the answer timeout, so they never pile up.
+                guard !onlyIfWaiting else { return nil }
+                let now = ContinuousClock.now
+                slots = slots.filter { _, slot in
+                    if case .answered(_, let at) = slot { return now - at < Self.answerTimeout }
+                    return true
+                }
+                if slots.count < Self.maximumWaiting { slots[id] = .answered(answer, at: now) }
                 return nil
             }
         }

@@ -44,11 +44,40 @@ extension SupporterNode {
         type: SessionCodeType, details: SessionCodeDetails, lifetime: Duration? = nil, validUntil: Date? = nil,
         by actor: AuditActor = .local
     ) async throws(SupporterNodeError) -> SessionCodeInfo {
+        try await createCode(
+            type: type, details: details, lifetime: lifetime, validUntil: validUntil, by: actor, proposing: nil)
+    }
+
+    /// As the public one, trying `proposed` first (tests of two nodes racing for one code). Codes are drawn at random;
+    /// where several nodes share a database, two may draw the same one at once: the database lets exactly one insert
+    /// it, and the other node draws again (up to 4 draws) without the caller noticing.
+    func createCode(
+        type: SessionCodeType, details: SessionCodeDetails, lifetime: Duration?, validUntil: Date?,
+        by actor: AuditActor, proposing proposed: String?
+    ) async throws(SupporterNodeError) -> SessionCodeInfo {
+        var proposal = proposed
+        for draw in 1...4 {
+            do throws(SupporterNodeError) {
+                return try await createCodeOnce(
+                    type: type, details: details, lifetime: lifetime, validUntil: validUntil, by: actor,
+                    proposing: proposal)
+            } catch where error.isDuplicateCode && draw < 4 {
+                logger.log(.info, "a code drawn here was taken by another node meanwhile; drawing again")
+                proposal = nil
+            }
+        }
+        throw SupporterNodeError("no unused session code found in 4 draws", kind: .conflict)
+    }
+
+    private func createCodeOnce(
+        type: SessionCodeType, details: SessionCodeDetails, lifetime: Duration?, validUntil: Date?,
+        by actor: AuditActor, proposing proposed: String?
+    ) async throws(SupporterNodeError) -> SessionCodeInfo {
         let now = Date()
         let life = lifetime ?? configuration.defaultCodeLifetime
         let seconds = Double(life.components.seconds) + Double(life.components.attoseconds) / 1e18
         let (record, intents) = try state.withLock { state throws(SupporterNodeError) in
-            var code = SessionCodeFormat.generate()
+            var code = proposed ?? SessionCodeFormat.generate()
             while state.registry.contains(code) { code = SessionCodeFormat.generate() }
             let record = SessionCodeRecord(
                 code: code, type: type, description: details.description, customerName: details.customerName,
@@ -64,8 +93,13 @@ extension SupporterNode {
         do {
             try await commit(intents)
         } catch {
-            // Not stored: the code does not exist.
-            state.withLock { _ = try? $0.registry.deleteCode(record.code, by: .node, now: now) }
+            // Not stored: the code does not exist here — unless another node's code of the same text has replaced
+            // this entry meanwhile (its notification), which stays.
+            state.withLock { state in
+                if state.registry.info(record.code, now: now)?.record == record {
+                    _ = try? state.registry.deleteCode(record.code, by: .node, now: now)
+                }
+            }
             throw error
         }
         logger.log(.info, "code \(Redact.code(record.code)) created (\(type))")

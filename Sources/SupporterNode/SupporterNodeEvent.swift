@@ -30,17 +30,21 @@ public struct SupporterNodeError: Error, Sendable, Hashable, CustomStringConvert
     public let description: String
     /// The transport error underneath, for `.transport`.
     public let transportError: TransportError?
+    /// The store error's kind underneath, for `.store`.
+    let storeErrorKind: StoreError.Kind?
 
     public init(_ description: String, kind: Kind = .refused) {
         self.kind = kind
         self.description = description
         self.transportError = nil
+        self.storeErrorKind = nil
     }
 
     init(transport error: TransportError) {
         kind = .transport
         description = error.description
         transportError = error
+        storeErrorKind = nil
     }
 
     init(registry error: RegistryError) {
@@ -51,11 +55,16 @@ public struct SupporterNodeError: Error, Sendable, Hashable, CustomStringConvert
         }
         description = error.message
         transportError = nil
+        storeErrorKind = nil
     }
 
     init(store error: StoreError) {
         kind = .store
         description = "the node's store: \(error)"
         transportError = nil
+        storeErrorKind = error.kind
     }
+
+    /// The store refused a new code because one with that text exists (another node drew it at the same time).
+    var isDuplicateCode: Bool { storeErrorKind == .duplicate }
 }

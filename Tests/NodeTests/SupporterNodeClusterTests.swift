@@ -106,6 +106,30 @@ extension NodeIntegration {
             }
         }
 
+        @Test func twoNodesDrawingTheSameCodeAtOnceGetOneEachAndTheDatabaseHasBoth() async throws {
+            let cluster = try Cluster(count: 2)
+            defer { cluster.stop() }
+            let (first, second) = (cluster.nodes[0], cluster.nodes[1])
+            for round in 0..<5 {
+                let proposed = "555-000-00\(round)"
+                async let one = first.supporter.createCode(
+                    type: .remoteSupport, details: SessionCodeDetails(description: "one"), lifetime: nil,
+                    validUntil: nil, by: .local, proposing: proposed)
+                async let other = second.supporter.createCode(
+                    type: .remoteSupport, details: SessionCodeDetails(description: "other"), lifetime: nil,
+                    validUntil: nil, by: .local, proposing: proposed)
+                let codes = [try await one.code, try await other.code]
+                // Exactly one node got the code it drew; the other drew again, unnoticed by its caller.
+                #expect(codes.filter { $0 == proposed }.count == 1, "round \(round): \(codes)")
+                #expect(Set(codes).count == 2)
+                // Both nodes end up knowing both codes, each with the description of the node that made it.
+                for code in codes {
+                    #expect(await waitUntil { first.supporter.code(code) != nil && second.supporter.code(code) != nil })
+                }
+                #expect(first.supporter.code(proposed)?.description == second.supporter.code(proposed)?.description)
+            }
+        }
+
         @Test func aCodeClosedOnOneNodeEndsTheSessionOnAnotherAndCannotBeDeletedUnderADevice() async throws {
             let cluster = try Cluster(count: 2)
             defer { cluster.stop() }
