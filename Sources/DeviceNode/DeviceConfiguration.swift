@@ -107,6 +107,8 @@ public struct DeviceNodeError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let invalidSessionCode = Kind(name: "invalid_session_code")
         /// The configuration cannot work.
         public static let invalidConfiguration = Kind(name: "invalid_configuration")
+        /// The system refused what the SDK needs to run (a thread, a descriptor); try again later.
+        public static let unavailable = Kind(name: "unavailable")
     }
     /// What was wrong.
     public let kind: Kind

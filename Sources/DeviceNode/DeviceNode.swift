@@ -59,15 +59,20 @@ public final class DeviceNode: Sendable {
             } else {
                 self.context = try TLSContext(configuration.tls)
             }
-            if let shared = configuration.eventLoop {
-                self.loop = shared
-                self.ownsLoop = false
-            } else {
-                self.loop = try EventLoop.start(name: "rsup-device")
-                self.ownsLoop = true
-            }
         } catch {
             throw DeviceNodeError(.invalidConfiguration, error.message, underlying: error)
+        }
+        if let shared = configuration.eventLoop {
+            self.loop = shared
+            self.ownsLoop = false
+        } else {
+            do throws(TransportError) {
+                self.loop = try EventLoop.start(name: "rsup-device")
+            } catch {
+                // Not the app's configuration: the system refused a descriptor or a thread.
+                throw DeviceNodeError(.unavailable, "cannot start the SDK's event loop: \(error.message)", underlying: error)
+            }
+            self.ownsLoop = true
         }
     }
 

@@ -60,13 +60,14 @@ extension CodeRegistry {
     /// connection holds the code from now on, once the returned intents commit (``registrationCommitted(_:code:)``;
     /// ``registrationFailed(_:code:)`` when they do not). The intents take the presence over and record that the
     /// device was reconnecting; its `device_resumed` row follows with the session event. Nil when this node cannot
-    /// take it (unknown code or connection, or something here holds the code already).
+    /// take it (unknown code or connection, something here holds the code already, or the code was closed or
+    /// expired meanwhile: a session never outlives its code).
     public mutating func adoptSession(
         _ connection: ConnectionID, code: String, deviceName: String?, state: SessionCodeState, previousNode: String,
         now: Date
     ) -> [StoreIntent]? {
         guard var entry = connections[connection], entry.code == nil, var codeEntry = codes[code],
-            codeEntry.holder == nil
+            codeEntry.holder == nil, !codeEntry.record.isClosed, now < codeEntry.record.validUntil
         else { return nil }
         codeEntry.holder = connection
         codeEntry.committed = false
@@ -88,5 +89,22 @@ extension CodeRegistry {
                 .deviceReconnecting, code, now,
                 ["source_address": entry.address, "previous_node": previousNode, "why": "node_lost"]),
         ]
+    }
+}
+
+extension CodeRegistry {
+    /// Another node blocked a key (an address, a code, a token) or lifted its block: `row` is the key's stored row
+    /// now (nil: deleted, after a success). A block made on one node holds on every node.
+    public mutating func backoffChangedElsewhere(key: String, row: BackoffRow?) {
+        if let row {
+            load(row)
+            return
+        }
+        switch BackoffKey(key) {
+        case .address(let address): _ = addressBackoff.reset(address)
+        case .code(let code): _ = codeBackoff.reset(code)
+        case .token(let token): _ = tokenBackoff.reset(token)
+        case nil: break
+        }
     }
 }

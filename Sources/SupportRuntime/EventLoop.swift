@@ -54,6 +54,8 @@ public final class EventLoop: @unchecked Sendable {
     private let poller: PlatformPoller
     private let inbox = Mutex(Inbox())
     private let stopRequested = Atomic<Bool>(false)
+    /// An embedded loop's last iteration ran (``shutdown()``).
+    private let stopped = Atomic<Bool>(false)
     /// The loop thread's `pthread_self()`, stored once by the thread before it runs anything; 0 before that.
     private let threadID = Atomic<UInt>(0)
     private var registrations: [Int32: (generation: UInt32, handler: Selectable)] = [:]
@@ -224,6 +226,14 @@ public final class EventLoop: @unchecked Sendable {
         inbox.withLock { $0.accepting = false }
         stopRequested.store(true, ordering: .releasing)
         wake()
+        if virtualClock != nil, !stopped.exchange(true, ordering: .acquiringAndReleasing) {
+            // An embedded loop has no thread to finish on: the caller's runs the last iteration.
+            threadID.store(UInt(pthread_self()), ordering: .releasing)
+            LoopThreadMarker.set()
+            stop()
+            LoopThreadMarker.clear()
+            threadID.store(0, ordering: .releasing)
+        }
     }
 
     /// Blocks until the loop thread has finished after ``shutdown()``.

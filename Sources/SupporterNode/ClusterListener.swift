@@ -17,7 +17,11 @@ enum ClusterNews: Sendable {
     case account(String, SupporterAccountRecord?)
     case loginSession(digest: [UInt8], LoginSessionRecord?)
     case loginSessionsEnded(login: String)
+    /// Every stored login session (after a reconnection): the ones missing ended elsewhere meanwhile.
+    case loginSessionSnapshot([LoginSessionRecord])
     case token(id: String, digest: [UInt8]?, record: APITokenRecord?)
+    /// A back-off key's stored row (nil: deleted).
+    case backoff(key: String, BackoffRow?)
     /// A command for a device this node holds.
     case command(id: Int64, origin: String, ClusterCommand)
     /// The answer to a command this node sent; `reread` when read again after a reconnection (nobody may wait).
@@ -60,7 +64,8 @@ final class ClusterListener: Sendable {
     /// Waits until the first `LISTEN` is in place (what other nodes commit from then on reaches this node); false
     /// after `timeout` (the listener keeps trying in the background).
     func waitUntilListening(timeout: Duration) -> Bool {
-        let milliseconds = Int(timeout.components.seconds * 1000)
+        let (seconds, attoseconds) = timeout.components
+        let milliseconds = Int(seconds * 1000 + attoseconds / 1_000_000_000_000_000)
         return listening.wait(timeout: .now() + .milliseconds(milliseconds)) == .success
     }
 
@@ -134,9 +139,8 @@ final class ClusterListener: Sendable {
                 deliver(.token(id: record.id, digest: digest, record: record))
             }
             for account in try PostgresStoreEngine.accounts(transaction) { deliver(.account(account.login, account)) }
-            for session in try PostgresStoreEngine.loginSessions(transaction) {
-                deliver(.loginSession(digest: session.digest, session))
-            }
+            deliver(.loginSessionSnapshot(try PostgresStoreEngine.loginSessions(transaction)))
+            for row in try PostgresStoreEngine.backoffRows(transaction) { deliver(.backoff(key: row.key, row)) }
         }
         // Answers given while this node was not listening (a caller may still wait for one).
         let answers = try PostgresStoreTransaction(connection, location: location).run(
@@ -190,6 +194,8 @@ final class ClusterListener: Sendable {
         case .token(let id):
             let token = try PostgresStoreEngine.tokens(transaction, id: id).first
             deliver(.token(id: id, digest: token?.digest, record: token?.record))
+        case .backoff(let key):
+            deliver(.backoff(key: key, try PostgresStoreEngine.backoffRows(transaction, key: key).first))
         }
     }
 
@@ -211,14 +217,18 @@ final class ClusterListener: Sendable {
         return all
     }
 
-    /// Commands for `node` not done yet, oldest first.
+    /// Commands for `node` not done yet, oldest first — only those younger than the asking node's wait
+    /// (``ClusterPeers/answerTimeout``): an older one was answered `busy` there, and carrying it out now would surprise
+    /// everyone (a prompt minutes late, an end that hits a newer session).
     static func waitingCommands(
         _ connection: PostgresConnection, for node: String, only id: Int64? = nil, location: String
     ) throws(StoreError) -> [(Int64, String, ClusterCommand)] {
         let rows = try PostgresStoreTransaction(connection, location: location).run(
             """
             SELECT id, origin_node, command FROM node_commands
-            WHERE target_node = $1 AND done_at IS NULL AND ($2::bigint IS NULL OR id = $2) ORDER BY id
+            WHERE target_node = $1 AND done_at IS NULL AND ($2::bigint IS NULL OR id = $2)
+                AND created_at >= rsup_now_ms() - 15000
+            ORDER BY id
             """, [node, id.map { String($0) }], "read commands for this node")
         return rows.rows.compactMap { row in
             guard let id = row[0].flatMap({ Int64($0) }), let origin = row[1],

@@ -51,6 +51,8 @@ enum ClusterChange: Sendable, Hashable {
     case loginSessions(login: String)
     /// An API token was issued or revoked (by its public id).
     case token(id: String)
+    /// A registration back-off row was saved or deleted (by its key: `addr:…`, `code:…`, `token:…`).
+    case backoff(key: String)
 
     func payload(from origin: String) -> String {
         switch self {
@@ -60,6 +62,7 @@ enum ClusterChange: Sendable, Hashable {
         case .loginSession(let digest): "\(origin) login \(digest)"
         case .loginSessions(let login): "\(origin) logins \(login)"
         case .token(let id): "\(origin) token \(id)"
+        case .backoff(let key): "\(origin) backoff \(key)"
         }
     }
 
@@ -76,6 +79,7 @@ enum ClusterChange: Sendable, Hashable {
         case "login": change = .loginSession(digestHex: key)
         case "logins": change = .loginSessions(login: key)
         case "token": change = .token(id: key)
+        case "backoff": change = .backoff(key: key)
         default: return nil
         }
         return (String(parts[0]), change)

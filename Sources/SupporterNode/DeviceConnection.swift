@@ -153,7 +153,8 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         let holder = node.state.withLock { state -> DeviceConnection? in
             state.registry.holder(of: resume.sessionCode).flatMap { state.links[$0] }
         }
-        if holder == nil, node.cluster != nil {
+        // A code this node does not know is nobody's session anywhere (every node knows every code): no database read.
+        if holder == nil, node.cluster != nil, node.state.withLock({ $0.registry.contains(resume.sessionCode) }) {
             // Several nodes: the session may be one whose node died (docs/cluster.md).
             resuming = true
             link.pauseReading()
@@ -364,6 +365,9 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         }
         return try outcome.get()
     }
+
+    /// Closes the link with GOAWAY `reason` (any thread).
+    func closeLink(reason: ReasonCode, text: String) { link.close(reason: reason, text: text) }
 
     /// Ends the session (if any) with `going_away`, then closes the link. On the loop.
     func shutDown() {

@@ -78,6 +78,11 @@ struct LoginSessionTable: Sendable {
     /// Whether a session with this digest is held.
     func contains(digest: [UInt8]) -> Bool { sessions[digest] != nil }
 
+    /// Keeps only sessions whose digest is in `digests` or that began after `date` (read again from the store).
+    mutating func retain(digests: Set<[UInt8]>, orBegunAfter date: Date) {
+        sessions = sessions.filter { digests.contains($0.key) || $0.value.createdAt > date }
+    }
+
     /// Forgets the session with this digest (it ended on another node).
     mutating func forget(digest: [UInt8]) { sessions[digest] = nil }
 

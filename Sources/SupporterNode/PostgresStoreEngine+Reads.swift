@@ -18,19 +18,7 @@ extension PostgresStoreEngine {
                 try transaction.run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", [], "begin transaction")
                 var snapshot = StoreSnapshot()
                 snapshot.codes = try Self.codes(transaction)
-                for row in try transaction.run(
-                    "SELECT key, failures, blocked_until, last_failure FROM registration_backoff", [],
-                    "read registration back-off"
-                ).rows {
-                    guard let key = row[0], let failures = row[1].flatMap({ Int($0) }),
-                        let last = row[3].flatMap({ Int64($0) })
-                    else { throw Self.invalidData("a back-off row lacks a required value", location) }
-                    snapshot.backoff.append(
-                        BackoffRow(
-                            key: key, failures: failures,
-                            blockedUntil: row[2].flatMap { Int64($0) }.map(Date.init(unixMilliseconds:)),
-                            lastFailure: Date(unixMilliseconds: last)))
-                }
+                snapshot.backoff = try Self.backoffRows(transaction)
                 snapshot.activeTokens = try Self.tokens(transaction, id: nil).filter { $0.record.revokedAt == nil }
                 snapshot.accounts = try Self.accounts(transaction)
                 snapshot.loginSessions = try Self.loginSessions(transaction)
@@ -59,6 +47,26 @@ extension PostgresStoreEngine {
             tokens.append((digest, try Self.tokenRecord(row, location: location)))
         }
         return tokens
+    }
+
+    /// Stored back-off rows; only `key`'s when given.
+    static func backoffRows(_ transaction: PostgresStoreTransaction, key: String? = nil) throws(StoreError)
+        -> [BackoffRow]
+    {
+        var rows: [BackoffRow] = []
+        for row in try transaction.run(
+            "SELECT key, failures, blocked_until, last_failure FROM registration_backoff WHERE $1::text IS NULL OR key = $1",
+            [key], "read registration back-off"
+        ).rows {
+            guard let key = row[0], let failures = row[1].flatMap({ Int($0) }), let last = row[3].flatMap({ Int64($0) })
+            else { throw Self.invalidData("a back-off row lacks a required value", transaction.location) }
+            rows.append(
+                BackoffRow(
+                    key: key, failures: failures,
+                    blockedUntil: row[2].flatMap { Int64($0) }.map(Date.init(unixMilliseconds:)),
+                    lastFailure: Date(unixMilliseconds: last)))
+        }
+        return rows
     }
 
     /// Supporter accounts by login; only `login`'s when given.

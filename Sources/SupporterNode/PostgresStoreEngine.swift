@@ -216,6 +216,11 @@ final class PostgresStoreEngine: StoreEngine {
                 wake.wait()
             }
             while true {
+                if let member, DispatchTime.now() >= nextRenewal {
+                    // Between batches too: a queue that never empties (a reconnect storm) must not starve the leases.
+                    renewPresence(member, connection)
+                    nextRenewal = DispatchTime.now() + .milliseconds(Int(member.leaseMilliseconds / 3))
+                }
                 let (taken, stopping) = state.withLock { state -> ([Work], Bool) in
                     var taken: [Work] = []
                     while state.head < state.work.count {
@@ -280,6 +285,9 @@ final class PostgresStoreEngine: StoreEngine {
             try connection.query(
                 "UPDATE device_presence SET lease_until = rsup_now_ms() + $2 WHERE node_id = $1",
                 [member.nodeID, String(member.leaseMilliseconds)], operation: "renew device presence")
+            // Routed commands are answered within seconds or never: keep the table small.
+            try connection.query(
+                "DELETE FROM node_commands WHERE created_at < rsup_now_ms() - 60000", operation: "forget old commands")
         } catch {
             if Self.isConnectionLoss(Self.storeError(error, location: location)) { connectionLost = true }
             logger.log(

@@ -163,6 +163,8 @@ enum PostgresStoreSchema {
                 )
                 """,
                 "CREATE INDEX node_commands_waiting ON node_commands (target_node, id) WHERE done_at IS NULL",
+                "CREATE INDEX node_commands_answered ON node_commands (origin_node, done_at)",
+                "CREATE INDEX node_commands_by_created ON node_commands (created_at)",
             ]),
     ]
 

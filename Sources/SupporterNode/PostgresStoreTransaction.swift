@@ -68,8 +68,10 @@ struct PostgresStoreTransaction {
                         row.key, String(row.failures), row.blockedUntil.map { String($0.unixMilliseconds) },
                         String(row.lastFailure.unixMilliseconds),
                     ], "save registration back-off")
+                changed(.backoff(key: row.key))
             case .deleteBackoff(let key):
                 try run("DELETE FROM registration_backoff WHERE key = $1", [key], "delete registration back-off")
+                changed(.backoff(key: key))
             case .saveAccount(let record):
                 try run(
                     """
@@ -109,15 +111,17 @@ struct PostgresStoreTransaction {
             case .claimPresence(let code, let deviceName): try claimPresence(code, deviceName: deviceName)
             case .presenceState(let code, let state):
                 guard let member else { break }
-                try run(
-                    "UPDATE device_presence SET state = $3 WHERE code = $1 AND node_id = $2",
+                let rows = try run(
+                    "UPDATE device_presence SET state = $3 WHERE code = $1 AND node_id = $2 RETURNING code",
                     [code, member.nodeID, state.rawValue], "record the session's state")
+                guard rows.count > 0 else { throw lostPresence(code) }
                 changed(.presence(code: code))
             case .resumeState(let code, let text):
                 guard let member else { break }
-                try run(
-                    "UPDATE device_presence SET resume = $3 WHERE code = $1 AND node_id = $2", [code, member.nodeID, text],
-                    "record the session for a resume elsewhere")
+                let rows = try run(
+                    "UPDATE device_presence SET resume = $3 WHERE code = $1 AND node_id = $2 RETURNING code",
+                    [code, member.nodeID, text], "record the session for a resume elsewhere")
+                guard rows.count > 0 else { throw lostPresence(code) }
             case .releasePresence(let code):
                 guard let member else { break }
                 try run(
@@ -130,6 +134,14 @@ struct PostgresStoreTransaction {
 
     // MARK: presence
 
+    /// This node's presence on `code` is gone: its lease lapsed and another node took the code over. What this node
+    /// was about to record about the code did not happen.
+    private func lostPresence(_ code: String) -> StoreError {
+        StoreError(
+            kind: .heldElsewhere, operation: "record the session's state",
+            message: "this node's presence on the code lapsed and another node holds it now", path: location)
+    }
+
     /// Takes the code for this node: a new row, or one whose lease ran out (its node died or lost the database), or
     /// this node's own. Another node's live row is ``StoreError/Kind/heldElsewhere``, and the job fails with it.
     private mutating func claimPresence(_ code: String, deviceName: String?) throws(StoreError) {
@@ -139,7 +151,8 @@ struct PostgresStoreTransaction {
             INSERT INTO device_presence (code, node_id, since, lease_until, state, device_name)
             VALUES ($1, $2, rsup_now_ms(), rsup_now_ms() + $3, 'online', $4)
             ON CONFLICT (code) DO UPDATE SET node_id = excluded.node_id, since = excluded.since,
-                lease_until = excluded.lease_until, state = excluded.state, device_name = excluded.device_name
+                lease_until = excluded.lease_until, state = excluded.state, device_name = excluded.device_name,
+                resume = NULL
             WHERE device_presence.lease_until < rsup_now_ms() OR device_presence.node_id = excluded.node_id
             RETURNING code
             """, [code, member.nodeID, String(member.leaseMilliseconds), deviceName], "claim device presence")

@@ -52,6 +52,12 @@ extension SupporterNode {
             for (code, closed) in ending { endFinishedElsewhere(code, closed: closed) }
         case .presence(let code, let presence):
             state.withLock { $0.registry.setPresenceElsewhere(presence, on: code) }
+            if presence != nil, let connection = localConnection(on: code) {
+                // Another node claimed a code this node still serves: this node's lease lapsed (it was starved or
+                // cut off from the database) and the device resumed there. This side of the split ends now.
+                logger.log(.warning, "code \(Redact.code(code)): another node took this session over; closing it here")
+                connection.closeLink(reason: .sessionMoved, text: "the session continues on another node")
+            }
         case .presenceSnapshot(let all):
             state.withLock { $0.registry.replacePresenceElsewhere(all) }
         case .account(let login, let record):
@@ -68,6 +74,15 @@ extension SupporterNode {
                     state.loginSessions.forget(digest: digest)
                 }
             }
+        case .loginSessionSnapshot(let records):
+            let kept = Set(records.map(\.digest))
+            state.withLock { state in
+                // Sessions begun here in the last minute may not be committed yet; the rest are as stored.
+                state.loginSessions.retain(digests: kept, orBegunAfter: now.addingTimeInterval(-60))
+                for record in records where !state.loginSessions.contains(digest: record.digest) {
+                    state.loginSessions.load(record, now: now)
+                }
+            }
         case .loginSessionsEnded(let login):
             state.withLock { $0.loginSessions.closeAll(of: login) }
         case .token(let id, let digest, let record):
@@ -78,6 +93,8 @@ extension SupporterNode {
                     _ = state.tokens.remove(id: id)
                 }
             }
+        case .backoff(let key, let row):
+            state.withLock { $0.registry.backoffChangedElsewhere(key: key, row: row) }
         case .command(let id, let origin, let command):
             guard let cluster, cluster.take(id) else { return }
             Task {
@@ -87,6 +104,11 @@ extension SupporterNode {
         case .answer(let id, let answer, let reread):
             cluster?.answered(id, answer, onlyIfWaiting: reread)
         }
+    }
+
+    /// The connection of the device this node holds on `code`, if any.
+    private func localConnection(on code: String) -> DeviceConnection? {
+        state.withLock { state in state.registry.holder(of: code).flatMap { state.links[$0] } }
     }
 
     /// Another node closed or expired a code whose device is here: its session ends as a local close would.

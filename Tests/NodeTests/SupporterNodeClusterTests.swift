@@ -17,12 +17,16 @@ extension NodeIntegration {
             let database: ThrowawayPostgres
             let nodes: [NodeHarness]
 
-            init(count: Int = 3, presenceLease: Duration = .seconds(10)) throws {
+            init(
+                count: Int = 3, presenceLease: Duration = .seconds(10), policy: CodeRegistry.Policy = CodeRegistry.Policy()
+            ) throws {
                 database = try ThrowawayPostgres()
                 var nodes: [NodeHarness] = []
                 for _ in 0..<count {
                     nodes.append(
-                        try NodeHarness(storeBackend: .postgres(database.connectionString), presenceLease: presenceLease))
+                        try NodeHarness(
+                            policy: policy, storeBackend: .postgres(database.connectionString),
+                            presenceLease: presenceLease))
                 }
                 self.nodes = nodes
             }
@@ -177,6 +181,35 @@ extension NodeIntegration {
             #expect(request.requestID == id)
             #expect(request.supporterName == "Dora")
             device.session.leave()
+        }
+
+        @Test func anAddressBlockedOnOneNodeIsBlockedOnTheOthers() async throws {
+            var policy = CodeRegistry.Policy()
+            policy.addressBackoff.base = .seconds(60)  // a block that outlasts the test
+            let cluster = try Cluster(count: 2, policy: policy)
+            defer { cluster.stop() }
+            let (first, second) = (cluster.nodes[0], cluster.nodes[1])
+            let code = try await first.supporter.createCode(description: "guarded").code
+            func attempt(_ node: NodeHarness) async -> ReasonCode? {
+                guard let device = try? JoinedDevice(
+                    node: try node.device(node.deviceConfiguration(token: "rsk_not-a-token-of-this-service-000")),
+                    code: code)
+                else { return nil }
+                let event = await device.event {
+                    if case .error = $0 { return true }
+                    return false
+                }
+                if case .error(let failure) = event { return failure.reason }
+                return nil
+            }
+            // Node 1: five free failures, a sixth that blocks the address, then the block answers.
+            var reasons: [ReasonCode?] = []
+            for _ in 0..<7 { reasons.append(await attempt(first)) }
+            #expect(reasons.last == .rateLimited, "\(reasons)")
+            // Node 2 never saw a failure from this address, and refuses its very first attempt (a failure counted there
+            // would not block it before its own free failures).
+            try await Task.sleep(for: .milliseconds(500))  // the block's NOTIFY arrives in milliseconds
+            #expect(await attempt(second) == .rateLimited)
         }
 
         @Test func accountsAndLoginSessionsMadeOnOneNodeWorkOnAnother() async throws {
