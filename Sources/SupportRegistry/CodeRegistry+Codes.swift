@@ -119,6 +119,7 @@ extension CodeRegistry {
         intents += flushRefusalWindows(now: now)
         let clock = Self.clock(now)
         addressBackoff.forgetDecayed(now: clock)
+        blockedAdmissions = blockedAdmissions.filter { addressBackoff.retryAfter($0.key, now: clock) != nil }
         codeBackoff.forgetDecayed(now: clock)
         tokenBackoff.forgetDecayed(now: clock)
         return (expiring.sorted(), intents)

@@ -42,6 +42,16 @@ public struct CodeRegistry: Sendable {
         public var refusalAuditGlobalLimit = 600
         /// Source addresses tracked for refusal auditing; beyond it they count toward the global aggregate.
         public var refusalAuditSources = 10_000
+        /// New connections admitted per second from an address while its address back-off blocks it (a burst of
+        /// ``blockedAddressBurst``). The rest are closed at accept, before any TLS work: a client that reconnects in a
+        /// loop to repeat refused registrations costs an accept and a close, not a handshake. The trade-off (SPEC
+        /// §13.1): a device with a valid token behind the same address (carrier-grade NAT) is never refused its
+        /// registration for the address's failures, but while the block lasts its connection competes for these
+        /// admissions and may be closed at accept; it gets through on a later attempt.
+        public var blockedAddressAdmissionsPerSecond = 5.0
+        public var blockedAddressBurst = 5.0
+        /// Blocked addresses whose admission budget is tracked; beyond it the oldest is forgotten.
+        public var blockedAddressesTracked = 10_000
 
         public init() {}
     }
@@ -94,6 +104,8 @@ public struct CodeRegistry: Sendable {
     var codeBackoff: BackoffTable
     var tokenBackoff: BackoffTable
     var refusalAudit: AuditThrottle
+    /// Admission budget (tokens, last refill on the back-off clock) of addresses blocked by their back-off.
+    var blockedAdmissions: [String: (tokens: Double, at: Duration)] = [:]
 
     public init(policy: Policy = Policy()) {
         self.policy = policy
@@ -168,8 +180,14 @@ public struct CodeRegistry: Sendable {
     /// A TLS connection was accepted from `address`. Refused (closed at once) beyond the caps on connections not
     /// registered on a code. The caps apply here only: a connection that leaves its code counts as unregistered again
     /// but is not closed for it (the registration deadline does that).
-    public mutating func connectionOpened(_ connection: ConnectionID, address: String) -> Admission {
+    ///
+    /// With `now`, an address that its back-off blocks gets only ``Policy/blockedAddressAdmissionsPerSecond`` new
+    /// connections per second (SPEC §13.1).
+    public mutating func connectionOpened(_ connection: ConnectionID, address: String, now: Date? = nil) -> Admission {
         guard connections[connection] == nil else { return .refuse("connection \(connection) is open already") }
+        if let now, !admitsBlockedAddress(address, now: Self.clock(now)) {
+            return .refuse("\(address) is blocked after repeated failed registrations: new connections are throttled")
+        }
         if unauthenticatedCount >= policy.unauthenticatedTotal {
             return .refuse("too many unregistered connections (\(policy.unauthenticatedTotal) in all)")
         }
@@ -179,6 +197,29 @@ public struct CodeRegistry: Sendable {
         connections[connection] = ConnectionEntry(address: address)
         countUnauthenticatedChange(address, +1)
         return .admit
+    }
+
+    /// Whether a new connection from `address` fits its admission budget: always while the address is not blocked.
+    private mutating func admitsBlockedAddress(_ address: String, now: Duration) -> Bool {
+        guard addressBackoff.retryAfter(address, now: now) != nil else {
+            blockedAdmissions[address] = nil
+            return true
+        }
+        let rate = policy.blockedAddressAdmissionsPerSecond
+        let burst = max(1, policy.blockedAddressBurst)
+        var budget = blockedAdmissions[address] ?? (tokens: burst, at: now)
+        let elapsed = Double((now - budget.at).components.seconds) + Double((now - budget.at).components.attoseconds) / 1e18
+        budget.tokens = min(burst, budget.tokens + max(0, elapsed) * rate)
+        budget.at = now
+        let admitted = budget.tokens >= 1
+        if admitted { budget.tokens -= 1 }
+        if blockedAdmissions[address] == nil, blockedAdmissions.count >= policy.blockedAddressesTracked,
+            let oldest = blockedAdmissions.min(by: { $0.value.at < $1.value.at })?.key
+        {
+            blockedAdmissions[oldest] = nil
+        }
+        blockedAdmissions[address] = budget
+        return admitted
     }
 
     /// The connection closed. A code it still held is released (the session ended through ``sessionEvent``).

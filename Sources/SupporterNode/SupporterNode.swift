@@ -148,22 +148,28 @@ public final class SupporterNode: Sendable {
     /// A new TLS connection, on its loop: admitted under the caps on unregistered connections, or closed at once.
     private func admit(_ link: FramedLink) -> Bool {
         let address = link.peerAddress?.host ?? "unknown"
-        let admitted = state.withLock { state -> (ConnectionID, DeviceConnection)? in
-            guard !state.shuttingDown else { return nil }
+        let admitted = state.withLock { state -> Result<DeviceConnection, RefusedAdmission> in
+            guard !state.shuttingDown else { return .failure(RefusedAdmission(reason: "the node is shutting down")) }
             let id = ConnectionID(state.nextConnection)
             state.nextConnection += 1
-            guard case .admit = state.registry.connectionOpened(id, address: address) else { return nil }
+            if case .refuse(let reason) = state.registry.connectionOpened(id, address: address, now: Date()) {
+                return .failure(RefusedAdmission(reason: reason))
+            }
             let connection = DeviceConnection(id: id, link: link, node: self, sourceAddress: address)
             state.links[id] = connection
-            return (id, connection)
+            return .success(connection)
         }
-        guard let (_, connection) = admitted else {
-            handshakeLog.log(.info, key: "refused", "connection from \(address) refused: too many unregistered connections")
+        switch admitted {
+        case .success(let connection):
+            link.delegate = connection
+            return true
+        case .failure(let refusal):
+            handshakeLog.log(.info, key: "refused:" + address, "connection from \(address) refused: \(refusal.reason)")
             return false
         }
-        link.delegate = connection
-        return true
     }
+
+    private struct RefusedAdmission: Error { let reason: String }
 
     /// The device port actually listened on (useful with port 0).
     public var port: UInt16? { listener.withLock { $0?.localAddress.port } }

@@ -120,6 +120,37 @@ import Testing
         #expect(refusal(registry.register(attempt(8, token: nil), now: start))?.reason == .invalidAPIToken)
     }
 
+    @Test func aBlockedAddressGetsOnlyAFewNewConnectionsPerSecond() {
+        var registry = registry {
+            $0.addressBackoff.base = .seconds(60)
+            $0.blockedAddressAdmissionsPerSecond = 2
+            $0.blockedAddressBurst = 2
+        }
+        for index in 0..<6 {
+            #expect(registry.connectionOpened(ConnectionID(UInt64(index + 1)), address: "198.51.100.7", now: start) == .admit)
+            _ = registry.register(attempt(UInt64(index + 1), token: nil), now: start)
+            registry.connectionClosed(ConnectionID(UInt64(index + 1)))
+        }
+        // Blocked now: a burst of 2, then refused at accept (before any TLS work) until the budget refills.
+        var admitted = 0
+        for index in 0..<20 {
+            if registry.connectionOpened(ConnectionID(UInt64(100 + index)), address: "198.51.100.7", now: start) == .admit {
+                admitted += 1
+            }
+        }
+        #expect(admitted == 2)
+        let oneSecondLater = start.addingTimeInterval(1)
+        #expect(registry.connectionOpened(ConnectionID(200), address: "198.51.100.7", now: oneSecondLater) == .admit)
+        #expect(registry.connectionOpened(ConnectionID(201), address: "198.51.100.7", now: oneSecondLater) == .admit)
+        #expect(registry.connectionOpened(ConnectionID(202), address: "198.51.100.7", now: oneSecondLater) != .admit)
+        // Another address, and the same one once its block ran out, are not throttled.
+        #expect(registry.connectionOpened(ConnectionID(300), address: "192.0.2.1", now: start) == .admit)
+        #expect(registry.connectionOpened(ConnectionID(301), address: "198.51.100.7", now: start.addingTimeInterval(61)) == .admit)
+        #expect(registry.connectionOpened(ConnectionID(302), address: "198.51.100.7", now: start.addingTimeInterval(61)) == .admit)
+        #expect(registry.connectionOpened(ConnectionID(303), address: "198.51.100.7", now: start.addingTimeInterval(61)) == .admit)
+        #expect(registry.invariantViolation() == nil)
+    }
+
     @Test func anAddressFailureCountDecaysAndASuccessResetsIt() throws {
         var registry = registry()
         _ = try registry.createCode(record(), by: .local)
