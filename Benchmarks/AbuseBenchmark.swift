@@ -29,6 +29,9 @@ enum AbuseBenchmark {
     static let registrations = 300
     static let warmUp = 20
     static let attacker = "127.0.0.2"
+    /// The idle-connection attackers use addresses of their own: the spam condition leaves 127.0.0.2 blocked (and
+    /// throttled at accept, SPEC §13.1) for minutes, which would hide the per-address cap this condition measures.
+    static let idleAttacker = "127.0.0.3"
     static let idleAttempts = 2_000
     static let restIdle = 1_000
     static let spamBurst = 50
@@ -257,7 +260,8 @@ enum AbuseBenchmark {
                REGISTER spam: one thread, one connection at a time, \(spamBurst) REGISTERs with a bad token in one
                write, read until the node closes it, reconnect at once.
                Idle after HELLO: \(Format.grouped(idleAttempts)) TLS + HELLO attempts before the measurement; the
-               admitted ones are held open and silent (keepalive 600 s, deadline not reached during the run).
+               admitted ones are held open and silent (keepalive 120 s, the cap; deadline not reached during the run);
+               the idle attackers connect from 127.0.0.3.
                Idle REST: \(Format.grouped(restIdle)) plain TCP connections to the REST port, never a TLS byte.
                audit rows +: rows the condition added (2 per legitimate registration, device_online and
                device_offline, plus refusals). RSS: this process's VmRSS before the child started / highest seen
@@ -383,7 +387,7 @@ private final class Attack: @unchecked Sendable {
             return "spamming"
         case .idle:
             for index in 0..<AbuseBenchmark.idleAttempts {
-                if let peer = AbuseRawPeer(port: port, from: AbuseBenchmark.attacker), peer.hello(name: "idle-\(index)") {
+                if let peer = AbuseRawPeer(port: port, from: AbuseBenchmark.idleAttacker), peer.hello(name: "idle-\(index)") {
                     held.append(peer)
                 } else {
                     refused += 1
@@ -392,7 +396,7 @@ private final class Attack: @unchecked Sendable {
             return "admitted=\(held.count) refused=\(refused)"
         case .rest:
             for _ in 0..<AbuseBenchmark.restIdle {
-                if let fd = AbuseRawPeer.tcpConnect(port: restPort, from: AbuseBenchmark.attacker) {
+                if let fd = AbuseRawPeer.tcpConnect(port: restPort, from: AbuseBenchmark.idleAttacker) {
                     restSockets.append(fd)
                 }
             }

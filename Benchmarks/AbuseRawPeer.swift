@@ -71,7 +71,7 @@ final class AbuseRawPeer {
 
     /// HELLO, then waits for HELLO_ACK; false when the node answered otherwise or closed.
     func hello(name: String) -> Bool {
-        guard send([.hello(Hello(role: .device, nodeName: name, keepaliveMilliseconds: 600_000))]) else { return false }
+        guard send([.hello(Hello(role: .device, nodeName: name, keepaliveMilliseconds: 120_000))]) else { return false }
         if case .helloAck = next(timeoutMilliseconds: 10_000) { return true }
         return false
     }
