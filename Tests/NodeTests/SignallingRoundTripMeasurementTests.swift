@@ -9,7 +9,13 @@ extension NodeIntegration {
     /// Measures, and prints, the signalling round trip an app's user sees: the supporter asks, the app's main actor
     /// shows the prompt, the user allows at once, the supporter sees `connected`. Nothing is asserted about the times
     /// (they depend on the machine); the test only checks that every round trip completed.
-    @Suite(.serialized) struct SignallingRoundTripMeasurementTests {
+    ///
+    /// A measurement, not a test (speed is measured on demand, never in the test run): it runs only with
+    /// `RSUP_MEASURE_ROUND_TRIP=1 swift test --disable-xctest --filter SignallingRoundTripMeasurementTests`.
+    @Suite(
+        .serialized,
+        .enabled(if: ProcessInfo.processInfo.environment["RSUP_MEASURE_ROUND_TRIP"] != nil, "a measurement, run on demand"))
+    struct SignallingRoundTripMeasurementTests {
         static let rounds = 30
 
         /// The pattern apps had to write before the main-actor model: a `Sendable` delegate on the SDK's private
