@@ -13,7 +13,8 @@ echo "== swift test"
 # suite runs again — loudly, so the hang stays visible until it is found.
 run_tests() {
   set +e
-  timeout --signal=KILL "$1" swift test --disable-xctest > .build/test-output.txt 2>&1
+  # Line-buffered, so that a stuck run still shows the test it was in.
+  timeout --signal=KILL "$1" stdbuf -oL -eL swift test --disable-xctest > .build/test-output.txt 2>&1
   status=$?
   set -e
 }
