@@ -531,9 +531,9 @@ enum NodeCostBenchmark {
                (RUSAGE_SELF) of this process over the round, until the store writer is idle, ÷ connections. (4) main
                database file size after `PRAGMA wal_checkpoint(TRUNCATE)` around each registration round, ÷ cycles.
                (2) \(Format.grouped(population)) devices register proposing 1 s; after \(Format.fixed(keepaliveSettle.seconds, 0)) s this process's CPU over \(Format.fixed(keepaliveWindow.seconds, 0)) s ÷
-               (devices × seconds ÷ 1 s), as the target counts. Either side PINGs after 1 s of silence (SPEC §7), so an
-               interval has one exchange, or two when both PINGs cross; every exchange has exactly one node write(2) (its
-               PING or its PONG; /proc/self/io syscw), so "µs per exchange" is CPU ÷ writes.
+               (devices × seconds ÷ 1 s), as the target counts. The device PINGs after 1 s of silence, the node only after
+               1.5 s (SPEC §7), so an interval has one exchange; every exchange has exactly one node write(2) (its PONG,
+               or its PING; /proc/self/io syscw), so "µs per exchange" is CPU ÷ writes.
                (3) a fresh population of \(Format.grouped(population)) (keepalive 120 s: no PING); \(latencyWarmUp) unmeasured then \(latencySample) sequential
                requestConnection calls on distinct codes; the device stamps CLOCK_MONOTONIC just before it sends
                CONNECTION_RESPONSE(allow) and when SESSION_STARTED arrives, on its loop (the node commits

@@ -59,8 +59,16 @@ public struct LinkStateMachine: Sendable {
         case .awaitingHello, .awaitingHelloAck: return helloDeadline
         case .open(let parameters):
             if isReadingPaused { return lastReceived + parameters.keepaliveInterval }
-            return lastReceived + (pingOutstanding ? parameters.keepaliveInterval * 2 : parameters.keepaliveInterval)
+            return lastReceived + (pingOutstanding ? parameters.keepaliveInterval * 2 : pingAfter(parameters))
         }
+    }
+
+    /// How long a silence lasts before this side sends PING (SPEC §7): one interval for the initiator, one and a half
+    /// for the responder. The initiator's PING then always arrives first, so a quiet link carries one PING/PONG
+    /// exchange per interval instead of up to two (both sides' timers firing before either PING lands); a dead peer
+    /// is still declared at two intervals, and a responder whose initiator sends no PINGs still sends one in time.
+    private func pingAfter(_ parameters: LinkParameters) -> Duration {
+        isInitiator ? parameters.keepaliveInterval : parameters.keepaliveInterval * 3 / 2
     }
 
     /// The owner stopped reading (back-pressure). Until ``readingResumed(now:)`` nothing from the peer can arrive, so
@@ -239,7 +247,7 @@ public struct LinkStateMachine: Sendable {
                     .close(.keepaliveTimeout(silent)),
                 ]
             }
-            if silent >= parameters.keepaliveInterval, !pingOutstanding {
+            if silent >= pingAfter(parameters), !pingOutstanding {
                 pingOutstanding = true
                 nextNonce &+= 1
                 return [.send(.ping(Ping(nonce: nextNonce)))]

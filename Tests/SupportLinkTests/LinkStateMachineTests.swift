@@ -268,8 +268,15 @@ import SupportUtilities
         #expect(machine.received(message, now: Self.at(.milliseconds(10))) == [.deliver(message)])
     }
 
-    @Test func keepalivePingsAtOneIntervalAndDeclaresDeathAtTwo() {
-        var machine = Self.openResponder()
+    /// An initiator with TLS up and HELLO_ACK received: open, keepalive 1 s.
+    private static func openInitiator() -> LinkStateMachine {
+        var (machine, _) = initiator()
+        _ = machine.received(.helloAck(HelloAck(role: .supporter, nodeName: "n", keepaliveMilliseconds: 1000)), now: t0)
+        return machine
+    }
+
+    @Test func initiatorPingsAtOneIntervalAndDeclaresDeathAtTwo() {
+        var machine = Self.openInitiator()
         #expect(machine.nextDeadline == Self.at(.seconds(1)))
         #expect(machine.tick(now: Self.at(.milliseconds(999))) == [])
         let ping = machine.tick(now: Self.at(.seconds(1)))
@@ -288,6 +295,61 @@ import SupportUtilities
         #expect(machine.tick(now: Self.at(.seconds(3))) == [])
     }
 
+    /// SPEC §7: the responder waits one and a half intervals before its PING, so the initiator's comes first.
+    @Test func responderPingsAtOneAndAHalfIntervalsAndDeclaresDeathAtTwo() {
+        var machine = Self.openResponder()
+        #expect(machine.nextDeadline == Self.at(.milliseconds(1500)))
+        #expect(machine.tick(now: Self.at(.seconds(1))) == [])
+        #expect(machine.tick(now: Self.at(.milliseconds(1499))) == [])
+        let ping = machine.tick(now: Self.at(.milliseconds(1500)))
+        guard case .send(.ping) = ping.first, ping.count == 1 else {
+            Issue.record("expected one PING, got \(ping)")
+            return
+        }
+        #expect(machine.tick(now: Self.at(.milliseconds(1900))) == [])
+        #expect(machine.nextDeadline == Self.at(.seconds(2)))
+        let dead = machine.tick(now: Self.at(.seconds(2)))
+        #expect(Self.goAwayReason(dead) == .keepaliveTimeout)
+        #expect(Self.closeReason(dead) == .keepaliveTimeout(.seconds(2)))
+        #expect(machine.state == .closed)
+    }
+
+    /// Two machines on a quiet link, each tick and each frame delivered a little late: the responder never sends a
+    /// PING, so there is one exchange per interval, not two.
+    @Test func aQuietLinkCarriesOneExchangePerInterval() {
+        var initiator = Self.openInitiator()
+        var responder = Self.openResponder()
+        var pingsByInitiator = 0
+        var pingsByResponder = 0
+        let latency = Duration.milliseconds(3)
+        var now = Self.t0
+        for _ in 0..<200 {
+            // Whichever deadline is first fires (late by the latency), and its PING reaches the other side.
+            let initiatorDue = initiator.nextDeadline ?? Deadline(nanoseconds: .max)
+            let responderDue = responder.nextDeadline ?? Deadline(nanoseconds: .max)
+            if initiatorDue <= responderDue {
+                now = initiatorDue + latency
+                for case .send(.ping(let ping)) in initiator.tick(now: now) {
+                    pingsByInitiator += 1
+                    for case .send(let pong) in responder.received(.ping(ping), now: now + latency) {
+                        _ = initiator.received(pong, now: now + latency * 2)
+                    }
+                }
+            } else {
+                now = responderDue + latency
+                for case .send(.ping(let ping)) in responder.tick(now: now) {
+                    pingsByResponder += 1
+                    for case .send(let pong) in initiator.received(.ping(ping), now: now + latency) {
+                        _ = responder.received(pong, now: now + latency * 2)
+                    }
+                }
+            }
+        }
+        #expect(pingsByResponder == 0)
+        #expect(pingsByInitiator >= 190)
+        #expect(initiator.state != .closed && responder.state != .closed)
+    }
+
     @Test(arguments: [
         Message.pong(Pong(nonce: 2)),
         .ping(Ping(nonce: 9)),
@@ -295,12 +357,12 @@ import SupportUtilities
     ])
     func anyReceivedFrameResetsTheKeepalive(message: Message) {
         var machine = Self.openResponder()
-        _ = machine.tick(now: Self.at(.seconds(1)))  // PING outstanding
+        _ = machine.tick(now: Self.at(.milliseconds(1500)))  // PING outstanding
         _ = machine.received(message, now: Self.at(.milliseconds(1900)))
-        #expect(machine.nextDeadline == Self.at(.milliseconds(2900)))
+        #expect(machine.nextDeadline == Self.at(.milliseconds(3400)))
         #expect(machine.tick(now: Self.at(.milliseconds(2100))) == [])
-        // A new silence: a new PING at one interval, death only at two.
-        let ping = machine.tick(now: Self.at(.milliseconds(2900)))
+        // A new silence: a new PING at one and a half intervals, death only at two.
+        let ping = machine.tick(now: Self.at(.milliseconds(3400)))
         guard case .send(.ping) = ping.first else {
             Issue.record("expected a PING, got \(ping)")
             return
@@ -314,7 +376,7 @@ import SupportUtilities
         var nonces: [UInt64] = []
         var now = Self.t0
         for _ in 0..<3 {
-            now = now + .seconds(1)
+            now = now + .milliseconds(1500)
             if case .send(.ping(let ping)) = machine.tick(now: now).first { nonces.append(ping.nonce) }
             _ = machine.received(.pong(Pong(nonce: nonces.last ?? 0)), now: now)
         }
