@@ -514,7 +514,7 @@ import SupportUtilities
         machine.readingPaused(now: Self.at(.seconds(0)))
         _ = machine.tick(now: Self.at(.seconds(5)))
         machine.readingResumed(now: Self.at(.seconds(30)))
-        #expect(machine.nextDeadline == Self.at(.seconds(31)))
+        #expect(machine.nextDeadline == Self.at(.milliseconds(31_500)))  // the responder's PING (SPEC §7)
         #expect(Self.closeReason(machine.tick(now: Self.at(.milliseconds(31_999)))) == nil)
         #expect(Self.closeReason(machine.tick(now: Self.at(.seconds(32)))) == .keepaliveTimeout(.seconds(2)))
     }
