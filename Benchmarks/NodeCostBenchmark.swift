@@ -366,8 +366,10 @@ enum NodeCostBenchmark {
         _ = sequentialRequests(node: node, recorder: recorder, codes: Array(picked.prefix(latencyWarmUp)))
         _ = generator.command("reset")
         let cpuBefore = ProcessInfoLite.cpuSeconds()
+        mark("latency start")
         let (roundTrips, failures) = sequentialRequests(
             node: node, recorder: recorder, codes: Array(picked.dropFirst(latencyWarmUp)))
+        mark("latency end")
         results.latencyCPUPerRequest = (ProcessInfoLite.cpuSeconds() - cpuBefore) / Double(latencySample)
         results.requestRoundTrip = roundTrips
         results.latencyFailures = failures

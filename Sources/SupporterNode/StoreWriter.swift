@@ -51,13 +51,18 @@ final class StoreWriter: Sendable {
     }
 
     private struct State: ~Copyable {
+        /// Queued, not yet taken by the writer. The writer takes them all at once by swapping in its own emptied
+        /// array (O(1) under the lock, and the array's capacity is reused, so `append` seldom grows it): no copying,
+        /// compacting or freeing of jobs ever happens while a loop may be waiting for this lock.
         var jobs: [Job] = []
-        var head = 0
+        /// Taken by the writer and not yet in the batch being applied: still waiting, so counted against
+        /// ``StoreWriter/capacity``.
+        var taken = 0
         var stopping = false
         /// The writer sleeps with no time limit: a deferrable job must wake it.
         var sleepingUntilWoken = true
         var statistics = Statistics()
-        var count: Int { jobs.count - head }
+        var count: Int { jobs.count + taken }
     }
 
     /// Most jobs waiting at once.
@@ -183,6 +188,8 @@ final class StoreWriter: Sendable {
         // After work, sleep at most `deferralLimit` (a deferrable job queued meanwhile is written then, at the latest);
         // after a sleep that found nothing to do, sleep until woken.
         var recentlyActive = false
+        // The writer's side of the queue: swapped with `State.jobs`, drained, emptied (keeping its capacity).
+        var taken: [Job] = []
         while true {
             if recentlyActive {
                 _ = wake.wait(timeout: .now() + Self.deferralLimit)
@@ -191,26 +198,30 @@ final class StoreWriter: Sendable {
             }
             recentlyActive = false
             while true {
-                let (batch, stopping) = state.withLock { state -> ([Job], Bool) in
-                    let end = min(state.jobs.count, state.head + maximumBatch)
-                    let batch = Array(state.jobs[state.head..<end])
-                    state.head = end
-                    if state.head > 4096, state.head * 2 > state.jobs.count {
-                        state.jobs.removeFirst(state.head)
-                        state.head = 0
-                    }
+                let stopping = state.withLock { state -> Bool in
+                    swap(&state.jobs, &taken)
+                    state.taken = taken.count
                     // Decided under the lock, so that a deferrable job queued after this sees how the writer sleeps.
-                    state.sleepingUntilWoken = batch.isEmpty && !recentlyActive
-                    return (batch, state.stopping)
+                    state.sleepingUntilWoken = taken.isEmpty && !recentlyActive
+                    return state.stopping
                 }
-                if batch.isEmpty {
+                if taken.isEmpty {
                     if stopping {
                         finished.signal()
                         return
                     }
                     break
                 }
-                apply(batch)
+                var start = taken.startIndex
+                while start < taken.endIndex {
+                    let end = min(taken.endIndex, start + maximumBatch)
+                    // The batch being applied no longer counts as waiting (as before the swap).
+                    state.withLock { $0.taken -= end - start }
+                    apply(taken[start..<end])
+                    start = end
+                }
+                // The jobs (their intents and completions) are freed here, outside the lock.
+                taken.removeAll(keepingCapacity: true)
                 recentlyActive = true
             }
         }
@@ -253,18 +264,18 @@ final class StoreWriter: Sendable {
         state.withLock { $0.statistics.writerCheckpoints += 1 }
     }
 
-    private func apply(_ batch: [Job]) {
+    private func apply(_ batch: ArraySlice<Job>) {
         // One transaction for the batch, each job in its own savepoint: a bad job fails alone. A batch of one (the
         // usual case when the node is not busy) needs no savepoint: its transaction is undone alone already.
         var failures: [StoreError?]
         do throws(StoreError) {
             if batch.count == 1 {
                 try store.write { (transaction: inout StoreTransaction) throws(StoreError) in
-                    try transaction.apply(batch[0].intents)
+                    try transaction.apply(batch[batch.startIndex].intents)
                 }
                 failures = [nil]
             } else {
-                let results = try store.write(each: batch) {
+                let results = try store.write(each: Array(batch)) {
                     (transaction: inout StoreTransaction, job: Job) throws(StoreError) in
                     try transaction.apply(job.intents)
                 }
