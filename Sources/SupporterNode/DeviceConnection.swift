@@ -444,18 +444,22 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
                         self.joinedCode = nil
                     }))
         }
-        if !events.isEmpty {
-            enqueue(.then(success: { for event in events { node.yield(event) } }, failed: {}))
-        }
+        // The device's frames before the node's own observers: the frames go out as soon as the commit is back, and
+        // waking an `events` consumer (another thread) does not delay them.
+        var closing: Step?
         for action in actions {
             switch action {
             case .send(let message): enqueue(.send(message))
             case .report: break
             case .protocolViolation(let text):
                 node.logger.log(.warning, "device at \(sourceAddress) broke the protocol: \(text)")
-                enqueue(.close(.protocolError, text))
+                closing = .close(.protocolError, text)
             }
         }
+        if !events.isEmpty {
+            enqueue(.then(success: { for event in events { node.yield(event) } }, failed: {}))
+        }
+        if let closing { enqueue(closing) }
         if let code = joinedCode {
             let state = machine.state
             let id = self.id
