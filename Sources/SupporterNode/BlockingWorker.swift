@@ -10,6 +10,9 @@ final class BlockingWorker: Sendable {
     private struct State {
         var jobs: [@Sendable () -> Void] = []
         var stopping = false
+        /// The thread starts with the first job: a worker that never gets one (a node whose init failed after making
+        /// it) leaves no thread behind.
+        var threadStarted = false
     }
 
     /// Jobs that may wait.
@@ -19,22 +22,28 @@ final class BlockingWorker: Sendable {
 
     init(capacity: Int = 32) {
         self.capacity = capacity
-        let thread = Thread { [self] in self.run() }
-        thread.name = "rsup-blocking"
-        thread.start()
     }
 
     /// Runs `work` on the worker's thread; nil when ``capacity`` jobs are waiting already (or the worker stopped).
     func run<Result: Sendable>(_ work: @escaping @Sendable () -> Result) async -> Result? {
         await withCheckedContinuation { (continuation: CheckedContinuation<Result?, Never>) in
-            let queued = state.withLock { state -> Bool in
-                guard !state.stopping, state.jobs.count < capacity else { return false }
+            let (queued, startThread) = state.withLock { state -> (Bool, Bool) in
+                guard !state.stopping, state.jobs.count < capacity else { return (false, false) }
                 state.jobs.append { continuation.resume(returning: work()) }
-                return true
+                defer { state.threadStarted = true }
+                return (true, !state.threadStarted)
+            }
+            if startThread {
+                let thread = Thread { [self] in self.loop() }
+                thread.name = "rsup-blocking"
+                thread.start()
             }
             if queued { wake.signal() } else { continuation.resume(returning: nil) }
         }
     }
+
+    /// Whether the thread was started (by a first job).
+    var hasThread: Bool { state.withLock { $0.threadStarted } }
 
     /// Ends the thread once the waiting jobs ran; later jobs are refused.
     func stop() {
@@ -42,7 +51,7 @@ final class BlockingWorker: Sendable {
         wake.signal()
     }
 
-    private func run() {
+    private func loop() {
         while true {
             wake.wait()
             while let job = state.withLock({ state -> (@Sendable () -> Void)? in
