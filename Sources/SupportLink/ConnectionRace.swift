@@ -4,8 +4,8 @@ import SupportRuntime
 import SupportUtilities
 
 /// Happy Eyeballs (RFC 8305) for a node's addresses: attempts start one after another, ``attemptDelay`` apart or at
-/// once when the previous one failed, and run side by side; the first link to open wins and the others are closed
-/// when they finish. So one black-holed address (an IPv6 route that drops packets, a node that died) costs a quarter
+/// once when the previous one failed, and run side by side; the first link to open wins and the others are cancelled
+/// (their sockets closed at once). Cancelling the caller's task cancels every attempt and throws `cancelled`. So one black-holed address (an IPv6 route that drops packets, a node that died) costs a quarter
 /// of a second, not a connect timeout.
 ///
 /// Nothing blocks: attempts are tasks awaiting their loop, the stagger is a `Task.sleep`, and the name lookup before
@@ -44,6 +44,20 @@ package enum ConnectionRace {
         var winner: Int?
         var lastError: TransportError?
         var continuation: CheckedContinuation<Result<FramedLink, TransportError>, Never>?
+        /// Attempts still running, by index: cancelled (their dials closed at once) when the race is decided.
+        var attempts: [Int: Task<Void, Never>] = [:]
+        /// Attempts that finished (their tasks need no cancelling).
+        var done: Set<Int> = []
+        /// The caller's task was cancelled before the race began.
+        var cancelled = false
+
+        /// Ends the race: the attempts still running are handed back, to be cancelled.
+        mutating func finish() -> [Task<Void, Never>] {
+            finished = true
+            continuation = nil
+            defer { attempts = [:] }
+            return Array(attempts.values)
+        }
     }
 
     /// Races `attempt` over `addresses` (in ``ordered(_:)`` order). An error that says nothing about reaching the
@@ -60,9 +74,30 @@ package enum ConnectionRace {
         let order = ordered(addresses)
         guard !order.isEmpty else { throw TransportError(.nameResolution, "no address to connect to") }
         let state = Race()
-        let result: Result<FramedLink, TransportError> = await withCheckedContinuation { continuation in
-            state.mutex.withLock { $0.continuation = continuation }
-            start(order, state: state, attemptDelay: attemptDelay, attempt: attempt)
+        let result: Result<FramedLink, TransportError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let cancelled = state.mutex.withLock { state -> Bool in
+                    guard !state.cancelled else { return true }
+                    state.continuation = continuation
+                    return false
+                }
+                if cancelled {
+                    continuation.resume(returning: .failure(TransportError(.cancelled, "the dial was cancelled")))
+                    return
+                }
+                start(order, state: state, attemptDelay: attemptDelay, attempt: attempt)
+            }
+        } onCancel: {
+            // The caller gave up: every attempt stops now, and the caller hears `cancelled`.
+            let (continuation, losers) = state.mutex.withLock {
+                state -> (CheckedContinuation<Result<FramedLink, TransportError>, Never>?, [Task<Void, Never>]) in
+                state.cancelled = true
+                guard !state.finished else { return (nil, []) }
+                let continuation = state.continuation
+                return (continuation, state.finish())
+            }
+            for task in losers { task.cancel() }
+            continuation?.resume(returning: .failure(TransportError(.cancelled, "the dial was cancelled")))
         }
         return try result.get()
     }
@@ -87,13 +122,20 @@ package enum ConnectionRace {
                 return true
             }
         }
-        Task {
+        let task = Task {
             let outcome: Result<FramedLink, TransportError>
             do throws(TransportError) { outcome = .success(try await attempt(address, claim)) } catch {
                 outcome = .failure(error)
             }
             finished(index, outcome, order, state: state, attemptDelay: attemptDelay, attempt: attempt)
         }
+        // Kept while it runs, so that a decided race can cancel it (a task already finished is not kept).
+        let decided = state.mutex.withLock { state -> Bool in
+            guard !state.finished else { return true }
+            if !state.done.contains(index) { state.attempts[index] = task }
+            return false
+        }
+        if decided { task.cancel() }
         if index + 1 < order.count {
             Task {
                 try? await Task.sleep(for: attemptDelay)
@@ -108,33 +150,40 @@ package enum ConnectionRace {
         _ index: Int, _ outcome: Result<FramedLink, TransportError>, _ order: [SocketAddress], state: Race,
         attemptDelay: Duration, attempt: @escaping Attempt
     ) {
-        enum Next { case resume(CheckedContinuation<Result<FramedLink, TransportError>, Never>, Result<FramedLink, TransportError>), closeLoser(FramedLink), startNext, nothing }
+        typealias Continuation = CheckedContinuation<Result<FramedLink, TransportError>, Never>
+        enum Next {
+            case resume(Continuation, Result<FramedLink, TransportError>, losers: [Task<Void, Never>])
+            case closeLoser(FramedLink)
+            case startNext
+            case nothing
+        }
         let next = state.mutex.withLock { state -> Next in
             state.running -= 1
+            state.attempts[index] = nil
+            state.done.insert(index)
             switch outcome {
             case .success(let link):
                 if state.winner == nil { state.winner = index }  // an attempt that never claimed
                 guard state.winner == index, !state.finished, let continuation = state.continuation else {
                     return .closeLoser(link)
                 }
-                state.finished = true
-                state.continuation = nil
-                return .resume(continuation, outcome)
+                return .resume(continuation, outcome, losers: state.finish())
             case .failure(let error):
                 guard !state.finished, state.winner == nil || state.winner == index else { return .nothing }
                 state.lastError = error
                 let reachability: [TransportError.Kind] = [.connectionRefused, .hostUnreachable, .connectTimeout]
                 let exhausted = state.next >= order.count && state.running == 0
                 if !reachability.contains(error.kind) || exhausted, let continuation = state.continuation {
-                    state.finished = true
-                    state.continuation = nil
-                    return .resume(continuation, .failure(error))
+                    return .resume(continuation, .failure(error), losers: state.finish())
                 }
                 return state.next < order.count ? .startNext : .nothing
             }
         }
         switch next {
-        case .resume(let continuation, let result): continuation.resume(returning: result)
+        case .resume(let continuation, let result, let losers):
+            // The race is decided: the attempts still dialling stop now rather than at their deadlines.
+            for task in losers { task.cancel() }
+            continuation.resume(returning: result)
         case .closeLoser(let link): link.close(reason: .normalClose)
         case .startNext: start(order, state: state, attemptDelay: attemptDelay, attempt: attempt)
         case .nothing: break

@@ -1,3 +1,4 @@
+import Synchronization
 import SupportRuntime
 import SupportUtilities
 import Glibc
@@ -59,34 +60,80 @@ public enum TLSDialer {
         connectTimeout: Duration, delegate: FramedLinkDelegate?
     ) async throws(TransportError) -> FramedLink {
         let (fd, _) = try Socket.startConnect(to: address)
-        let result: Result<FramedLink, TransportError> = await withCheckedContinuation { continuation in
-            let accepted = loop.execute {
-                let connection = TLSConnection(
-                    loop: loop, context: context, fd: fd, connecting: address, serverName: serverName,
-                    maxBufferedBytes: settings.maxBufferedBytes, idleTimeout: nil)
-                let link = FramedLink(connection: connection, settings: settings, isInitiator: true)
-                link.delegate = delegate
-                link.openWaiter = { reason in
-                    guard let reason else {
-                        continuation.resume(returning: .success(link))
-                        return
+        let pending = PendingDial()
+        let result: Result<FramedLink, TransportError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let accepted = loop.execute {
+                    let connection = TLSConnection(
+                        loop: loop, context: context, fd: fd, connecting: address, serverName: serverName,
+                        maxBufferedBytes: settings.maxBufferedBytes, idleTimeout: nil)
+                    let link = FramedLink(connection: connection, settings: settings, isInitiator: true)
+                    link.delegate = delegate
+                    link.openWaiter = { reason in
+                        guard let reason else {
+                            pending.opened()  // from now on the caller owns the link; a late cancel leaves it be
+                            continuation.resume(returning: .success(link))
+                            return
+                        }
+                        if pending.isCancelled {
+                            continuation.resume(
+                                returning: .failure(TransportError(.cancelled, "the dial to \(address) was cancelled")))
+                        } else if case .transport(let error) = reason {
+                            continuation.resume(returning: .failure(error))
+                        } else {
+                            continuation.resume(
+                                returning: .failure(
+                                    TransportError(.handshakeFailed, "the link closed before HELLO: \(reason)")))
+                        }
                     }
-                    if case .transport(let error) = reason {
-                        continuation.resume(returning: .failure(error))
-                    } else {
-                        continuation.resume(
-                            returning: .failure(TransportError(.handshakeFailed, "the link closed before HELLO: \(reason)")))
-                    }
+                    link.start(connectDeadline: loop.now + connectTimeout)
+                    // Cancelled before the link existed: close it now (its waiter answers `cancelled`).
+                    if !pending.attach(link) { link.close(reason: .normalClose) }
                 }
-                link.start(connectDeadline: loop.now + connectTimeout)
+                if !accepted {
+                    close(fd)
+                    continuation.resume(
+                        returning: .failure(
+                            TransportError(.eventLoopShutDown, "event loop \(loop.name) is shut down; cannot connect")))
+                }
             }
-            if !accepted {
-                close(fd)
-                continuation.resume(
-                    returning: .failure(
-                        TransportError(.eventLoopShutDown, "event loop \(loop.name) is shut down; cannot connect")))
-            }
+        } onCancel: {
+            // A cancelled dial stops now, not at its connect or handshake deadline.
+            pending.cancel()?.close(reason: .normalClose)
         }
         return try result.get()
+    }
+}
+
+/// A dial's link while it opens, for cancellation from another thread: `cancel()` hands back the link to close, or
+/// marks the dial so that the loop closes the link as soon as it exists.
+private final class PendingDial: Sendable {
+    private struct State {
+        var link: FramedLink?
+        var cancelled = false
+    }
+    private let state = Mutex(State())
+
+    var isCancelled: Bool { state.withLock { $0.cancelled } }
+
+    /// On the loop, once the link exists: false when the dial was cancelled already (the caller closes the link).
+    func attach(_ link: FramedLink) -> Bool {
+        state.withLock { state in
+            guard !state.cancelled else { return false }
+            state.link = link
+            return true
+        }
+    }
+
+    /// The link opened: a later cancellation does not close it.
+    func opened() { state.withLock { $0.link = nil } }
+
+    /// The link to close, if it exists yet.
+    func cancel() -> FramedLink? {
+        state.withLock { state in
+            state.cancelled = true
+            defer { state.link = nil }
+            return state.link
+        }
     }
 }

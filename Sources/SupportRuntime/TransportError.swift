@@ -40,6 +40,8 @@ public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible
         public static let writeBufferFull = Kind("write_buffer_full")
         public static let closed = Kind("closed")
         public static let protocolViolation = Kind("protocol_violation")
+        /// The dial was cancelled before its link opened: its task was cancelled, or another address of a race won.
+        public static let cancelled = Kind("cancelled")
         // Event loops.
         /// The event loop was shut down: the work was not accepted and will never run.
         public static let eventLoopShutDown = Kind("event_loop_shut_down")

@@ -34,6 +34,28 @@ extension TransportIntegration {
                 self.port = UInt16(bigEndian: address.sin_port)
             }
             deinit { close(fd) }
+
+            /// Whether the dialler's connection waiting in the backlog is closed by the dialler (EOF or reset) within
+            /// `limit`: accepts it, then reads (the ClientHello) until the end. Blocks the calling thread.
+            func peerClosed(within limit: Duration) -> Bool {
+                let deadline = ContinuousClock.now + limit
+                func remainingMilliseconds() -> Int32 {
+                    let left = deadline - ContinuousClock.now
+                    return left <= .zero ? 0 : Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)
+                }
+                var listening = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                guard poll(&listening, 1, remainingMilliseconds()) == 1 else { return false }
+                let connection = accept(fd, nil, nil)
+                guard connection >= 0 else { return false }
+                defer { close(connection) }
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                while true {
+                    var readable = pollfd(fd: connection, events: Int16(POLLIN), revents: 0)
+                    guard poll(&readable, 1, remainingMilliseconds()) == 1 else { return false }
+                    let count = read(connection, &buffer, buffer.count)
+                    if count <= 0 { return true }  // EOF, or a reset
+                }
+            }
         }
 
         @Test func aSilentFirstAddressCostsTheStaggerNotTheTimeout() async throws {
@@ -61,7 +83,41 @@ extension TransportIntegration {
                 #expect(elapsed < .seconds(6), "took \(elapsed): the silent address was waited for")
                 #expect(elapsed >= ConnectionRace.attemptDelay)
                 #expect(recorder.parameters != nil)  // the winner's linkDidOpen reached the caller's delegate
+                // The losing attempt is cancelled, its socket closed now, not at its 10 s handshake deadline.
+                #expect(silent.peerClosed(within: .seconds(3)), "the losing attempt's connection stayed open")
                 link.close()
+            }
+        }
+
+        /// Cancelling the caller's task stops a dial that would otherwise wait for its handshake deadline.
+        @Test func cancellingTheCallerStopsEveryAttempt() async throws {
+            try await withTransport { fixture in
+                let silent = try SilentPort()
+                let resolver = NameResolver(threadCount: 1, queueLimit: 4)
+                let addresses = try await resolver.resolve(host: "127.0.0.1", port: silent.port)
+                let context = try fixture.clientContext()
+                let loop = fixture.clientLoop
+                let dial = Task { () async -> Result<FramedLink, TransportError> in
+                    do throws(TransportError) {
+                        return .success(
+                            try await ConnectionRace.run(addresses) { address, claim throws(TransportError) in
+                                try await TLSDialer.connectForTests(
+                                    to: address, serverName: "localhost", context: context, settings: .device(),
+                                    loop: loop, delegate: nil)
+                            })
+                    } catch { return .failure(error) }
+                }
+                try await Task.sleep(for: .milliseconds(300))
+                let cancelledAt = ContinuousClock.now
+                dial.cancel()
+                let outcome = await dial.value
+                #expect(ContinuousClock.now - cancelledAt < .seconds(3), "the dial waited for its deadline")
+                guard case .failure(let error) = outcome else {
+                    Issue.record("a silent address opened a link")
+                    return
+                }
+                #expect(error.kind == .cancelled, "\(error)")
+                #expect(silent.peerClosed(within: .seconds(3)), "the cancelled dial's connection stayed open")
             }
         }
 
