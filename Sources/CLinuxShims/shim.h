@@ -35,4 +35,10 @@ static inline int rs_accept_nonblocking(int fd) { return accept4(fd, NULL, NULL,
 #include <sys/prctl.h>
 static inline int rs_set_thread_name(const char *name) { return prctl(PR_SET_NAME, name, 0, 0, 0); }
 
+// The calling thread's nice value (Linux: per thread, by its kernel id; raising it needs no privilege).
+#include <sys/syscall.h>
+static inline int rs_set_thread_nice(int nice) {
+    return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice);
+}
+
 #endif

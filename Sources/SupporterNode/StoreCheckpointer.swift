@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Synchronization
+import SupportRuntime
 
 /// A thread with its own connection to the store's file that copies the WAL into the database (passive checkpoints)
 /// when the store writer asks, so that the checkpoint's disk flushes do not stop the writer: in WAL mode a passive
@@ -64,6 +65,8 @@ final class StoreCheckpointer: Sendable {
     }
 
     private func run() {
+        // A checkpoint can wait; a loop or the writer that wakes while it copies pages should not.
+        BackgroundThread.lowerCurrentThreadPriority()
         while true {
             wake.wait()
             let go = state.withLock { state -> Bool in
