@@ -377,6 +377,10 @@ enum NodeCostBenchmark {
             // Plain integers: a grouped "1,234" would split into two values at the commas.
             results.answerToStarted.microseconds =
                 (stamps["ns"] ?? "").split(separator: ",").compactMap { UInt64($0) }.map { Double($0) / 1e3 }
+            // Analysis aid: RSUP_NODECOST_STAMPS=FILE writes each answer → SESSION_STARTED time (µs, in request order).
+            if let path = getenv("RSUP_NODECOST_STAMPS").map({ String(cString: $0) }) {
+                _ = NodesBenchmark.writeLines(results.answerToStarted.microseconds.map { "\($0)" }, to: path)
+            }
             if let count = stamps["n"].flatMap({ Int($0) }), count != results.answerToStarted.microseconds.count {
                 results.latencyError = "the load generator sent \(count) stamps, \(results.answerToStarted.microseconds.count) read"
             }
