@@ -69,7 +69,9 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             requestTimeout: node.configuration.requestTimeout, secretSource: ResumeSecret.make)
     }
 
-    static func now() -> Deadline { Deadline.now() }
+    /// The time on this connection's loop: real monotonic time, or an embedded loop's virtual time, so that the
+    /// session machine's deadlines and the loop's timers agree.
+    var now: Deadline { link.loop.now }
 
     // MARK: FramedLinkDelegate (on the loop)
 
@@ -90,7 +92,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             resumeArrived(resume, node: node)
             return
         }
-        let actions = machine.received(message, now: Self.now()) { register in
+        let actions = machine.received(message, now: now) { register in
             self.authorize(register, node: node)
         }
         perform(actions)
@@ -118,7 +120,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             parked = true
             perform(machine.linkLost(reason: reason.reasonCode, text: reason.description))
             let grace = node.configuration.resumeGrace
-            graceTimer = link.loop.schedule(at: .now() + grace) { [weak self] in
+            graceTimer = link.loop.schedule(at: link.loop.now + grace) { [weak self] in
                 guard let self, self.parked else { return }
                 self.graceTimer = nil
                 self.perform(
@@ -135,7 +137,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     /// What the connection holding a code decided about a RESUME.
     enum ResumeDecision: Sendable {
         case accepted(SupporterSessionMachine, [SupporterSessionMachine.Action], code: String)
-        /// The session of a node that died, taken over here (``SupporterNode/takeOver(_:extensions:peerMaxFrameSize:)``).
+        /// The session of a node that died, taken over here (``SupporterNode/takeOver(_:extensions:peerMaxFrameSize:loop:)``).
         case takenOver(SupporterSessionMachine, [SupporterSessionMachine.Action], code: String, previousNode: String)
         case rejected(ResumeResult)
     }
@@ -160,7 +162,8 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             link.pauseReading()
             let loop = link.loop
             Task { [self] in
-                let decision = await node.takeOver(resume, extensions: parameters.extensions, peerMaxFrameSize: parameters.peerMaxFrameSize)
+                let decision = await node.takeOver(
+                    resume, extensions: parameters.extensions, peerMaxFrameSize: parameters.peerMaxFrameSize, loop: link.loop)
                 let delivered = loop.execute { self.resumeDecided(decision) }
                 if !delivered { node.logger.log(.debug, "takeover decided after the new connection's loop stopped") }
             }
@@ -194,7 +197,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
                 reply(.rejected(ResumeResult(reason: .resumeRejected, text: "no resumable session for that code")))
                 return
             }
-            switch machine.resumed(by: resume, extensions: extensions, peerMaxFrameSize: peerMaxFrameSize, now: Self.now()) {
+            switch machine.resumed(by: resume, extensions: extensions, peerMaxFrameSize: peerMaxFrameSize, now: now) {
             case .accepted(let next, let actions):
                 let moved = node.state.withLock {
                     $0.registry.registrationMoved(code: code, from: id, to: newID, deviceName: deviceName)
@@ -386,7 +389,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         registrationTimer?.cancel()
         guard let node else { return }
         let limit = node.configuration.registrationDeadline
-        registrationTimer = link.loop.schedule(at: .now() + limit) { [weak self] in
+        registrationTimer = link.loop.schedule(at: link.loop.now + limit) { [weak self] in
             guard let self, self.machine.state == .idle else { return }
             self.registrationTimer = nil
             node.handshakeLog.log(
@@ -582,7 +585,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         timer = link.loop.schedule(at: at) { [weak self] in
             guard let self else { return }
             self.timer = nil
-            self.perform(self.machine.tick(now: Self.now()))
+            self.perform(self.machine.tick(now: now))
         }
     }
 }

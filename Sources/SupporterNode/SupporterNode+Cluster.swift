@@ -168,7 +168,7 @@ extension SupporterNode {
     /// A RESUME for a code no connection here holds: if the node that held it died (its lease ran out) and the
     /// device presents one of the stored secrets, the session continues here; if a live node holds it, the device
     /// is told to try again (it redials, and reaches that node or this one once the lease ran out).
-    func takeOver(_ resume: Resume, extensions: ProtocolExtensions, peerMaxFrameSize: Int) async
+    func takeOver(_ resume: Resume, extensions: ProtocolExtensions, peerMaxFrameSize: Int, loop: EventLoop) async
         -> DeviceConnection.ResumeDecision
     {
         let unknown = DeviceConnection.ResumeDecision.rejected(
@@ -197,9 +197,9 @@ extension SupporterNode {
             else { return unknown }
             let machine = SupporterSessionMachine(
                 restoring: snapshot, secret: resume.resumeSecret, requestTimeout: configuration.requestTimeout,
-                now: DeviceConnection.now())
+                now: loop.now)
             switch machine.resumed(
-                by: resume, extensions: extensions, peerMaxFrameSize: peerMaxFrameSize, now: DeviceConnection.now())
+                by: resume, extensions: extensions, peerMaxFrameSize: peerMaxFrameSize, now: loop.now)
             {
             case .accepted(let next, let actions):
                 return .takenOver(next, actions, code: resume.sessionCode, previousNode: node)

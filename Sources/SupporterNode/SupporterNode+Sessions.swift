@@ -68,7 +68,7 @@ extension SupporterNode {
         let id = try await connection.runAudited { [self] machine throws(SupporterSessionMachine.Refusal) in
             let rules = codeRules(code)
             let actions = try machine.requestConnection(
-                supporterName: supporterName, type: type, features: features, now: DeviceConnection.now(),
+                supporterName: supporterName, type: type, features: features, now: connection.now,
                 codeRules: rules, mediaDescriptor: mediaDescriptor)
             var id: UInt32 = 0
             if case .requestPending(_, let request, _) = machine.state { id = request.requestID }
