@@ -36,8 +36,9 @@ final class PostgresStoreEngine: StoreEngine {
     }
 
     private struct State: ~Copyable {
+        /// Queued and not yet taken by the engine's thread, which takes all of it at once.
         var work: [Work] = []
-        var head = 0
+        /// Jobs queued or taken and not yet in a batch: what ``capacity`` bounds.
         var jobsWaiting = 0
         var stopping = false
         var statistics = StoreStatistics()
@@ -203,6 +204,10 @@ final class PostgresStoreEngine: StoreEngine {
 
     private func run(_ connection: PostgresConnection) {
         var nextRenewal = DispatchTime.now()
+        // The engine's side of the queue: swapped with `State.work` when drained; `next` is the first not yet run.
+        var pending: [Work] = []
+        var next = 0
+        var stopping = false
         while true {
             if let member {
                 // Leases are renewed between batches, a third of a lease apart: never behind a long queue by more
@@ -221,29 +226,17 @@ final class PostgresStoreEngine: StoreEngine {
                     renewPresence(member, connection)
                     nextRenewal = DispatchTime.now() + .milliseconds(Int(member.leaseMilliseconds / 3))
                 }
-                let (taken, stopping) = state.withLock { state -> ([Work], Bool) in
-                    var taken: [Work] = []
-                    while state.head < state.work.count {
-                        let item = state.work[state.head]
-                        if case .call = item {
-                            if taken.isEmpty {
-                                taken.append(item)
-                                state.head += 1
-                            }
-                            break
-                        }
-                        guard taken.count < maximumBatch else { break }
-                        taken.append(item)
-                        state.head += 1
-                        state.jobsWaiting -= 1
+                if next == pending.count {
+                    // Everything taken is done: take the whole queue (O(1) under the lock; the drained array's
+                    // capacity goes back for reuse, and its items are freed here, outside the lock).
+                    pending.removeAll(keepingCapacity: true)
+                    next = 0
+                    stopping = state.withLock { state -> Bool in
+                        swap(&state.work, &pending)
+                        return state.stopping
                     }
-                    if state.head == state.work.count {
-                        state.work.removeAll(keepingCapacity: true)
-                        state.head = 0
-                    }
-                    return (taken, state.stopping)
                 }
-                if taken.isEmpty {
+                if next == pending.count {
                     if stopping {
                         if let member { releaseAllPresence(member, connection) }
                         connection.close()
@@ -252,12 +245,19 @@ final class PostgresStoreEngine: StoreEngine {
                     }
                     break
                 }
-                if case .call(let body) = taken[0] {
+                if case .call(let body) = pending[next] {
+                    next += 1
                     reconnectIfNeeded(connection)
                     if body(connection) { connectionLost = true }
                     continue
                 }
-                apply(taken.compactMap { if case .job(let job) = $0 { job } else { nil } }, connection)
+                var batch: [Job] = []
+                while next < pending.count, batch.count < maximumBatch, case .job(let job) = pending[next] {
+                    batch.append(job)
+                    next += 1
+                }
+                state.withLock { $0.jobsWaiting -= batch.count }
+                apply(batch, connection)
             }
         }
     }
