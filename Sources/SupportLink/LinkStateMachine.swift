@@ -31,6 +31,8 @@ public struct LinkStateMachine: Sendable {
     private var lastReceived: Deadline
     private var helloDeadline: Deadline
     private var pingOutstanding = false
+    /// The last frame received was a PING: the peer probes the link on its own schedule.
+    private var peerIsProbing = false
     private var nextNonce: UInt64 = 1
     /// The owner stopped reading: the peer's silence is not counted, and a PING goes out every interval.
     public private(set) var isReadingPaused = false
@@ -63,12 +65,13 @@ public struct LinkStateMachine: Sendable {
         }
     }
 
-    /// How long a silence lasts before this side sends PING (SPEC §7): one interval for the initiator, one and a half
-    /// for the responder. The initiator's PING then always arrives first, so a quiet link carries one PING/PONG
-    /// exchange per interval instead of up to two (both sides' timers firing before either PING lands); a dead peer
-    /// is still declared at two intervals, and a responder whose initiator sends no PINGs still sends one in time.
+    /// How long a silence lasts before this side sends PING (SPEC §7): one interval, except at a responder whose last
+    /// received frame was a PING, which waits one and a half. The initiator's next PING then arrives first, so a quiet
+    /// link carries one PING/PONG exchange per interval instead of up to two (both sides' timers running out before
+    /// either PING lands). A responder whose peer does not probe (it only receives, or sent something else last)
+    /// probes at one interval, keeping a whole interval for the PONG before the peer is declared dead at two.
     private func pingAfter(_ parameters: LinkParameters) -> Duration {
-        isInitiator ? parameters.keepaliveInterval : parameters.keepaliveInterval * 3 / 2
+        isInitiator || !peerIsProbing ? parameters.keepaliveInterval : parameters.keepaliveInterval * 3 / 2
     }
 
     /// The owner stopped reading (back-pressure). Until ``readingResumed(now:)`` nothing from the peer can arrive, so
@@ -78,6 +81,7 @@ public struct LinkStateMachine: Sendable {
         isReadingPaused = true
         lastReceived = now
         pingOutstanding = false
+        peerIsProbing = false
     }
 
     /// Reading resumed: the peer's silence counts again from `now`.
@@ -86,6 +90,7 @@ public struct LinkStateMachine: Sendable {
         isReadingPaused = false
         lastReceived = now
         pingOutstanding = false
+        peerIsProbing = false
     }
 
     /// TLS is up: the initiator sends HELLO; both start the HELLO timer.
@@ -117,6 +122,7 @@ public struct LinkStateMachine: Sendable {
     public mutating func received(_ message: Message, now: Deadline) -> [Action] {
         lastReceived = now
         pingOutstanding = false
+        if case .ping = message { peerIsProbing = true } else { peerIsProbing = false }
         switch (state, message) {
         case (.closed, _), (.awaitingTLS, _):
             return []

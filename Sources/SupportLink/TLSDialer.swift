@@ -71,8 +71,14 @@ public enum TLSDialer {
                     link.delegate = delegate
                     link.openWaiter = { reason in
                         guard let reason else {
-                            pending.opened()  // from now on the caller owns the link; a late cancel leaves it be
-                            continuation.resume(returning: .success(link))
+                            // From now on the caller owns the link and a late cancel leaves it be; a cancel that came
+                            // just before (its close already on its way here) wins.
+                            if pending.opened() {
+                                continuation.resume(returning: .success(link))
+                            } else {
+                                continuation.resume(
+                                    returning: .failure(TransportError(.cancelled, "the dial to \(address) was cancelled")))
+                            }
                             return
                         }
                         if pending.isCancelled {
@@ -125,8 +131,14 @@ private final class PendingDial: Sendable {
         }
     }
 
-    /// The link opened: a later cancellation does not close it.
-    func opened() { state.withLock { $0.link = nil } }
+    /// The link opened: a later cancellation does not close it. False when the dial was cancelled already (the link
+    /// is being closed).
+    func opened() -> Bool {
+        state.withLock { state in
+            state.link = nil
+            return !state.cancelled
+        }
+    }
 
     /// The link to close, if it exists yet.
     func cancel() -> FramedLink? {

@@ -20,8 +20,10 @@ import SupportSession
 /// raised the CPU per registration; checkpointing inside the writer when idle made the tail worse, not better.)
 /// The WAL starts over only after a checkpoint that copied all of it while nothing was written, so the writer itself
 /// checkpoints between batches once the WAL holds ``walFrameLimit`` frames (by then the checkpointer copied nearly
-/// all of it, so this one is short). Bound: the WAL holds at most ``walFrameLimit`` frames plus those of one batch
-/// (4,096 pages, about 16 MB, by default), unless another connection keeps reading an old snapshot (then, as with
+/// all of it, so this one is short). The checkpointer runs at the lowest CPU priority (``BackgroundThread``), so when
+/// it is in the middle of a checkpoint then the writer does not wait for it but tries again after the next batch,
+/// until the WAL holds twice ``walFrameLimit``. Bound: the WAL holds at most 2 × ``walFrameLimit`` frames plus those
+/// of one batch (8,192 pages, about 32 MB, by default), unless another connection keeps reading an old snapshot (then, as with
 /// SQLite's own automatic checkpoint, the WAL cannot start over until that read ends); a larger file is cut back to
 /// that size when the WAL starts over (`journal_size_limit`). Durability does not change: a job's completion runs
 /// after its commit, checkpoint or not.
@@ -248,7 +250,10 @@ final class StoreWriter: Sendable {
                 guard progress.commitsSinceCheckpoint > 0, progress.frames >= walFrameLimit else { return false }
                 var result = try connection.checkpoint(.passive)
                 if result.frames < 0, let checkpointer {
-                    // SQLITE_BUSY: the checkpointer is copying; the limit holds, so wait for it and checkpoint here.
+                    // SQLITE_BUSY: the checkpointer is copying. It runs at the lowest priority, so waiting for it
+                    // could hold every acknowledgement behind a starved thread: try again after the next batch, and
+                    // wait only once the WAL reaches twice the limit (the bound on its size).
+                    guard progress.frames >= 2 * walFrameLimit else { return false }
                     checkpointer.waitForRunningCheckpoint()
                     result = try connection.checkpoint(.passive)
                 }

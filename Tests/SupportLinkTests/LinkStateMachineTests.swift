@@ -295,23 +295,52 @@ import SupportUtilities
         #expect(machine.tick(now: Self.at(.seconds(3))) == [])
     }
 
-    /// SPEC §7: the responder waits one and a half intervals before its PING, so the initiator's comes first.
-    @Test func responderPingsAtOneAndAHalfIntervalsAndDeclaresDeathAtTwo() {
+    /// SPEC §7: a responder whose peer does not probe (here: nothing since HELLO) PINGs at one interval.
+    @Test func responderPingsAtOneIntervalWhileItsPeerDoesNotProbe() {
         var machine = Self.openResponder()
-        #expect(machine.nextDeadline == Self.at(.milliseconds(1500)))
-        #expect(machine.tick(now: Self.at(.seconds(1))) == [])
-        #expect(machine.tick(now: Self.at(.milliseconds(1499))) == [])
-        let ping = machine.tick(now: Self.at(.milliseconds(1500)))
+        #expect(machine.nextDeadline == Self.at(.seconds(1)))
+        let ping = machine.tick(now: Self.at(.seconds(1)))
         guard case .send(.ping) = ping.first, ping.count == 1 else {
             Issue.record("expected one PING, got \(ping)")
             return
         }
-        #expect(machine.tick(now: Self.at(.milliseconds(1900))) == [])
-        #expect(machine.nextDeadline == Self.at(.seconds(2)))
-        let dead = machine.tick(now: Self.at(.seconds(2)))
+        #expect(Self.closeReason(machine.tick(now: Self.at(.seconds(2)))) == .keepaliveTimeout(.seconds(2)))
+    }
+
+    /// SPEC §7: after a PING from its peer the responder waits one and a half intervals, so the peer's next PING comes
+    /// first; death is still declared at two.
+    @Test func responderWaitsOneAndAHalfIntervalsAfterAPingAndDeclaresDeathAtTwo() {
+        var machine = Self.openResponder()
+        _ = machine.received(.ping(Ping(nonce: 5)), now: Self.at(.milliseconds(900)))
+        #expect(machine.nextDeadline == Self.at(.milliseconds(2400)))
+        #expect(machine.tick(now: Self.at(.milliseconds(2399))) == [])
+        let ping = machine.tick(now: Self.at(.milliseconds(2400)))
+        guard case .send(.ping) = ping.first, ping.count == 1 else {
+            Issue.record("expected one PING, got \(ping)")
+            return
+        }
+        #expect(machine.nextDeadline == Self.at(.milliseconds(2900)))
+        let dead = machine.tick(now: Self.at(.milliseconds(2900)))
         #expect(Self.goAwayReason(dead) == .keepaliveTimeout)
         #expect(Self.closeReason(dead) == .keepaliveTimeout(.seconds(2)))
         #expect(machine.state == .closed)
+    }
+
+    /// Any other frame after the PING (data, a PONG) puts the responder back on one interval.
+    @Test func responderReturnsToOneIntervalWhenTheLastFrameIsNotAPing() {
+        var machine = Self.openResponder()
+        _ = machine.received(.ping(Ping(nonce: 5)), now: Self.at(.milliseconds(100)))
+        _ = machine.received(.sessionEnd(SessionEnd(reason: .endedByDevice)), now: Self.at(.milliseconds(200)))
+        #expect(machine.nextDeadline == Self.at(.milliseconds(1200)))
+    }
+
+    /// A responder that only sends (its peer receives and never needs to PING) PINGs at one interval: the peer's PONG
+    /// has a whole interval before the two-interval limit.
+    @Test func aResponderPushingToASilentPeerProbesAtOneInterval() {
+        var machine = Self.openResponder()
+        _ = machine.tick(now: Self.at(.seconds(1)))  // PING at one interval
+        _ = machine.received(.pong(Pong(nonce: 2)), now: Self.at(.milliseconds(1010)))
+        #expect(machine.nextDeadline == Self.at(.milliseconds(2010)))
     }
 
     /// Two machines on a quiet link, each tick and each frame delivered a little late: the responder never sends a
@@ -357,12 +386,13 @@ import SupportUtilities
     ])
     func anyReceivedFrameResetsTheKeepalive(message: Message) {
         var machine = Self.openResponder()
-        _ = machine.tick(now: Self.at(.milliseconds(1500)))  // PING outstanding
+        _ = machine.tick(now: Self.at(.seconds(1)))  // PING outstanding
         _ = machine.received(message, now: Self.at(.milliseconds(1900)))
-        #expect(machine.nextDeadline == Self.at(.milliseconds(3400)))
+        // A new silence: a PING at one interval, or one and a half after the peer's own PING; death only at two.
+        let pingAt: Deadline = if case .ping = message { Self.at(.milliseconds(3400)) } else { Self.at(.milliseconds(2900)) }
+        #expect(machine.nextDeadline == pingAt)
         #expect(machine.tick(now: Self.at(.milliseconds(2100))) == [])
-        // A new silence: a new PING at one and a half intervals, death only at two.
-        let ping = machine.tick(now: Self.at(.milliseconds(3400)))
+        let ping = machine.tick(now: pingAt)
         guard case .send(.ping) = ping.first else {
             Issue.record("expected a PING, got \(ping)")
             return
@@ -376,7 +406,7 @@ import SupportUtilities
         var nonces: [UInt64] = []
         var now = Self.t0
         for _ in 0..<3 {
-            now = now + .milliseconds(1500)
+            now = now + .seconds(1)
             if case .send(.ping(let ping)) = machine.tick(now: now).first { nonces.append(ping.nonce) }
             _ = machine.received(.pong(Pong(nonce: nonces.last ?? 0)), now: now)
         }
@@ -514,7 +544,7 @@ import SupportUtilities
         machine.readingPaused(now: Self.at(.seconds(0)))
         _ = machine.tick(now: Self.at(.seconds(5)))
         machine.readingResumed(now: Self.at(.seconds(30)))
-        #expect(machine.nextDeadline == Self.at(.milliseconds(31_500)))  // the responder's PING (SPEC §7)
+        #expect(machine.nextDeadline == Self.at(.seconds(31)))
         #expect(Self.closeReason(machine.tick(now: Self.at(.milliseconds(31_999)))) == nil)
         #expect(Self.closeReason(machine.tick(now: Self.at(.seconds(32)))) == .keepaliveTimeout(.seconds(2)))
     }
