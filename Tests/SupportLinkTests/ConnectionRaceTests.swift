@@ -13,7 +13,7 @@ extension TransportIntegration {
     @Suite struct ConnectionRaceTests {
         /// A TCP port that completes the TCP handshake (the kernel's backlog) and then says nothing: a TLS handshake
         /// to it hangs until its timeout, as a black-holed address does.
-        final class SilentPort {
+        final class SilentPort: Sendable {
             let fd: Int32
             let port: UInt16
             init() throws {
@@ -36,7 +36,8 @@ extension TransportIntegration {
             deinit { close(fd) }
 
             /// Whether the dialler's connection waiting in the backlog is closed by the dialler (EOF or reset) within
-            /// `limit`: accepts it, then reads (the ClientHello) until the end. Blocks the calling thread.
+            /// `limit`: accepts it, then reads (the ClientHello) until the end. Blocks the calling thread (use it through
+            /// `blockingWork`, never on the cooperative pool).
             func peerClosed(within limit: Duration) -> Bool {
                 let deadline = ContinuousClock.now + limit
                 func remainingMilliseconds() -> Int32 {
@@ -84,7 +85,8 @@ extension TransportIntegration {
                 #expect(elapsed >= ConnectionRace.attemptDelay)
                 #expect(recorder.parameters != nil)  // the winner's linkDidOpen reached the caller's delegate
                 // The losing attempt is cancelled, its socket closed now, not at its 10 s handshake deadline.
-                #expect(silent.peerClosed(within: .seconds(3)), "the losing attempt's connection stayed open")
+                let losingClosed = await blockingWork { silent.peerClosed(within: .seconds(3)) }
+                #expect(losingClosed, "the losing attempt's connection stayed open")
                 link.close()
             }
         }
@@ -117,7 +119,8 @@ extension TransportIntegration {
                     return
                 }
                 #expect(error.kind == .cancelled, "\(error)")
-                #expect(silent.peerClosed(within: .seconds(3)), "the cancelled dial's connection stayed open")
+                let cancelledClosed = await blockingWork { silent.peerClosed(within: .seconds(3)) }
+                #expect(cancelledClosed, "the cancelled dial's connection stayed open")
             }
         }
 
