@@ -105,7 +105,8 @@ extension CodeRegistry {
     public mutating func tick(now: Date) -> (expiring: [String], intents: [StoreIntent]) {
         var expiring: [String] = []
         var intents: [StoreIntent] = []
-        for (code, entry) in codes where !entry.expiryRecorded && now >= entry.record.validUntil {
+        for code in codes.due(now: now) {
+            guard let entry = codes[code] else { continue }
             if entry.holder != nil {
                 expiring.append(code)
             } else {

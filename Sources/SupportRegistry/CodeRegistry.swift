@@ -96,7 +96,7 @@ public struct CodeRegistry: Sendable {
     }
 
     public let policy: Policy
-    var codes: [String: CodeEntry] = [:]
+    var codes = CodeTable()
     var connections: [ConnectionID: ConnectionEntry] = [:]
     var unauthenticatedByAddress: [String: Int] = [:]
     var unauthenticatedCount = 0
@@ -292,7 +292,7 @@ extension CodeRegistry {
             }
             guard codes[code]?.holder == id else { return "connection \(id) holds \(code), which does not name it" }
         }
-        for (code, entry) in codes {
+        for (code, entry) in codes.all {
             if let holder = entry.holder {
                 guard connections[holder]?.code == code else { return "code \(code) names \(holder), which does not hold it" }
             } else if entry.live != .open || entry.committed {
