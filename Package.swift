@@ -67,8 +67,8 @@ let package = Package(
             path: "Benchmarks"),
         .testTarget(name: "SupportWireTests", dependencies: ["SupportWire", "TestSupport"]),
         .testTarget(name: "SupportSessionTests", dependencies: ["SupportSession"]),
-        .testTarget(name: "SupporterNodeTests", dependencies: ["SupporterNode"]),
-        .testTarget(name: "SupportRegistryTests", dependencies: ["SupportRegistry"]),
+        .testTarget(name: "SupporterNodeTests", dependencies: ["SupporterNode", "TestSupport"]),
+        .testTarget(name: "SupportRegistryTests", dependencies: ["SupportRegistry", "TestSupport"]),
         .testTarget(name: "SupporterRESTTests", dependencies: ["SupporterREST"]),
         .testTarget(name: "SupportPostgresTests", dependencies: ["SupportPostgres", "TestSupport"]),
         // Certificates made at test time, shared by the test targets that speak TLS.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 @testable import SupportRegistry
 
@@ -53,7 +54,7 @@ import Testing
     /// rebuild itself (stale entries outnumbering live ones) without losing anything.
     @Test func randomChangesAgreeWithAFullScan() {
         var table = CodeTable()
-        var generator = SplitMix(seed: 7)
+        var generator = SplitMix64(state: 7)
         var now = start
         for step in 0..<20_000 {
             let code = "c\(generator.next() % 300)"
@@ -69,18 +70,6 @@ import Testing
                 #expect(due == expected, "step \(step)")
                 if due != expected { return }
             }
-        }
-    }
-
-    struct SplitMix {
-        var state: UInt64
-        init(seed: UInt64) { state = seed }
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
         }
     }
 }

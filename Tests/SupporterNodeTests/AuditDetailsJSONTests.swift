@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 @testable import SupporterNode
 
@@ -34,7 +35,7 @@ import Testing
     }
 
     @Test func randomDetailsMatchJSONEncoder() throws {
-        var generator = SplitMix(seed: 0x5EED)
+        var generator = SplitMix64(state: 0x5EED)
         let alphabet: [Unicode.Scalar] =
             (0..<0x80).compactMap(Unicode.Scalar.init) + ["é", "ß", "Ω", "中", "\u{2028}", "\u{FEFF}", "🙂", "\u{301}"]
         for _ in 0..<500 {
@@ -50,17 +51,5 @@ import Testing
             }
             #expect(try SessionStore.json(details) == Self.foundation(details), "\(details)")
         }
-    }
-}
-
-private struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
