@@ -54,12 +54,6 @@ struct Measurement {
     }
 }
 
-extension Duration {
-    var seconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) * 1e-18
-    }
-}
 
 enum Harness {
     /// Warms up, then times `options.repeats` runs of at least `options.minTime` each.

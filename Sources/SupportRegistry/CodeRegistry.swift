@@ -1,5 +1,6 @@
 public import Foundation
 public import SupportSession
+internal import SupportUtilities
 
 /// One device connection, as the registry knows it: a number the node gives each accepted link.
 public struct ConnectionID: Hashable, Sendable, CustomStringConvertible {
@@ -181,11 +182,11 @@ public struct CodeRegistry: Sendable {
     /// registered on a code. The caps apply here only: a connection that leaves its code counts as unregistered again
     /// but is not closed for it (the registration deadline does that).
     ///
-    /// With `now`, an address that its back-off blocks gets only ``Policy/blockedAddressAdmissionsPerSecond`` new
-    /// connections per second (SPEC §13.1).
-    public mutating func connectionOpened(_ connection: ConnectionID, address: String, now: Date? = nil) -> Admission {
+    /// An address that its back-off blocks gets only ``Policy/blockedAddressAdmissionsPerSecond`` new connections per
+    /// second (SPEC §13.1).
+    public mutating func connectionOpened(_ connection: ConnectionID, address: String, now: Date) -> Admission {
         guard connections[connection] == nil else { return .refuse("connection \(connection) is open already") }
-        if let now, !admitsBlockedAddress(address, now: Self.clock(now)) {
+        if !admitsBlockedAddress(address, now: Self.clock(now)) {
             return .refuse("\(address) is blocked after repeated failed registrations: new connections are throttled")
         }
         if unauthenticatedCount >= policy.unauthenticatedTotal {
@@ -208,8 +209,7 @@ public struct CodeRegistry: Sendable {
         let rate = policy.blockedAddressAdmissionsPerSecond
         let burst = max(1, policy.blockedAddressBurst)
         var budget = blockedAdmissions[address] ?? (tokens: burst, at: now)
-        let elapsed = Double((now - budget.at).components.seconds) + Double((now - budget.at).components.attoseconds) / 1e18
-        budget.tokens = min(burst, budget.tokens + max(0, elapsed) * rate)
+        budget.tokens = min(burst, budget.tokens + max(0, (now - budget.at).seconds) * rate)
         budget.at = now
         let admitted = budget.tokens >= 1
         if admitted { budget.tokens -= 1 }

@@ -58,6 +58,9 @@ extension Duration {
         return nanoseconds >= Int128(Int64.max) ? UInt64(Int64.max) : UInt64(nanoseconds)
     }
 
+    /// In seconds, fractions included (for rates and for people).
+    package var seconds: Double { Double(attoseconds) / 1e18 }
+
     /// Whole milliseconds (for the wire's keepalive field), clamped to `UInt32`.
     package var millisecondsClamped: UInt32 { UInt32(clamping: nanosecondsClamped / 1_000_000) }
 }

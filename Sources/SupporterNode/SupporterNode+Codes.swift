@@ -1,6 +1,7 @@
 import Foundation
 import SupportRegistry
 import SupportSession
+import SupportUtilities
 
 /// What a new session code holds besides its type.
 public struct SessionCodeDetails: Sendable, Hashable {
@@ -75,7 +76,7 @@ extension SupporterNode {
     ) async throws(SupporterNodeError) -> SessionCodeInfo {
         let now = Date()
         let life = lifetime ?? configuration.defaultCodeLifetime
-        let seconds = Double(life.components.seconds) + Double(life.components.attoseconds) / 1e18
+        let seconds = life.seconds
         let (record, intents) = try state.withLock { state throws(SupporterNodeError) in
             var code = proposed ?? SessionCodeFormat.generate()
             while state.registry.contains(code) { code = SessionCodeFormat.generate() }

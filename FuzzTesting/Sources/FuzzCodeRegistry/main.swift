@@ -52,7 +52,7 @@ enum RegistryDriver {
             let code = codes[Int(argument >> 4) % codes.count]
             switch op % 10 {
             case 0:
-                _ = registry.connectionOpened(connection, address: addresses[Int(argument >> 2) % addresses.count])
+                _ = registry.connectionOpened(connection, address: addresses[Int(argument >> 2) % addresses.count], now: now)
             case 1:
                 registry.connectionClosed(connection)
             case 2, 3:
