@@ -5,8 +5,9 @@ import SupportUtilities
 
 /// Happy Eyeballs (RFC 8305) for a node's addresses: attempts start one after another, ``attemptDelay`` apart or at
 /// once when the previous one failed, and run side by side; the first link to open wins and the others are cancelled
-/// (their sockets closed at once). Cancelling the caller's task cancels every attempt and throws `cancelled`. So one black-holed address (an IPv6 route that drops packets, a node that died) costs a quarter
-/// of a second, not a connect timeout.
+/// (their sockets closed at once). So one black-holed address (an IPv6 route that drops packets, a node that died)
+/// costs a quarter of a second, not a connect timeout. Cancelling the caller's task cancels every attempt and throws
+/// `cancelled`.
 ///
 /// Nothing blocks: attempts are tasks awaiting their loop, the stagger is a `Task.sleep`, and the name lookup before
 /// (``NameResolver``) runs on the resolver's own threads.

@@ -61,6 +61,7 @@ public enum TLSDialer {
     ) async throws(TransportError) -> FramedLink {
         let (fd, _) = try Socket.startConnect(to: address)
         let pending = PendingDial()
+        let cancelled = TransportError(.cancelled, "the dial to \(address) was cancelled")
         let result: Result<FramedLink, TransportError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let accepted = loop.execute {
@@ -73,17 +74,11 @@ public enum TLSDialer {
                         guard let reason else {
                             // From now on the caller owns the link and a late cancel leaves it be; a cancel that came
                             // just before (its close already on its way here) wins.
-                            if pending.opened() {
-                                continuation.resume(returning: .success(link))
-                            } else {
-                                continuation.resume(
-                                    returning: .failure(TransportError(.cancelled, "the dial to \(address) was cancelled")))
-                            }
+                            continuation.resume(returning: pending.opened() ? .success(link) : .failure(cancelled))
                             return
                         }
                         if pending.isCancelled {
-                            continuation.resume(
-                                returning: .failure(TransportError(.cancelled, "the dial to \(address) was cancelled")))
+                            continuation.resume(returning: .failure(cancelled))
                         } else if case .transport(let error) = reason {
                             continuation.resume(returning: .failure(error))
                         } else {
