@@ -137,7 +137,8 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     /// What the connection holding a code decided about a RESUME.
     enum ResumeDecision: Sendable {
         case accepted(SupporterSessionMachine, [SupporterSessionMachine.Action], code: String)
-        /// The session of a node that died, taken over here (``SupporterNode/takeOver(_:extensions:peerMaxFrameSize:loop:)``).
+        /// The session of a node that died, taken over here
+        /// (``SupporterNode/takeOver(_:extensions:peerMaxFrameSize:loop:)``).
         case takenOver(SupporterSessionMachine, [SupporterSessionMachine.Action], code: String, previousNode: String)
         case rejected(ResumeResult)
     }
@@ -163,7 +164,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             let loop = link.loop
             Task { [self] in
                 let decision = await node.takeOver(
-                    resume, extensions: parameters.extensions, peerMaxFrameSize: parameters.peerMaxFrameSize, loop: link.loop)
+                    resume, extensions: parameters.extensions, peerMaxFrameSize: parameters.peerMaxFrameSize, loop: loop)
                 let delivered = loop.execute { self.resumeDecided(decision) }
                 if !delivered { node.logger.log(.debug, "takeover decided after the new connection's loop stopped") }
             }

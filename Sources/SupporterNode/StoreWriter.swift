@@ -20,10 +20,10 @@ import SupportSession
 /// raised the CPU per registration; checkpointing inside the writer when idle made the tail worse, not better.)
 /// The WAL starts over only after a checkpoint that copied all of it while nothing was written, so the writer itself
 /// checkpoints between batches once the WAL holds ``walFrameLimit`` frames (by then the checkpointer copied nearly
-/// all of it, so this one is short). The checkpointer runs at the lowest CPU priority (``BackgroundThread``), so when
-/// it is in the middle of a checkpoint then the writer does not wait for it but tries again after the next batch,
-/// until the WAL holds twice ``walFrameLimit``. Bound: the WAL holds at most 2 × ``walFrameLimit`` frames plus those
-/// of one batch (8,192 pages, about 32 MB, by default), unless another connection keeps reading an old snapshot (then, as with
+/// all of it, so this one is short). The checkpointer runs at the lowest CPU priority (``BackgroundThread``): when it
+/// is in the middle of a checkpoint, the writer does not wait for it but tries again after the next batch, until the
+/// WAL holds twice ``walFrameLimit``. Bound: the WAL holds at most 2 × ``walFrameLimit`` frames plus those of one
+/// batch (8,192 pages, about 32 MB, by default), unless another connection keeps reading an old snapshot (then, as with
 /// SQLite's own automatic checkpoint, the WAL cannot start over until that read ends); a larger file is cut back to
 /// that size when the WAL starts over (`journal_size_limit`). Durability does not change: a job's completion runs
 /// after its commit, checkpoint or not.
