@@ -41,7 +41,7 @@ let package = Package(
             name: "SupporterNode",
             dependencies: ["SupportSession", "SupportRegistry", "SupportTransport", "CSQLite", "SupportPostgres"]),
         // The supporter node's REST API (protocol/openapi.yaml), served beside the node on its public API only.
-        .target(name: "SupporterREST", dependencies: ["SupporterNode", "SupportHTTP"], resources: [.copy("Console")]),
+        .target(name: "SupporterREST", dependencies: ["SupporterNode", "SupportHTTP", "SupportUtilities"], resources: [.copy("Console")]),
         // libpq (Debian libpq-dev) and the PostgreSQL client built on it, for the PostgreSQL store (issue 12).
         .systemLibrary(name: "CLibPQ", path: "Sources/CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .target(name: "SupportPostgres", dependencies: ["CLibPQ"]),
@@ -80,6 +80,7 @@ let package = Package(
             name: "NodeTests", dependencies: ["DeviceNode", "SampleAppModel", "SupporterNode", "SupportPostgres", "TestSupport"]),
         .testTarget(name: "DeviceNodeTests", dependencies: ["DeviceNode"]),
         .testTarget(name: "SupportHTTPTests", dependencies: ["SupportHTTP", "TestSupport"]),
+        .testTarget(name: "SupportUtilitiesTests", dependencies: ["SupportUtilities"]),
         // The two CLIs run as real processes against real TLS on loopback (SwiftPM builds them for this target).
         .testTarget(
             name: "CLITests", dependencies: ["rsup-supporter", "rsup-device", "DeviceNode", "SupportTransport", "TestSupport"], path: "Tests/CLITests"),

@@ -89,7 +89,8 @@ public final class HTTPServer: Sendable {
 /// stream holds its delegate weakly) until it closes.
 final class HTTPConnectionRegistry: Sendable {
     private struct State {
-        var connections: [ObjectIdentifier: (connection: HTTPConnection, address: String)] = [:]
+        /// Each open connection and the key it counts against in `perAddress`.
+        var connections: [ObjectIdentifier: (connection: HTTPConnection, key: String)] = [:]
         var perAddress: [String: Int] = [:]
         var refused = 0
         var closed = false
@@ -109,28 +110,31 @@ final class HTTPConnectionRegistry: Sendable {
     var count: Int { state.withLock { $0.connections.count } }
     var refused: Int { state.withLock { $0.refused } }
 
-    /// Registers `connection` from `address` (canonical) unless the server is closed or a cap is reached.
+    /// Registers `connection` from `address` (canonical) unless the server is closed or a cap is reached. The
+    /// per-address cap counts the address's key (``IPAddressText/sourceKey(_:)``: an IPv6 peer's whole /64); an exempt
+    /// proxy is exempt by its own address only.
     func admit(_ connection: HTTPConnection, address: String) -> Bool {
-        state.withLock { state in
+        let key = IPAddressText.sourceKey(address)
+        return state.withLock { state in
             guard !state.closed else { return false }
-            let fromAddress = state.perAddress[address, default: 0]
+            let fromAddress = state.perAddress[key, default: 0]
             guard state.connections.count < maxConnections,
                 fromAddress < maxConnectionsPerAddress || unlimited.contains(address)
             else {
                 state.refused += 1
                 return false
             }
-            state.connections[ObjectIdentifier(connection)] = (connection, address)
-            state.perAddress[address] = fromAddress + 1
+            state.connections[ObjectIdentifier(connection)] = (connection, key)
+            state.perAddress[key] = fromAddress + 1
             return true
         }
     }
 
     func remove(_ connection: HTTPConnection) {
         state.withLock { state in
-            guard let (_, address) = state.connections.removeValue(forKey: ObjectIdentifier(connection)) else { return }
-            let left = state.perAddress[address, default: 1] - 1
-            state.perAddress[address] = left > 0 ? left : nil
+            guard let (_, key) = state.connections.removeValue(forKey: ObjectIdentifier(connection)) else { return }
+            let left = state.perAddress[key, default: 1] - 1
+            state.perAddress[key] = left > 0 ? left : nil
         }
     }
 

@@ -48,6 +48,25 @@ public enum TerminalText {
         return String(result)
     }
 
+    /// Serialized JSON text made safe for a terminal or a log without changing what it decodes to: every scalar of
+    /// ``needsEscaping(_:)`` that JSON itself leaves raw (DEL, the C1 controls, the bidi controls, U+2028, U+2029) is
+    /// written as a JSON `\uHHHH` escape. JSON escapes the C0 controls and the backslash already, and these scalars
+    /// can only occur inside JSON strings, so the result is the same JSON value, on one line. The one rule for JSON
+    /// output (SPEC §4.2).
+    public static func escapedJSON(_ json: String) -> String {
+        guard json.unicodeScalars.contains(where: { needsEscaping($0) && $0.value >= 0x7F }) else { return json }
+        var result = String.UnicodeScalarView()
+        for scalar in json.unicodeScalars {
+            if scalar.value >= 0x7F, needsEscaping(scalar) {
+                result.append(contentsOf: #"\u"#.unicodeScalars)
+                result.append(contentsOf: hex(scalar.value, digits: 4).lowercased().unicodeScalars)
+            } else {
+                result.append(scalar)
+            }
+        }
+        return String(result)
+    }
+
     /// `value` in uppercase hex, zero-padded to `digits`.
     private static func hex(_ value: UInt32, digits: Int) -> String {
         let text = String(value, radix: 16, uppercase: true)

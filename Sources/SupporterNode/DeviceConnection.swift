@@ -12,11 +12,14 @@ import SupportTransport
 /// `internal_error`, callers get an error, and the node logs it.
 final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     // @unchecked: `machine`, the timers, `deviceName`, `joinedCode`, `outbox` and `pendingIntents` are used only on
-    // `link.loop` (every entry point hops there first, and `assertInLoop` checks it); `id`, `link`, `sourceAddress`
-    // are immutable and `node` is a weak reference set once.
+    // `link.loop` (every entry point hops there first, and `assertInLoop` checks it); `id`, `link`, `sourceAddress`,
+    // `sourceKey` are immutable and `node` is a weak reference set once.
     let id: ConnectionID
     let link: FramedLink
+    /// The peer's address, for logs.
     let sourceAddress: String
+    /// What its limits (and rate-limited log lines) count against: ``IPAddressText/sourceKey(_:)``.
+    let sourceKey: String
     private weak var node: SupporterNode?
     private var machine: SupporterSessionMachine
     private var timer: LoopTimer?
@@ -60,11 +63,12 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     static let maximumBarriers = 64
     private var readingPaused = false
 
-    init(id: ConnectionID, link: FramedLink, node: SupporterNode, sourceAddress: String) {
+    init(id: ConnectionID, link: FramedLink, node: SupporterNode, sourceAddress: String, sourceKey: String) {
         self.id = id
         self.link = link
         self.node = node
         self.sourceAddress = sourceAddress
+        self.sourceKey = sourceKey
         self.machine = SupporterSessionMachine(
             requestTimeout: node.configuration.requestTimeout, secretSource: ResumeSecret.make)
     }
@@ -286,7 +290,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         resumeRefusals += 1
         enqueue(.send(.resumeResult(result)))
         node?.handshakeLog.log(
-            .warning, key: "resume:" + sourceAddress, "resume from \(sourceAddress) refused: \(result.reason)")
+            .warning, key: "resume:" + sourceKey, "resume from \(sourceAddress) refused: \(result.reason)")
         if resumeRefusals >= 5 { enqueue(.close(.rateLimited, "too many refused resumes on this connection")) }
     }
 
@@ -314,7 +318,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             closeAfterAnswer = refusal.closeConnection
             refusalAudited = refusal.audited
             node.handshakeLog.log(
-                .warning, key: "register:" + sourceAddress,
+                .warning, key: "register:" + sourceKey,
                 "registration of code \(Redact.code(register.sessionCode)) from \(sourceAddress) refused: \(refusal.reason)")
         }
         return outcome.decision
@@ -394,7 +398,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             guard let self, self.machine.state == .idle else { return }
             self.registrationTimer = nil
             node.handshakeLog.log(
-                .info, key: "deadline:" + self.sourceAddress,
+                .info, key: "deadline:" + self.sourceKey,
                 "device at \(self.sourceAddress) did not register within \(limit); closing")
             self.link.close(reason: .protocolError, text: "no REGISTER within \(limit)")
         }

@@ -168,8 +168,10 @@ extension SupporterNode {
         -> (secret: String, session: LoginSession, account: SupporterAccount)
     {
         let clock = Self.clock(Date())
+        // The limits count against the address's key (an IPv6 client's whole /64); the audit names the address.
+        let key = IPAddressText.sourceKey(address)
         let (blocked, record) = state.withLock { state in
-            (state.loginGuard.retryAfter(login: login, address: address, now: clock), state.accounts[login])
+            (state.loginGuard.retryAfter(login: login, address: key, now: clock), state.accounts[login])
         }
         if let blocked { throw SignInError(kind: .rateLimited(retryAfter: blocked)) }
         // An unknown login costs a hash too, so timing does not tell which logins exist.
@@ -180,8 +182,8 @@ extension SupporterNode {
         let now = Date()
         guard matches, let record else {
             let row = state.withLock { state -> AuditEvent? in
-                state.loginGuard.recordFailure(login: login, address: address, now: Self.clock(now))
-                guard state.signInAudit.admit(address, now: Self.clock(now)) else { return nil }
+                state.loginGuard.recordFailure(login: login, address: key, now: Self.clock(now))
+                guard state.signInAudit.admit(key, now: Self.clock(now)) else { return nil }
                 return AuditEvent(
                     time: now, kind: .signInFailed,
                     details: ["login": String(login.prefix(64)), "source_address": address, "reason": "wrong_credentials"])
@@ -192,7 +194,7 @@ extension SupporterNode {
         guard record.state == .active else { throw SignInError(kind: .disabled) }
         let account = SupporterAccount(record)
         let opened = state.withLock { state in
-            state.loginGuard.recordSuccess(login: login, address: address, now: Self.clock(now))
+            state.loginGuard.recordSuccess(login: login, address: key, now: Self.clock(now))
             return state.loginSessions.open(login: login, now: now)
         }
         let actor = account.actor(kind: "rest", address: address, loginSession: opened.session.id)

@@ -120,8 +120,10 @@ public final class SupporterNode: Sendable {
             let created = try TLSListener(
                 host: configuration.host, port: configuration.port, context: context, settings: settings, group: group,
                 onHandshakeFailure: { address, reason in
-                    let source = address?.host ?? "unknown"
-                    log.log(.info, key: "tls:" + source, "TLS handshake with \(source) failed: \(reason)")
+                    let source = address.map { IPAddressText.canonical($0.host) ?? $0.host } ?? "unknown"
+                    log.log(
+                        .info, key: "tls:" + IPAddressText.sourceKey(source),
+                        "TLS handshake with \(source) failed: \(reason)")
                 },
                 onAcceptError: { error in logger.log(.warning, "accepting device connections: \(error)") }
             ) { [weak self] link in
@@ -147,15 +149,17 @@ public final class SupporterNode: Sendable {
 
     /// A new TLS connection, on its loop: admitted under the caps on unregistered connections, or closed at once.
     private func admit(_ link: FramedLink) -> Bool {
-        let address = link.peerAddress?.host ?? "unknown"
+        let address = link.peerAddress.map { IPAddressText.canonical($0.host) ?? $0.host } ?? "unknown"
+        // Limits count against the address's key (an IPv6 peer's whole /64), logs name the address itself.
+        let key = IPAddressText.sourceKey(address)
         let admitted = state.withLock { state -> Result<DeviceConnection, RefusedAdmission> in
             guard !state.shuttingDown else { return .failure(RefusedAdmission(reason: "the node is shutting down")) }
             let id = ConnectionID(state.nextConnection)
             state.nextConnection += 1
-            if case .refuse(let reason) = state.registry.connectionOpened(id, address: address, now: Date()) {
+            if case .refuse(let reason) = state.registry.connectionOpened(id, address: key, now: Date()) {
                 return .failure(RefusedAdmission(reason: reason))
             }
-            let connection = DeviceConnection(id: id, link: link, node: self, sourceAddress: address)
+            let connection = DeviceConnection(id: id, link: link, node: self, sourceAddress: address, sourceKey: key)
             state.links[id] = connection
             return .success(connection)
         }
@@ -164,7 +168,7 @@ public final class SupporterNode: Sendable {
             link.delegate = connection
             return true
         case .failure(let refusal):
-            handshakeLog.log(.info, key: "refused:" + address, "connection from \(address) refused: \(refusal.reason)")
+            handshakeLog.log(.info, key: "refused:" + key, "connection from \(address) refused: \(refusal.reason)")
             return false
         }
     }

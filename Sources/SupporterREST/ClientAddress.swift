@@ -1,5 +1,6 @@
 import Foundation
 import SupportHTTP
+import SupportUtilities
 
 /// Who a request comes from, for back-off and the audit trail (SPEC §13).
 ///

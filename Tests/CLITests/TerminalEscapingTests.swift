@@ -25,9 +25,6 @@ struct TerminalEscapingTests {
         }
     }
 
-    /// Whether `line` holds a C0 control: what JSON must escape.
-    static func hasRawC0(_ line: String) -> Bool { line.unicodeScalars.contains { $0.value < 0x20 } }
-
     /// Expects that no line holds a raw control and none starts where the forged line would.
     static func expectClean(_ lines: [String], _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
         for line in lines {
@@ -109,7 +106,7 @@ struct TerminalEscapingTests {
         }
     }
 
-    @Test("with --json a hostile device name keeps every character, and JSON escapes the C0 controls")
+    @Test("with --json a hostile device name keeps every character, and JSON escapes every control (C0 and C1 too)")
     func hostileDeviceNameRoundTripsInJSON() async throws {
         try await withSupporter { certificates, server in
             let token = try await server.issueToken()
@@ -129,7 +126,7 @@ struct TerminalEscapingTests {
             }.first { $0["kind"] as? String == "device_online" }?["details"] as? [String: Any]
             #expect(details?["device"] as? String == Self.hostileName, "\(audit)")
             for line in server.process.stdoutLines + audit.stdout {
-                #expect(!Self.hasRawC0(line), "raw C0 control in JSON: \(Array(line.unicodeScalars))")
+                #expect(!Self.hasRawControl(line), "raw control in JSON: \(Array(line.unicodeScalars))")
             }
         }
     }

@@ -1,4 +1,5 @@
 // The escaping rule of SPEC §4.2 for text shown on a terminal or written to a log, as tables.
+import Foundation
 import SupportSession
 import Testing
 
@@ -132,5 +133,24 @@ import Testing
             }
         }
         return String(result)
+    }
+
+    @Test("JSON output: DEL, C1, bidi controls and U+2028/U+2029 become \\u escapes, and the JSON decodes to the same text")
+    func jsonOutputEscapesWhatJSONLeavesRaw() throws {
+        let text = "dev\n\u{1B}[31m\u{7F}\u{85}\u{9B}\u{202E}evil\u{2028}\u{2066}é😀\\"
+        let data = try JSONSerialization.data(withJSONObject: ["name": text])
+        let escaped = TerminalText.escapedJSON(String(decoding: data, as: UTF8.self))
+        // The backslash stays (it is JSON's own escape); no control, bidi or separator code point is left raw.
+        #expect(!escaped.unicodeScalars.contains { TerminalText.needsEscaping($0) && $0 != "\\" }, "\(escaped)")
+        #expect(escaped.contains(#"\u202e"#) && escaped.contains(#"\u0085"#) && escaped.contains(#"\u2028"#))
+        #expect(escaped.contains("é😀"), "other code points stay as they are: \(escaped)")
+        let decoded = try JSONSerialization.jsonObject(with: Data(escaped.utf8)) as? [String: String]
+        #expect(decoded?["name"] == text)
+    }
+
+    @Test("JSON without such code points is returned as it is")
+    func plainJSONIsUnchanged() {
+        let json = #"{"a":"b\n\u0000 é","c":[1,2]}"#
+        #expect(TerminalText.escapedJSON(json) == json)
     }
 }

@@ -6,7 +6,8 @@ import Synchronization
 ///
 /// Text for people may hold strings from the wire or the store: ``event(_:_:_:)`` and ``error(_:)`` escape it with
 /// `TerminalText.escaped` (SPEC §4.2), ``line(escaping:)`` too; ``line(_:)`` writes as it is (JSON, fixed text).
-/// JSON escapes every C0 control by its own rules (`JSONSerialization` writes `\uXXXX`, `\n`, …).
+/// JSON escapes every C0 control by its own rules (`JSONSerialization` writes `\uXXXX`, `\n`, …), and
+/// ``encode(_:)`` escapes the rest of SPEC §4.2's classes the same way (`TerminalText.escapedJSON`).
 public final class Console: Sendable {
     public let json: Bool
     private let lock = Mutex<Void>(())
@@ -56,7 +57,7 @@ public final class Console: Sendable {
         guard JSONSerialization.isValidJSONObject(object),
             let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
         else { return "{}" }
-        return String(decoding: data, as: UTF8.self)
+        return TerminalText.escapedJSON(String(decoding: data, as: UTF8.self))
     }
 }
 
