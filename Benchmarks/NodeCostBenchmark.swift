@@ -31,8 +31,9 @@ enum NodeCostBenchmark {
     static let cycles = 3_000
     static let rounds = 6
     static let warmUpCycles = 200
-    /// Connections in flight in the load generator during the cost rounds.
-    static let inFlight = 4
+    /// Connections in flight in the load generator during the cost rounds: 4, or `RSUP_NODECOST_INFLIGHT` (how the
+    /// ratio moves with load: more in flight, larger store batches and fewer thread wake-ups per registration).
+    static let inFlight = getenv("RSUP_NODECOST_INFLIGHT").flatMap { Int(String(cString: $0)) }.map { max(1, $0) } ?? 4
     static let population = 10_000
     /// Dials (not yet registered) in flight while a population comes online.
     static let dialConcurrency = 64

@@ -548,10 +548,71 @@ extension NodeIntegration {
             }
         }
 
-        // MARK: keepalive
+        /// SPEC §13.1, audit commits one connection's events may wait for: with the store stalled, a device in a
+        /// session whose VOIP_STATE frames (each one audited before it counts) reach 16 waiting commits is no longer
+        /// read from, so its PING waits in TCP and gets no PONG; once the store moves again, every frame is handled in
+        /// order, the PONG comes, and nothing was dropped.
+        @Test func aDeviceWhoseEventsOutrunAStalledStoreIsNoLongerReadFromUntilItCatchesUp() async throws {
+            let store = try ExternallyLockedStore()
+            defer { store.remove() }
+            let harness = try NodeHarness(storePath: store.path)
+            defer { harness.shutdown() }
+            let code = try await harness.supporter.createCode().code
+            let peer = try await Self.rawDevice(port: harness.port, name: "chatty", registeringOn: code, token: harness.token)
+            defer { peer.close() }
+            async let requested = harness.supporter.requestConnection(code: code, supporterName: "Ann", type: .screenShare)
+            let started = await blocking { () -> Bool in
+                while let event = peer.next(timeout: .seconds(10)) {
+                    guard case .message(let message) = event else { return false }
+                    if case .connectionRequest(let request) = message {
+                        peer.send(.connectionResponse(ConnectionResponse(requestID: request.requestID, decision: .allow)))
+                    }
+                    if case .sessionStarted = message { return true }
+                }
+                return false
+            }
+            _ = try await requested
+            try #require(started, "no session: \(peer.received)")
 
-        // A HELLO proposing keepalive_ms = 600000 is not tested here: this branch's LinkSettings has no maximum
-        // keepalive for the responder (the effective interval is the larger of both, up to the wire's 600 s).
+            try await store.lock()
+            let clock = ContinuousClock()
+            let lockedAt = clock.now
+            let states: [VoIPCallState] = [.started, .ended]
+            let voip = (0..<26).map { Message.voipState(VoIPState(state: states[$0 % 2], text: "frame \($0)")) }
+            // 16 frames fill the connection's waiting commits; the rest, and the PING, arrive after reading stopped.
+            peer.send(Array(voip[..<16]))
+            try await Task.sleep(for: .milliseconds(400))
+            peer.send(Array(voip[16...]) + [.ping(Ping(nonce: 77))])
+            let pongWhileStalled = await blocking { () -> Bool in
+                while let event = peer.next(timeout: .milliseconds(1500)) {
+                    if case .message(.pong) = event { return true }
+                    if case .closed = event { return false }
+                }
+                return false
+            }
+            // Released well within the writer's busy_timeout (5 s): the stalled commits succeed.
+            #expect(await store.release(), "python3 could not commit its lock transaction: \(store.pythonLog)")
+            let releasedAt = clock.now
+            let pongAfter = await blocking { () -> Duration? in
+                while let event = peer.next(timeout: .seconds(5)) {
+                    if case .message(.pong(let pong)) = event, pong.nonce == 77 { return ContinuousClock.now - releasedAt }
+                    if case .closed = event { return nil }
+                }
+                return nil
+            }
+            print("stalled store: locked for \(milliseconds(releasedAt - lockedAt)); PONG \(pongAfter.map(milliseconds) ?? "none") after")
+
+            #expect(!pongWhileStalled, "the node read past 16 waiting commits (a PONG came while the store was stalled)")
+            #expect(pongAfter != nil, "no PONG once the store moved: \(peer.received.suffix(3))")
+            #expect(peer.goAway == nil, "\(String(describing: peer.goAway))")
+            let recorded = try await eventually("\(voip.count) voip_state rows") {
+                let rows = try harness.supporter.auditEvents(code: code).filter { $0.kind == .voipState }
+                return rows.count == voip.count ? rows : nil
+            }
+            #expect(recorded.map { $0.details["state"] } == voip.indices.map { "\(states[$0 % 2])" })
+        }
+
+        // MARK: keepalive (the cap on HELLO's keepalive_ms is tested in LinkStateMachineTests)
 
         /// One line from `fd` (without the newline), or nil at EOF or after `timeout`.
         static func readLine(_ fd: Int32, timeout: Duration) -> String? {
