@@ -9,6 +9,11 @@
 ///   passwords still count against the owner's address).
 /// A right password resets the address's count and the account's.
 ///
+/// Simultaneous attempts: a sign-in is checked between ``beginAttempt(login:address:now:)`` and
+/// ``finishAttempt(login:address:_:now:)``, and while it is checked it counts as a failure to come. So a burst of
+/// attempts sent at once gets exactly as many password checks as the same attempts one after another would (6 from
+/// one address, 11 on one account); the rest wait as if the block had begun.
+///
 /// Bounded: ``Policy/keys`` addresses and accounts each; ``Policy/knownAddresses`` remembered per account.
 public struct LoginGuard: Sendable {
     public struct Policy: Sendable, Hashable {
@@ -30,6 +35,19 @@ public struct LoginGuard: Sendable {
     private var accounts: BackoffTable
     /// Account → (address → last successful sign-in).
     private var known: [String: [String: Duration]] = [:]
+    /// Attempts begun and not yet finished, by address and by account. Bounded by the attempts checked at once.
+    private var checkingFrom: [String: Int] = [:]
+    private var checkingOf: [String: Int] = [:]
+
+    /// How an attempt begun with ``beginAttempt(login:address:now:)`` ended.
+    public enum AttemptOutcome: Sendable {
+        /// A wrong login or password: counted.
+        case wrong
+        /// The right password: resets the address and the account.
+        case right
+        /// Not decided by its password (the node was too busy to check it, the account is disabled): not counted.
+        case unchecked
+    }
 
     public init(policy: Policy = Policy()) {
         self.policy = policy
@@ -47,6 +65,52 @@ public struct LoginGuard: Sendable {
         case (nil, let b?): return b
         case (let a?, let b?): return max(a, b)
         }
+    }
+
+    /// Starts checking a sign-in to `login` from `address`: nil when its password may be checked now (the attempt is
+    /// then in flight until ``finishAttempt(login:address:_:now:)``), else how long to wait. An attempt is refused
+    /// when its key is blocked, or when the attempts in flight, were they all wrong, would block it: one after
+    /// another, it would have found that block (the wait is that block's length).
+    public mutating func beginAttempt(login: String, address: String, now: Duration) -> Duration? {
+        if let wait = retryAfter(login: login, address: address, now: now) { return wait }
+        if let wait = Self.blockByAttemptsInFlight(
+            addresses, address, inFlight: checkingFrom[address, default: 0], now: now)
+        {
+            return wait
+        }
+        if !isKnown(login: login, address: address, now: now),
+            let wait = Self.blockByAttemptsInFlight(accounts, login, inFlight: checkingOf[login, default: 0], now: now)
+        {
+            return wait
+        }
+        checkingFrom[address, default: 0] += 1
+        checkingOf[login, default: 0] += 1
+        return nil
+    }
+
+    /// Ends an attempt that ``beginAttempt(login:address:now:)`` let through: counts it as `outcome` says.
+    public mutating func finishAttempt(login: String, address: String, _ outcome: AttemptOutcome, now: Duration) {
+        Self.decrement(&checkingFrom, address)
+        Self.decrement(&checkingOf, login)
+        switch outcome {
+        case .wrong: recordFailure(login: login, address: address, now: now)
+        case .right: recordSuccess(login: login, address: address, now: now)
+        case .unchecked: break
+        }
+    }
+
+    /// The block `inFlight` more failures of `key` would start, if any.
+    private static func blockByAttemptsInFlight(_ table: BackoffTable, _ key: String, inFlight: Int, now: Duration)
+        -> Duration?
+    {
+        guard inFlight > 0 else { return nil }
+        let block = table.policy.blockDuration(afterFailures: table.failures(key, now: now) + inFlight)
+        return block > .zero ? block : nil
+    }
+
+    private static func decrement(_ counts: inout [String: Int], _ key: String) {
+        let left = counts[key, default: 1] - 1
+        counts[key] = left > 0 ? left : nil
     }
 
     /// A wrong login or password.

@@ -170,19 +170,21 @@ extension SupporterNode {
         let clock = Self.clock(Date())
         // The limits count against the address's key (an IPv6 client's whole /64); the audit names the address.
         let key = IPAddressText.sourceKey(address)
+        // Begun under the lock, so simultaneous attempts count each other (LoginGuard).
         let (blocked, record) = state.withLock { state in
-            (state.loginGuard.retryAfter(login: login, address: key, now: clock), state.accounts[login])
+            (state.loginGuard.beginAttempt(login: login, address: key, now: clock), state.accounts[login])
         }
         if let blocked { throw SignInError(kind: .rateLimited(retryAfter: blocked)) }
         // An unknown login costs a hash too, so timing does not tell which logins exist.
         let stored = record.flatMap { PasswordHash($0.passwordHash) } ?? Self.decoyHash
         guard let matches = await passwords.run({ stored?.verify(password) ?? false }) else {
+            state.withLock { $0.loginGuard.finishAttempt(login: login, address: key, .unchecked, now: clock) }
             throw SignInError(kind: .busy)
         }
         let now = Date()
         guard matches, let record else {
             let row = state.withLock { state -> AuditEvent? in
-                state.loginGuard.recordFailure(login: login, address: key, now: Self.clock(now))
+                state.loginGuard.finishAttempt(login: login, address: key, .wrong, now: Self.clock(now))
                 guard state.signInAudit.admit(key, now: Self.clock(now)) else { return nil }
                 return AuditEvent(
                     time: now, kind: .signInFailed,
@@ -191,10 +193,13 @@ extension SupporterNode {
             if let row { try? await commit([.audit(row)]) }
             throw SignInError(kind: .wrongCredentials)
         }
-        guard record.state == .active else { throw SignInError(kind: .disabled) }
+        guard record.state == .active else {
+            state.withLock { $0.loginGuard.finishAttempt(login: login, address: key, .unchecked, now: Self.clock(now)) }
+            throw SignInError(kind: .disabled)
+        }
         let account = SupporterAccount(record)
         let opened = state.withLock { state in
-            state.loginGuard.recordSuccess(login: login, address: key, now: Self.clock(now))
+            state.loginGuard.finishAttempt(login: login, address: key, .right, now: Self.clock(now))
             return state.loginSessions.open(login: login, now: now)
         }
         let actor = account.actor(kind: "rest", address: address, loginSession: opened.session.id)

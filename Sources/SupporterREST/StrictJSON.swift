@@ -15,6 +15,11 @@ enum StrictJSON {
     /// `body` decoded as `T`, whose `init(from:)` throws ``RESTError`` for what the schema refuses.
     static func decode<T: Decodable>(_ type: T.Type, from body: [UInt8]) throws(RESTError) -> T {
         guard !body.isEmpty else { throw RESTError(.badRequest, "the body must be a JSON object") }
+        // JSON text is UTF-8 (RFC 8259 §8.1). Checked first: Foundation's decoder would otherwise read the bytes in
+        // another encoding, or fail later on one member, and the client would hear of a member, not of the body.
+        guard String(validating: body, as: UTF8.self) != nil else {
+            throw RESTError(.badRequest, "the body is not valid JSON: it is not UTF-8")
+        }
         do {
             return try JSONDecoder().decode(T.self, from: Data(body))
         } catch let error as RESTError {

@@ -44,4 +44,40 @@ struct LoginGuardTests {
         guardian.tick(now: later)
         #expect(guardian.retryAfter(login: "alice", address: "10.0.0.1", now: later) != nil)
     }
+
+    @Test("attempts in flight count: of 20 begun at once from one address, 6 are checked, as in a row")
+    func simultaneousAttemptsFromOneAddress() {
+        var guardian = LoginGuard()
+        let begun = (0..<20).map { _ in guardian.beginAttempt(login: "alice", address: "10.0.0.9", now: start) }
+        #expect(begun.filter { $0 == nil }.count == 6)
+        #expect(begun.compactMap { $0 }.allSatisfy { $0 == .seconds(1) })
+        for _ in 0..<6 { guardian.finishAttempt(login: "alice", address: "10.0.0.9", .wrong, now: start) }
+        #expect(guardian.retryAfter(login: "alice", address: "10.0.0.9", now: start) == .seconds(1), "the 6th blocks")
+        // Once that block is over, one attempt is checked again (its failure would double the block), one at a time.
+        let later = start + .seconds(1)
+        #expect(guardian.beginAttempt(login: "alice", address: "10.0.0.9", now: later) == nil)
+        #expect(guardian.beginAttempt(login: "alice", address: "10.0.0.9", now: later) == .seconds(2))
+    }
+
+    @Test("an attempt that was not decided by its password gives its place back; a right one resets")
+    func uncheckedAndRightAttempts() {
+        var guardian = LoginGuard()
+        for _ in 0..<6 { #expect(guardian.beginAttempt(login: "alice", address: "10.0.0.9", now: start) == nil) }
+        #expect(guardian.beginAttempt(login: "alice", address: "10.0.0.9", now: start) != nil, "6 in flight: full")
+        guardian.finishAttempt(login: "alice", address: "10.0.0.9", .unchecked, now: start)
+        #expect(guardian.failures(address: "10.0.0.9", now: start) == 0, "not counted")
+        #expect(guardian.beginAttempt(login: "alice", address: "10.0.0.9", now: start) == nil, "its place is free")
+        for _ in 0..<5 { guardian.finishAttempt(login: "alice", address: "10.0.0.9", .wrong, now: start) }
+        guardian.finishAttempt(login: "alice", address: "10.0.0.9", .right, now: start)
+        #expect(guardian.failures(address: "10.0.0.9", now: start) == 0)
+        let again = (0..<6).map { _ in guardian.beginAttempt(login: "alice", address: "10.0.0.9", now: start) }
+        #expect(again.allSatisfy { $0 == nil }, "nothing left in flight or counted")
+    }
+
+    @Test("attempts in flight on one account from many addresses: 11 checked, the rest wait")
+    func simultaneousAttemptsOnOneAccount() {
+        var guardian = LoginGuard()
+        let begun = (0..<30).map { guardian.beginAttempt(login: "alice", address: "10.2.0.\($0)", now: start) }
+        #expect(begun.filter { $0 == nil }.count == 11)
+    }
 }

@@ -49,12 +49,18 @@ import SupporterNode
         #expect(throws: RESTError.self) { try Self.decode("{\"description\":\"\(fits)e\u{301}\"}") }
     }
 
+    /// `{"description":"…"}` whose string holds C3 28, which is not UTF-8.
+    static let descriptionWithInvalidUTF8: [UInt8] = Array(#"{"description":""#.utf8) + [0xC3, 0x28] + Array(#""}"#.utf8)
+
     /// Bodies that are not one JSON object: 400.
     @Test(arguments: [
         ([], "the body must be a JSON object"), (Array("{".utf8), "the body is not valid JSON"),
         (Array("[]".utf8), "the body must be a JSON object"), (Array(#""text""#.utf8), "the body must be a JSON object"),
         (Array("42".utf8), "the body must be a JSON object"), (Array("null".utf8), "the body must be a JSON object"),
-        (Array("true".utf8), "the body must be a JSON object"), ([0xFF, 0xFE] as [UInt8], "the body is not valid JSON"),
+        (Array("true".utf8), "the body must be a JSON object"),
+        ([0xFF, 0xFE] as [UInt8], "the body is not valid JSON: it is not UTF-8"),
+        // Invalid UTF-8 inside a member's string is a body that is not JSON, not a member of the wrong type.
+        (Self.descriptionWithInvalidUTF8, "the body is not valid JSON: it is not UTF-8"),
     ])
     func notAnObjectIs400(_ body: [UInt8], _ message: String) {
         #expect(throws: RESTError(.badRequest, message)) {
