@@ -5,6 +5,29 @@ import Glibc
 /// ``PostgresStoreEngine/archiveAudit(before:to:)``): one JSON object per line per event, checked against the anchors
 /// the store kept when it removed those events.
 enum AuditArchive {
+    /// Refuses an archive file that exists already: archives are never overwritten.
+    static func refuseExisting(_ archivePath: String) throws(StoreError) {
+        guard access(archivePath, F_OK) != 0 else {
+            throw StoreError(
+                kind: .duplicate, operation: "archive audit events",
+                message: "the archive file exists already; archives are never overwritten: give a new file name",
+                path: archivePath)
+        }
+    }
+
+    /// Why a trail that `verification` found wanting is not archived (archiving would bury the evidence); nil when
+    /// it verified.
+    static func refusal(_ verification: AuditVerification, location: String) -> StoreError? {
+        guard let problem = verification.problem else { return nil }
+        return StoreError(
+            kind: .integrity, operation: "archive audit events",
+            message:
+                "the audit trail fails verification, so nothing is archived: \(problem.message)"
+                + (verification.problems.count > 1 ? " (and \(verification.problems.count - 1) more)" : "")
+                + "; investigate with 'rsup-supporter audit --verify'",
+            path: location)
+    }
+
     /// Checks the archive file at `archivePath` against a store's `anchors`: every line an event, ids without gaps,
     /// every digest and link, the first event linked to the anchor before it (or to the genesis digest), and the last
     /// event equal to one of the anchors (``AuditVerification/anchor``). Throws when the file cannot be read; every
@@ -128,6 +151,13 @@ final class ArchiveFile {
     private var fd: Int32
     let path: String
     private var byteCount = 0
+    private let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        return encoder
+    }()
+    /// The digest of the last event appended: the anchor's.
+    private(set) var lastDigest: [UInt8] = []
 
     init(creating path: String) throws(StoreError) {
         self.path = path
@@ -146,7 +176,17 @@ final class ArchiveFile {
 
     deinit { if fd >= 0 { close(fd) } }
 
-    func write(_ bytes: [UInt8]) throws(StoreError) {
+    /// Appends `row` as one line (``ArchivedAuditEvent``).
+    func append(_ row: AuditChain.Row) throws(StoreError) {
+        let line: Data
+        do { line = try encoder.encode(ArchivedAuditEvent(row)) } catch {
+            throw StoreError(kind: .invalidData, operation: "encode", message: "event \(row.id): \(error)", path: path)
+        }
+        try write(Array(line) + [UInt8(ascii: "\n")])
+        lastDigest = row.digest ?? []
+    }
+
+    private func write(_ bytes: [UInt8]) throws(StoreError) {
         var offset = 0
         while offset < bytes.count {
             let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }

@@ -5,9 +5,9 @@ import Foundation
 ///
 /// Listing and ``verify()`` give the same answers on both engines: one ``AuditChainWalker`` recomputes every digest
 /// and checks every link, then each engine adds its own checks (SQLite: the id counter, its triggers and the archive
-/// gate; PostgreSQL: the chain's head row and its triggers). Archiving (``archive(before:to:)``,
-/// ``verifyArchive(at:)``) is SQLite's only for now: on PostgreSQL it throws ``StoreError/Kind/unsupported`` and
-/// changes nothing.
+/// gate; PostgreSQL: the chain's head row, its triggers and their functions, the archive gate). Archiving
+/// (``archive(before:to:)``) writes the same file and keeps the same anchor on both, and ``verifyArchive(at:)`` checks
+/// a file against either.
 ///
 /// Opening never creates a store: a PostgreSQL database without a node's tables is ``StoreError/Kind/notFound``.
 /// Call ``close()`` when done.
@@ -56,33 +56,25 @@ public final class AuditTrail: Sendable {
         }
     }
 
-    /// Checks an archive file against the store's anchors (``SessionStore/verifyArchive(at:)``); SQLite only.
+    /// Checks an archive file against the store's anchors (``AuditArchive/verify(at:anchors:)``).
     public func verifyArchive(at path: String) throws(StoreError) -> AuditVerification {
         switch engine {
         case .sqlite(let store): try store.verifyArchive(at: path)
-        case .postgres: throw unsupported("verify an audit archive")
+        case .postgres(let store): try store.verifyArchive(at: path)
         }
     }
 
-    /// Moves the events before `cut` to a new archive file (``SessionStore/archiveAudit(before:to:)``); SQLite only.
+    /// Moves the events before `cut` to a new archive file (``SessionStore/archiveAudit(before:to:)``,
+    /// ``PostgresStoreEngine/archiveAudit(before:to:)``).
     public func archive(before cut: Date, to path: String) throws(StoreError) -> ArchiveSummary {
         switch engine {
         case .sqlite(let store): try store.archiveAudit(before: cut, to: path)
-        case .postgres: throw unsupported("archive audit events")
+        case .postgres(let store): try store.archiveAudit(before: cut, to: path)
         }
     }
 
     /// Lets go of the store (the PostgreSQL connection and its thread). Later calls on PostgreSQL throw.
     public func close() {
         if case .postgres(let store) = engine { store.stop() }
-    }
-
-    private func unsupported(_ operation: String) -> StoreError {
-        StoreError(
-            kind: .unsupported, operation: operation,
-            message:
-                "archiving the audit trail is not supported on PostgreSQL yet: nothing was written or deleted "
-                + "(list and --verify work)",
-            path: location)
     }
 }

@@ -166,7 +166,63 @@ enum PostgresStoreSchema {
                 "CREATE INDEX node_commands_answered ON node_commands (origin_node, done_at)",
                 "CREATE INDEX node_commands_by_created ON node_commands (created_at)",
             ]),
+        Migration(
+            version: 3,
+            summary: "audit archives: anchors, and deletes of archived events through a gate",
+            statements: [
+                """
+                CREATE TABLE audit_anchors (
+                    last_id bigint PRIMARY KEY,
+                    last_digest bytea NOT NULL CHECK (length(last_digest) = 32),
+                    archived_at bigint NOT NULL,
+                    event_count bigint NOT NULL
+                )
+                """,
+                // Holds one row only inside an archive's transaction: the ids it may delete.
+                "CREATE TABLE audit_prune_gate (up_to_id bigint NOT NULL)",
+                auditEventsGuard,
+                auditAnchorsGuard,
+                """
+                CREATE TRIGGER audit_anchors_no_change BEFORE INSERT OR UPDATE OR DELETE ON audit_anchors
+                FOR EACH ROW EXECUTE FUNCTION audit_anchors_guard()
+                """,
+                """
+                CREATE TRIGGER audit_anchors_no_truncate BEFORE TRUNCATE ON audit_anchors
+                FOR EACH STATEMENT EXECUTE FUNCTION audit_anchors_guard()
+                """,
+            ]),
     ]
+
+    /// The function behind `audit_events`' append-only triggers (migration 3 replaced version 1's, which refused
+    /// everything): a delete of an event up to the archive gate's id passes; every other update, delete and truncate
+    /// is refused. ``PostgresStoreEngine/verifyAudit()`` compares the stored function with this text.
+    static let auditEventsGuard = """
+        CREATE OR REPLACE FUNCTION audit_events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP = 'DELETE' AND EXISTS (SELECT 1 FROM audit_prune_gate WHERE OLD.id <= up_to_id) THEN
+                RETURN OLD;
+            END IF;
+            RAISE EXCEPTION 'audit events are append-only';
+        END $$
+        """
+
+    /// The function behind `audit_anchors`' triggers: an anchor is inserted only by an archive (its id at the gate),
+    /// and never changed or removed.
+    static let auditAnchorsGuard = """
+        CREATE OR REPLACE FUNCTION audit_anchors_guard() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP = 'INSERT' AND EXISTS (SELECT 1 FROM audit_prune_gate WHERE up_to_id = NEW.last_id) THEN
+                RETURN NEW;
+            END IF;
+            RAISE EXCEPTION 'audit anchors are written only by an archive, and never changed';
+        END $$
+        """
+
+    /// The guard functions' bodies as PostgreSQL keeps them (`pg_proc.prosrc`: the text between the `$$`).
+    static func body(of definition: String) -> String {
+        let parts = definition.components(separatedBy: "$$")
+        return parts.count >= 3 ? parts[1] : definition
+    }
 
     /// The schema version this code writes and understands.
     static var currentVersion: Int { migrations.last?.version ?? 0 }

@@ -126,12 +126,7 @@ extension SessionStore {
     /// Holds the store's write lock while it writes the file: an operator's command, not one for a busy hour.
     public func archiveAudit(before cut: Date, to archivePath: String) throws(StoreError) -> ArchiveSummary {
         let operation = "archive audit events"
-        guard access(archivePath, F_OK) != 0 else {
-            throw StoreError(
-                kind: .duplicate, operation: operation,
-                message: "the archive file exists already; archives are never overwritten: give a new file name",
-                path: archivePath)
-        }
+        try AuditArchive.refuseExisting(archivePath)
         var written: String?
         do {
             return try write(operation) { (transaction: inout StoreTransaction) throws(StoreError) -> ArchiveSummary in
@@ -162,15 +157,7 @@ extension StoreTransaction {
             (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) -> AuditVerification in
             try SessionStore.verifyAudit(connection)
         }
-        if let problem = verification.problem {
-            throw StoreError(
-                kind: .integrity, operation: "archive audit events",
-                message:
-                    "the audit trail fails verification, so nothing is archived: \(problem.message)"
-                    + (verification.problems.count > 1 ? " (and \(verification.problems.count - 1) more)" : "")
-                    + "; investigate with 'rsup-supporter audit --verify'",
-                path: path)
-        }
+        if let refusal = AuditArchive.refusal(verification, location: path) { throw refusal }
         // The last id to archive: the one before the first event at or after the cut, or the newest event.
         let lastID = try run("find audit events to archive") {
             (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) -> Int64? in
@@ -189,25 +176,13 @@ extension StoreTransaction {
         }
         let file = try ArchiveFile(creating: archivePath)
         wroteFile = archivePath
-        var lastDigest: [UInt8] = []
         try run("write audit archive") { (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) in
             let rows = try connection.prepare(
                 "SELECT \(AuditChain.rowColumns) FROM audit_events WHERE id <= ? ORDER BY id")
             try rows.bind(lastID, at: 1)
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.withoutEscapingSlashes]
-            while try rows.step() {
-                let row = AuditChain.row(rows)
-                lastDigest = row.digest ?? []
-                let line: Data
-                do { line = try encoder.encode(ArchivedAuditEvent(row)) } catch {
-                    throw StoreError(
-                        kind: .invalidData, operation: "encode", message: "event \(row.id): \(error)",
-                        path: archivePath)
-                }
-                try file.write(Array(line) + [UInt8(ascii: "\n")])
-            }
+            while try rows.step() { try file.append(AuditChain.row(rows)) }
         }
+        let lastDigest = file.lastDigest
         let byteCount = try file.finish()
         let count = Int(lastID - startID + 1)
         let anchor = AuditAnchor(lastID: lastID, digest: lastDigest, archivedAt: Date(), eventCount: count)

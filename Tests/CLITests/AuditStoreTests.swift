@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 /// `rsup-supporter audit --store`: the offline audit commands on the store a node serves with, PostgreSQL (a real
-/// throwaway cluster) or SQLite; tampering found the same way on both engines; prune refused on PostgreSQL.
+/// throwaway cluster) or SQLite; tampering found the same way on both engines; prune and archives on PostgreSQL.
 @Suite("audit --store", .serialized)
 struct AuditStoreTests {
     static let psqlPath = "/usr/bin/psql"
@@ -40,7 +40,7 @@ struct AuditStoreTests {
         return problems.map { "\($0["kind"] ?? "-") \($0["id"] ?? "-") \($0["message"] ?? "-")" }
     }
 
-    @Test("on PostgreSQL: list and --verify; an edited and a deleted event are found as on SQLite; prune is refused")
+    @Test("on PostgreSQL: list and --verify; an edited and a deleted event are found as on SQLite; prune then refuses")
     func postgresListVerifyAndTampering() async throws {
         let cluster = try ThrowawayPostgres()
         defer { cluster.stop() }
@@ -92,17 +92,81 @@ struct AuditStoreTests {
             let unguarded = Self.problems(try await supporter("audit", "--verify", "--json", "--store", uri))
             #expect(unguarded.last?.hasPrefix("alteredTrigger - the append-only trigger audit_events_no_change is disabled") == true, "\(unguarded)")
 
-            // Archiving is refused on PostgreSQL, with nothing written.
+            // A trail that fails verification is not archived (that would bury the evidence): nothing written.
             let folder = try TemporaryFolder()
             defer { folder.remove() }
             let archive = folder.file("archive.jsonl")
             let pruned = try await supporter(
                 "audit", "prune", "--before", "2999-01-01T00:00:00Z", "--archive", archive, "--store", uri)
-            expectError(pruned, exitCode: 1, mentions: ["not supported on PostgreSQL yet"])
+            expectError(pruned, exitCode: 1, mentions: ["fails verification, so nothing is archived"])
             #expect(!FileManager.default.fileExists(atPath: archive))
-            let archived = try await supporter("audit", "--verify", "--archive", archive, "--store", uri)
-            expectError(archived, exitCode: 1, mentions: ["not supported on PostgreSQL yet"])
             #expect(try await Self.psql(cluster.connectionString, "SELECT count(*) FROM audit_events") == ["\(last - 1)"])
+        }
+    }
+
+    @Test("on PostgreSQL: prune archives while a node runs, the trail verifies from the anchor, archives verify")
+    func postgresPruneAndArchives() async throws {
+        let cluster = try ThrowawayPostgres()
+        defer { cluster.stop() }
+        let uri = "postgres://rsup@127.0.0.1:\(cluster.port)/rsup"
+        try await withCertificates { certificates in
+            let node = try await SupporterServer(certificate: certificates.server, extra: ["--store", uri])
+            defer { Task { await node.close() } }
+            for _ in 0..<3 { _ = try await node.createCode() }
+            let (before, _) = try #require(AuditCLITests.verified(try await supporter("audit", "--verify", "--store", uri)))
+            let folder = try TemporaryFolder()
+            defer { folder.remove() }
+
+            // Everything so far, while the node runs; then the node goes on appending after the cut.
+            let first = folder.file("first.jsonl")
+            let pruned = try await supporter(
+                "audit", "prune", "--before", "2999-01-01T00:00:00Z", "--archive", first, "--store", uri)
+            #expect(pruned.exitCode == 0, "\(pruned)")
+            let summary = try #require(pruned.stdout.first)
+            #expect(summary.hasPrefix("archived \(before) events (ids 1–\(before)) to \(first); anchor "), "\(summary)")
+            let anchor = String(summary.suffix(12))
+            #expect((try FileManager.default.attributesOfItem(atPath: first)[.posixPermissions] as? Int) == 0o600)
+            #expect(try await Self.psql(cluster.connectionString, "SELECT count(*) FROM audit_events") == ["0"])
+            let empty = try #require(AuditCLITests.verified(try await supporter("audit", "--verify", "--store", uri)))
+            #expect(empty == (0, anchor))
+            for _ in 0..<2 { _ = try await node.createCode() }
+            let (after, _) = try #require(AuditCLITests.verified(try await supporter("audit", "--verify", "--store", uri)))
+            #expect(after == 2)
+
+            // A second cut; both archives check against the database's anchors.
+            let second = folder.file("second.jsonl")
+            let prunedAgain = try await supporter(
+                "audit", "prune", "--before", "2999-01-01T00:00:00Z", "--archive", second, "--store", uri)
+            #expect(prunedAgain.stdout.first?.hasPrefix("archived 2 events (ids \(before + 1)–\(before + 2))") == true,
+                "\(prunedAgain)")
+            let checkedFirst = try await supporter("audit", "--verify", "--archive", first, "--store", uri)
+            #expect(checkedFirst.stdout == ["archive verified: \(before) events (ids 1–\(before)), anchor \(anchor)"],
+                "\(checkedFirst)")
+            let checkedSecond = try await supporter("audit", "--verify", "--archive", second, "--store", uri)
+            #expect(checkedSecond.exitCode == 0, "\(checkedSecond)")
+            let again = try await supporter(
+                "audit", "prune", "--before", "2999-01-01T00:00:00Z", "--archive", first, "--store", uri)
+            expectError(again, exitCode: 1, mentions: [first, "never overwritten"])
+
+            // Outside an archive the rows and the anchors still refuse changes.
+            _ = try await node.createCode()
+            for sql in ["DELETE FROM audit_events", "DELETE FROM audit_anchors",
+                "INSERT INTO audit_anchors VALUES (99, decode(repeat('00', 32), 'hex'), 0, 1)"]
+            {
+                let refused = try await runCommand(
+                    Self.psqlPath, [cluster.connectionString, "-v", "ON_ERROR_STOP=1", "-Atc", sql])
+                #expect(refused.exitCode != 0 && refused.stderr.joined().contains("audit"), "\(sql): \(refused)")
+            }
+            // A guard function replaced by one that lets everything through is found.
+            try await Self.psql(
+                cluster.connectionString,
+                """
+                CREATE OR REPLACE FUNCTION audit_events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN RETURN OLD; END $$
+                """)
+            let unguarded = Self.problems(try await supporter("audit", "--verify", "--json", "--store", uri))
+            #expect(unguarded.contains { $0.hasPrefix("alteredTrigger - the function audit_events_append_only") },
+                "\(unguarded)")
         }
     }
 

@@ -5,8 +5,7 @@ import SupporterNode
 /// `rsup-supporter audit`: reads, verifies and archives the audit trail straight from the node's store (the data
 /// folder's SQLite file, or `--store` as for `serve`), node running or not.
 ///
-/// On PostgreSQL, listing and `--verify` work as on SQLite; `prune` and `--verify --archive` are refused (exit 1,
-/// nothing changed) until the PostgreSQL store keeps archive anchors.
+/// Every command works the same on SQLite and on PostgreSQL (the same archive files, the same anchors).
 enum Audit {
     static let usage = """
         usage: rsup-supporter audit [--data DIR | --store STORE] [--code CODE] [--from TIME] [--to TIME] [--limit N]
@@ -15,8 +14,7 @@ enum Audit {
                rsup-supporter audit prune --before TIME --archive FILE [--data DIR | --store STORE] [--json]
 
           --store STORE     the store the node serves with: sqlite:DIR, postgres://USER@HOST/DB or libpq key=value
-                            pairs (default: the SQLite file in --data). On PostgreSQL, prune and --verify --archive
-                            are not supported yet
+                            pairs (default: the SQLite file in --data)
 
           --code CODE       only this session code's events
           --from TIME       events at or after TIME (RFC 3339, e.g. 2026-11-30T10:00:00Z)
