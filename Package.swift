@@ -21,7 +21,7 @@ let package = Package(
         .target(name: "SupportSession", dependencies: ["SupportWire", "SupportUtilities"]),
         // The supporter node's registry of codes, connections and abuse state: a pure value (events in, decisions and
         // store intents out), like the session machines.
-        .target(name: "SupportRegistry", dependencies: ["SupportSession"]),
+        .target(name: "SupportRegistry", dependencies: ["SupportSession", "SupportUtilities"]),
         // OpenSSL 3 from Debian (libssl-dev): its C shims, in one place.
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", providers: [.apt(["libssl-dev"])]),
         // The Linux-only system calls (epoll, eventfd, accept4, prctl), in one place: a port replaces this target.

@@ -89,8 +89,8 @@ public final class HTTPServer: Sendable {
 /// stream holds its delegate weakly) until it closes.
 final class HTTPConnectionRegistry: Sendable {
     private struct State {
-        /// Each open connection and the key it counts against in `perAddress`.
-        var connections: [ObjectIdentifier: (connection: HTTPConnection, key: String)] = [:]
+        /// Each open connection and the key it counts against in `perAddress` (nil for an exempt proxy's).
+        var connections: [ObjectIdentifier: (connection: HTTPConnection, key: String?)] = [:]
         var perAddress: [String: Int] = [:]
         var refused = 0
         var closed = false
@@ -111,28 +111,28 @@ final class HTTPConnectionRegistry: Sendable {
     var refused: Int { state.withLock { $0.refused } }
 
     /// Registers `connection` from `address` (canonical) unless the server is closed or a cap is reached. The
-    /// per-address cap counts the address's key (``IPAddressText/sourceKey(_:)``: an IPv6 peer's whole /64); an exempt
-    /// proxy is exempt by its own address only.
+    /// per-address cap counts the address's key (``IPAddressText/sourceKey(_:)``: an IPv6 peer's whole /64). An exempt
+    /// proxy is exempt by its own address, and its connections do not count against its neighbours' key.
     func admit(_ connection: HTTPConnection, address: String) -> Bool {
-        let key = IPAddressText.sourceKey(address)
+        let key = unlimited.contains(address) ? nil : IPAddressText.sourceKey(address)
         return state.withLock { state in
             guard !state.closed else { return false }
-            let fromAddress = state.perAddress[key, default: 0]
-            guard state.connections.count < maxConnections,
-                fromAddress < maxConnectionsPerAddress || unlimited.contains(address)
-            else {
+            let fromAddress = key.map { state.perAddress[$0, default: 0] } ?? 0
+            guard state.connections.count < maxConnections, key == nil || fromAddress < maxConnectionsPerAddress else {
                 state.refused += 1
                 return false
             }
             state.connections[ObjectIdentifier(connection)] = (connection, key)
-            state.perAddress[key] = fromAddress + 1
+            if let key { state.perAddress[key] = fromAddress + 1 }
             return true
         }
     }
 
     func remove(_ connection: HTTPConnection) {
         state.withLock { state in
-            guard let (_, key) = state.connections.removeValue(forKey: ObjectIdentifier(connection)) else { return }
+            guard let (_, counted) = state.connections.removeValue(forKey: ObjectIdentifier(connection)),
+                let key = counted
+            else { return }
             let left = state.perAddress[key, default: 1] - 1
             state.perAddress[key] = left > 0 ? left : nil
         }

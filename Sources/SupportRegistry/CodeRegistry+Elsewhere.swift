@@ -81,7 +81,7 @@ extension CodeRegistry {
         entry.code = code
         entry.refusals = 0
         connections[connection] = entry
-        countUnauthenticatedChange(entry.address, -1)
+        countUnauthenticatedChange(entry.key, -1)
         return [
             .claimPresence(code: code, deviceName: deviceName),
             .presenceState(code: code, state: state),

@@ -78,18 +78,18 @@ extension CodeRegistry {
                     closeConnection: true, audited: false, intents: []))
         }
         let code = attempt.code
-        let address = connection.address
+        let key = connection.key
         let clock = Self.clock(now)
         if connection.code != nil {
             return refuse(attempt, .sessionCodeInUse, "this connection is already registered", now: now)
         }
         guard let tokenID = attempt.deviceTokenID else {
-            var wait = addressBackoff.retryAfter(address, now: clock)
+            var wait = addressBackoff.retryAfter(key, now: clock)
             if wait == nil, codes[code] != nil { wait = codeBackoff.retryAfter(code, now: clock) }
             if let wait { return refuse(attempt, .rateLimited, "too many failed attempts", retryAfter: wait, now: now) }
             var intents: [StoreIntent] = []
-            if addressBackoff.recordFailure(address, now: clock) != nil {
-                intents.append(save(.address(address), addressBackoff.entry(address)))
+            if addressBackoff.recordFailure(key, now: clock) != nil {
+                intents.append(save(.address(key), addressBackoff.entry(key)))
             }
             if codes[code] != nil, codeBackoff.recordFailure(code, now: clock) != nil {
                 intents.append(save(.code(code), codeBackoff.entry(code)))
@@ -115,29 +115,29 @@ extension CodeRegistry {
         entry.committed = false
         entry.live = .online
         entry.deviceName = attempt.deviceName
-        entry.deviceAddress = address
+        entry.deviceAddress = connection.address
         codes[code] = entry
         connection.code = code
         connection.refusals = 0
         connections[attempt.connection] = connection
-        countUnauthenticatedChange(address, -1)
+        countUnauthenticatedChange(key, -1)
         var intents: [StoreIntent] = []
         // A success resets what this token and this address had failed.
         // Only blocked keys were stored (``save(_:_:)``), so only they have a row to delete.
         if let stored = tokenBackoff.entry(tokenID), stored.blockedUntil > .zero {
             intents.append(.deleteBackoff(key: BackoffKey.token(tokenID).stored))
         }
-        if let stored = addressBackoff.entry(address), stored.blockedUntil > .zero {
-            intents.append(.deleteBackoff(key: BackoffKey.address(address).stored))
+        if let stored = addressBackoff.entry(key), stored.blockedUntil > .zero {
+            intents.append(.deleteBackoff(key: BackoffKey.address(key).stored))
         }
         tokenBackoff.reset(tokenID)
-        addressBackoff.reset(address)
+        addressBackoff.reset(key)
         intents.append(.claimPresence(code: code, deviceName: attempt.deviceName))
         intents.append(
             .audit(
                 AuditEvent(
                     time: now, code: code, kind: .deviceOnline,
-                    details: ["source_address": address, "device": attempt.deviceName ?? "", "token": tokenID])))
+                    details: ["source_address": connection.address, "device": attempt.deviceName ?? "", "token": tokenID])))
         return .accepted(codeType: entry.record.type, waitingMessage: entry.record.waitingMessage, intents: intents)
     }
 
@@ -157,7 +157,7 @@ extension CodeRegistry {
         entry.code = nil
         connections[connection] = entry
         releaseCode(code, from: connection)
-        countUnauthenticatedChange(entry.address, +1)
+        countUnauthenticatedChange(entry.key, +1)
     }
 
     private mutating func tokenFailure(
@@ -196,7 +196,7 @@ extension CodeRegistry {
             connection.refusals += 1
             close = connection.refusals >= policy.refusalsPerConnection
             connections[attempt.connection] = connection
-            if let row = refusalAudit(attempt, connection.address, reason, text, now: now) {
+            if let row = refusalAudit(attempt, connection.key, reason, text, now: now) {
                 intents.append(row)
                 audited = true
             }
@@ -251,11 +251,11 @@ extension CodeRegistry {
             oldEntry.code = nil
             connections[old] = oldEntry
             // The old connection counts as unregistered until it closes (it is closing), like any that left its code.
-            countUnauthenticatedChange(oldEntry.address, +1)
+            countUnauthenticatedChange(oldEntry.key, +1)
         }
         newEntry.code = code
         connections[new] = newEntry
-        countUnauthenticatedChange(newEntry.address, -1)
+        countUnauthenticatedChange(newEntry.key, -1)
         entry.holder = new
         entry.reconnecting = false
         entry.deviceAddress = newEntry.address

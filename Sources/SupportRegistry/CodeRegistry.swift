@@ -91,7 +91,11 @@ public struct CodeRegistry: Sendable {
     }
 
     struct ConnectionEntry: Sendable {
+        /// The peer's address, for the rows of what it did.
         var address: String
+        /// What its limits count against (``IPAddressText/sourceKey(_:)``: an IPv6 peer's /64), and what refusal
+        /// rows name.
+        var key: String
         var code: String?
         var refusals = 0
     }
@@ -184,19 +188,22 @@ public struct CodeRegistry: Sendable {
     ///
     /// An address that its back-off blocks gets only ``Policy/blockedAddressAdmissionsPerSecond`` new connections per
     /// second (SPEC §13.1).
+    ///
+    /// `address` is the peer's address; its limits count against its key (SPEC §13.1, *Source address*).
     public mutating func connectionOpened(_ connection: ConnectionID, address: String, now: Date) -> Admission {
         guard connections[connection] == nil else { return .refuse("connection \(connection) is open already") }
-        if !admitsBlockedAddress(address, now: Self.clock(now)) {
-            return .refuse("\(address) is blocked after repeated failed registrations: new connections are throttled")
+        let key = IPAddressText.sourceKey(address)
+        if !admitsBlockedAddress(key, now: Self.clock(now)) {
+            return .refuse("\(key) is blocked after repeated failed registrations: new connections are throttled")
         }
         if unauthenticatedCount >= policy.unauthenticatedTotal {
             return .refuse("too many unregistered connections (\(policy.unauthenticatedTotal) in all)")
         }
-        if unauthenticatedByAddress[address, default: 0] >= policy.unauthenticatedPerAddress {
-            return .refuse("too many unregistered connections from \(address) (\(policy.unauthenticatedPerAddress))")
+        if unauthenticatedByAddress[key, default: 0] >= policy.unauthenticatedPerAddress {
+            return .refuse("too many unregistered connections from \(key) (\(policy.unauthenticatedPerAddress))")
         }
-        connections[connection] = ConnectionEntry(address: address)
-        countUnauthenticatedChange(address, +1)
+        connections[connection] = ConnectionEntry(address: address, key: key)
+        countUnauthenticatedChange(key, +1)
         return .admit
     }
 
@@ -228,7 +235,7 @@ public struct CodeRegistry: Sendable {
         if let code = entry.code {
             releaseCode(code, from: connection)
         } else {
-            countUnauthenticatedChange(entry.address, -1)
+            countUnauthenticatedChange(entry.key, -1)
         }
     }
 
@@ -287,7 +294,7 @@ extension CodeRegistry {
         for (id, connection) in connections {
             guard let code = connection.code else {
                 unregistered += 1
-                byAddress[connection.address, default: 0] += 1
+                byAddress[connection.key, default: 0] += 1
                 continue
             }
             guard codes[code]?.holder == id else { return "connection \(id) holds \(code), which does not name it" }

@@ -81,18 +81,6 @@ extension PostgresStoreEngine {
             digest: row[6].flatMap(PostgresStoreTransaction.bytes(bytea:)))
     }
 
-    /// The append-only triggers `PostgresStoreSchema` creates, by table.
-    static let auditTriggers = [
-        ("audit_events", "audit_events_no_change"), ("audit_events", "audit_events_no_truncate"),
-        ("audit_anchors", "audit_anchors_no_change"), ("audit_anchors", "audit_anchors_no_truncate"),
-    ]
-
-    /// The functions behind them, as `PostgresStoreSchema` defines them.
-    static let auditGuards = [
-        ("audit_events_append_only", PostgresStoreSchema.auditEventsGuard),
-        ("audit_anchors_guard", PostgresStoreSchema.auditAnchorsGuard),
-    ]
-
     /// The chain's head against the newest event: a head past it means the newest events were deleted; a head behind
     /// it, or with another digest, that rows were written around the store.
     private static func headProblems(_ transaction: PostgresStoreTransaction, newest: Int64, digest: [UInt8])
@@ -127,15 +115,22 @@ extension PostgresStoreEngine {
         return []
     }
 
-    /// Missing or disabled append-only triggers, and guard functions replaced.
+    /// Append-only triggers missing, disabled or fired only for replication, changed (other events, a `WHEN`
+    /// condition, a column list, another function), and guard functions replaced or no longer pinned to the store's
+    /// schema (``PostgresStoreSchema/auditGuards``).
     private static func triggerProblems(_ transaction: PostgresStoreTransaction) throws(StoreError) -> [AuditProblem] {
         var problems: [AuditProblem] = []
-        for (table, name) in auditTriggers {
+        var functionsChecked: Set<String> = []
+        for expected in PostgresStoreSchema.auditGuards {
             let rows = try transaction.run(
                 """
-                SELECT tgenabled FROM pg_trigger
-                WHERE tgrelid = $1::regclass AND tgname = $2 AND NOT tgisinternal
-                """, [table, name], "read the audit trail's triggers")
+                SELECT t.tgenabled, t.tgtype, t.tgqual IS NULL AND t.tgattr::text = '', p.proname, p.prosrc,
+                    n.nspname = current_schema()
+                    AND p.proconfig = ARRAY['search_path=' || quote_ident(current_schema()) || ', pg_temp']
+                FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid JOIN pg_namespace n ON n.oid = p.pronamespace
+                WHERE t.tgrelid = $1::regclass AND t.tgname = $2 AND NOT t.tgisinternal
+                """, [expected.table, expected.trigger], "read the audit trail's triggers")
+            let name = expected.trigger
             guard rows.count == 1 else {
                 problems.append(
                     AuditProblem(
@@ -144,24 +139,37 @@ extension PostgresStoreEngine {
                             + "refuses changes"))
                 continue
             }
-            if rows.rows[0][0] == "D" {
+            let row = rows.rows[0]
+            switch row[0] {
+            case "O", "A": break
+            case "R":
+                problems.append(
+                    AuditProblem(
+                        .alteredTrigger, trigger: name,
+                        "the append-only trigger \(name) fires only for replication (ALTER TABLE … ENABLE REPLICA "
+                            + "TRIGGER): the audit trail no longer refuses changes"))
+            default:
                 problems.append(
                     AuditProblem(
                         .alteredTrigger, trigger: name,
                         "the append-only trigger \(name) is disabled (ALTER TABLE … DISABLE TRIGGER): the audit trail "
                             + "no longer refuses changes"))
             }
-        }
-        for (name, definition) in auditGuards {
-            let rows = try transaction.run(
-                "SELECT prosrc FROM pg_proc WHERE proname = $1", [name], "read the audit trail's guard functions")
-            let expected = normalized(PostgresStoreSchema.body(of: definition))
-            if rows.count != 1 || normalized(rows.rows[0][0] ?? "") != expected {
+            guard row[1].flatMap({ Int($0) }) == expected.type, row[2] == "t", row[3] == expected.function else {
                 problems.append(
                     AuditProblem(
                         .alteredTrigger, trigger: name,
-                        "the function \(name) behind the append-only triggers is not the one the store created: it "
-                            + "was replaced"))
+                        "the append-only trigger \(name) is not the one the store created (its events, condition or "
+                            + "function differ): it was replaced"))
+                continue
+            }
+            guard functionsChecked.insert(expected.function).inserted else { continue }
+            if normalized(row[4] ?? "") != normalized(expected.body) || row[5] != "t" {
+                problems.append(
+                    AuditProblem(
+                        .alteredTrigger, trigger: expected.function,
+                        "the function \(expected.function) behind the append-only triggers is not the one the store "
+                            + "created: it was replaced"))
             }
         }
         return problems
@@ -215,32 +223,53 @@ extension PostgresStoreEngine {
     /// the same file, the same anchor, the same refusals (an existing file: ``StoreError/Kind/duplicate``; a trail
     /// that fails verification: ``StoreError/Kind/integrity``), nothing changed when it fails.
     ///
-    /// One transaction that first locks the chain's head row, which every append from every node locks too: no node
-    /// commits an audited event while the archive runs (they wait, then go on at the head, which the archive leaves as
-    /// it was). An operator's command, not one for a busy hour.
+    /// One REPEATABLE READ transaction: it verifies, writes and deletes what one snapshot shows. Nodes go on appending
+    /// meanwhile (new events get ids past the snapshot's, and archived events never change, so nothing conflicts);
+    /// two archives take turns (an advisory lock). When the connection fails during the commit, whether the events were
+    /// removed is unknown: the file is kept, and `audit --verify --archive` tells.
     func archiveAudit(before cut: Date, to archivePath: String) throws(StoreError) -> ArchiveSummary {
         let operation = "archive audit events"
         try AuditArchive.refuseExisting(archivePath)
         let location = self.location
         return try perform(operation) { (connection: PostgresConnection) throws(StoreError) -> ArchiveSummary in
             let transaction = PostgresStoreTransaction(connection, location: location)
-            try transaction.run("BEGIN", [], "begin transaction")
+            // Taken before the transaction's snapshot, so a second archive sees what the first one left.
+            try transaction.run("SELECT pg_advisory_lock($1::bigint)", [Self.archiveLock], "wait for another archive")
+            defer {
+                _ = try? connection.query(
+                    "SELECT pg_advisory_unlock($1::bigint)", [Self.archiveLock], operation: "let the next archive run")
+            }
+            try transaction.run("BEGIN ISOLATION LEVEL REPEATABLE READ", [], "begin transaction")
             var written: String?
+            let summary: ArchiveSummary
             do throws(StoreError) {
-                try transaction.run(
-                    "SELECT next_id FROM audit_chain_head FOR UPDATE", [], "lock the audit chain's head")
-                let summary = try Self.archive(transaction, before: cut, to: archivePath, wroteFile: &written)
-                try transaction.run("COMMIT", [], "commit")
-                return summary
+                summary = try Self.archive(transaction, before: cut, to: archivePath, wroteFile: &written)
             } catch {
                 _ = try? connection.query("ROLLBACK", operation: "roll back")
                 if let written { unlink(written) }
                 throw error
             }
+            do throws(StoreError) {
+                try transaction.run("COMMIT", [], "commit")
+            } catch {
+                // The server may have committed before the connection failed: the file may be the only copy left.
+                guard written != nil else { throw error }
+                throw StoreError(
+                    kind: error.kind, operation: "commit the audit archive",
+                    message:
+                        "the connection failed during the commit, so it is unknown whether the archived events were "
+                        + "removed; the archive file is kept: 'rsup-supporter audit --verify --archive "
+                        + "\(archivePath)' verifies it if they were (\(error.message))",
+                    path: location)
+            }
+            return summary
         }
     }
 
-    /// The archive inside `transaction`, which holds the chain's head; sets `wroteFile` once the file exists.
+    /// An arbitrary constant for `pg_advisory_lock`: one archive at a time.
+    static let archiveLock = "727375700013"
+
+    /// The archive inside `transaction`; sets `wroteFile` once the file exists.
     private static func archive(
         _ transaction: PostgresStoreTransaction, before cut: Date, to archivePath: String, wroteFile: inout String?
     ) throws(StoreError) -> ArchiveSummary {

@@ -170,6 +170,9 @@ enum PostgresStoreSchema {
             version: 3,
             summary: "audit archives: anchors, and deletes of archived events through a gate",
             statements: [
+                // The guard functions below keep this search path (FROM CURRENT): the store's schema, then pg_temp
+                // named last, so a temporary table cannot stand in for the gate.
+                "SELECT set_config('search_path', quote_ident(current_schema()) || ', pg_temp', true)",
                 """
                 CREATE TABLE audit_anchors (
                     last_id bigint PRIMARY KEY,
@@ -180,8 +183,26 @@ enum PostgresStoreSchema {
                 """,
                 // Holds one row only inside an archive's transaction: the ids it may delete.
                 "CREATE TABLE audit_prune_gate (up_to_id bigint NOT NULL)",
-                auditEventsGuard,
-                auditAnchorsGuard,
+                """
+                CREATE OR REPLACE FUNCTION audit_events_append_only() RETURNS trigger LANGUAGE plpgsql
+                SET search_path FROM CURRENT AS $$
+                BEGIN
+                    IF TG_OP = 'DELETE' AND EXISTS (SELECT 1 FROM audit_prune_gate WHERE OLD.id <= up_to_id) THEN
+                        RETURN OLD;
+                    END IF;
+                    RAISE EXCEPTION 'audit events are append-only';
+                END $$
+                """,
+                """
+                CREATE FUNCTION audit_anchors_guard() RETURNS trigger LANGUAGE plpgsql
+                SET search_path FROM CURRENT AS $$
+                BEGIN
+                    IF TG_OP = 'INSERT' AND EXISTS (SELECT 1 FROM audit_prune_gate WHERE up_to_id = NEW.last_id) THEN
+                        RETURN NEW;
+                    END IF;
+                    RAISE EXCEPTION 'audit anchors are written only by an archive, and never changed';
+                END $$
+                """,
                 """
                 CREATE TRIGGER audit_anchors_no_change BEFORE INSERT OR UPDATE OR DELETE ON audit_anchors
                 FOR EACH ROW EXECUTE FUNCTION audit_anchors_guard()
@@ -193,36 +214,51 @@ enum PostgresStoreSchema {
             ]),
     ]
 
-    /// The function behind `audit_events`' append-only triggers (migration 3 replaced version 1's, which refused
-    /// everything): a delete of an event up to the archive gate's id passes; every other update, delete and truncate
-    /// is refused. ``PostgresStoreEngine/verifyAudit()`` compares the stored function with this text.
-    static let auditEventsGuard = """
-        CREATE OR REPLACE FUNCTION audit_events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+    /// What ``PostgresStoreEngine/verifyAudit()`` expects of the audit trail's guards, as the newest migration that
+    /// touched them left them. Written out apart from the migrations, which never change once shipped.
+    struct AuditGuard: Sendable {
+        /// The trigger, and the table it is on.
+        let table: String
+        let trigger: String
+        /// `pg_trigger.tgtype`: 1 row, 2 before, 4 insert, 8 delete, 16 update, 32 truncate.
+        let type: Int
+        /// The function it runs, and that function's body (`pg_proc.prosrc`, white space aside).
+        let function: String
+        let body: String
+    }
+
+    static let auditEventsGuardBody = """
         BEGIN
             IF TG_OP = 'DELETE' AND EXISTS (SELECT 1 FROM audit_prune_gate WHERE OLD.id <= up_to_id) THEN
                 RETURN OLD;
             END IF;
             RAISE EXCEPTION 'audit events are append-only';
-        END $$
+        END
         """
 
-    /// The function behind `audit_anchors`' triggers: an anchor is inserted only by an archive (its id at the gate),
-    /// and never changed or removed.
-    static let auditAnchorsGuard = """
-        CREATE OR REPLACE FUNCTION audit_anchors_guard() RETURNS trigger LANGUAGE plpgsql AS $$
+    static let auditAnchorsGuardBody = """
         BEGIN
             IF TG_OP = 'INSERT' AND EXISTS (SELECT 1 FROM audit_prune_gate WHERE up_to_id = NEW.last_id) THEN
                 RETURN NEW;
             END IF;
             RAISE EXCEPTION 'audit anchors are written only by an archive, and never changed';
-        END $$
+        END
         """
 
-    /// The guard functions' bodies as PostgreSQL keeps them (`pg_proc.prosrc`: the text between the `$$`).
-    static func body(of definition: String) -> String {
-        let parts = definition.components(separatedBy: "$$")
-        return parts.count >= 3 ? parts[1] : definition
-    }
+    static let auditGuards = [
+        AuditGuard(
+            table: "audit_events", trigger: "audit_events_no_change", type: 1 | 2 | 8 | 16,
+            function: "audit_events_append_only", body: auditEventsGuardBody),
+        AuditGuard(
+            table: "audit_events", trigger: "audit_events_no_truncate", type: 2 | 32,
+            function: "audit_events_append_only", body: auditEventsGuardBody),
+        AuditGuard(
+            table: "audit_anchors", trigger: "audit_anchors_no_change", type: 1 | 2 | 4 | 8 | 16,
+            function: "audit_anchors_guard", body: auditAnchorsGuardBody),
+        AuditGuard(
+            table: "audit_anchors", trigger: "audit_anchors_no_truncate", type: 2 | 32,
+            function: "audit_anchors_guard", body: auditAnchorsGuardBody),
+    ]
 
     /// The schema version this code writes and understands.
     static var currentVersion: Int { migrations.last?.version ?? 0 }

@@ -47,7 +47,7 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         /// Several nodes share the database and another node's live presence holds the device on this code: the
         /// registration did not happen here.
         public static let heldElsewhere = Kind(.heldElsewhere)
-        /// The store's engine cannot do this yet (archiving the audit trail on PostgreSQL): nothing was changed.
+        /// The store's engine cannot do this: nothing was changed.
         public static let unsupported = Kind(.unsupported)
 
         public var description: String { base.rawValue }

@@ -150,13 +150,14 @@ public final class SupporterNode: Sendable {
     /// A new TLS connection, on its loop: admitted under the caps on unregistered connections, or closed at once.
     private func admit(_ link: FramedLink) -> Bool {
         let address = link.peerAddress.map { IPAddressText.canonical($0.host) ?? $0.host } ?? "unknown"
-        // Limits count against the address's key (an IPv6 peer's whole /64), logs name the address itself.
+        // Limits (the registry's, and rate-limited log lines) count against the address's key (an IPv6 peer's
+        // whole /64); logs and the rows of what the device did name the address itself.
         let key = IPAddressText.sourceKey(address)
         let admitted = state.withLock { state -> Result<DeviceConnection, RefusedAdmission> in
             guard !state.shuttingDown else { return .failure(RefusedAdmission(reason: "the node is shutting down")) }
             let id = ConnectionID(state.nextConnection)
             state.nextConnection += 1
-            if case .refuse(let reason) = state.registry.connectionOpened(id, address: key, now: Date()) {
+            if case .refuse(let reason) = state.registry.connectionOpened(id, address: address, now: Date()) {
                 return .failure(RefusedAdmission(reason: reason))
             }
             let connection = DeviceConnection(id: id, link: link, node: self, sourceAddress: address, sourceKey: key)

@@ -104,15 +104,30 @@ struct AuditStoreTests {
         }
     }
 
-    @Test("on PostgreSQL: prune archives while a node runs, the trail verifies from the anchor, archives verify")
+    /// Puts a store of schema version 3 back to what version 2 had (no anchors, no gate, the guard function that
+    /// refuses everything), events kept: a database that a node of the previous version left.
+    static let backToVersion2 = """
+        DROP TABLE audit_anchors; DROP TABLE audit_prune_gate; DROP FUNCTION audit_anchors_guard();
+        CREATE OR REPLACE FUNCTION audit_events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'audit events are append-only'; END $$;
+        ALTER FUNCTION audit_events_append_only() RESET ALL;
+        UPDATE schema_version SET version = 2
+        """
+
+    @Test("on PostgreSQL: a version 2 store migrates; prune archives while a node runs; trail and archives verify")
     func postgresPruneAndArchives() async throws {
         let cluster = try ThrowawayPostgres()
         defer { cluster.stop() }
         let uri = "postgres://rsup@127.0.0.1:\(cluster.port)/rsup"
         try await withCertificates { certificates in
+            // Events written under schema version 2, then a node of this version migrates the store.
+            let older = try await SupporterServer(certificate: certificates.server, extra: ["--store", uri])
+            for _ in 0..<3 { _ = try await older.createCode() }
+            await older.close()
+            try await Self.psql(cluster.connectionString, Self.backToVersion2)
             let node = try await SupporterServer(certificate: certificates.server, extra: ["--store", uri])
             defer { Task { await node.close() } }
-            for _ in 0..<3 { _ = try await node.createCode() }
+            #expect(try await Self.psql(cluster.connectionString, "SELECT version FROM schema_version") == ["3"])
             let (before, _) = try #require(AuditCLITests.verified(try await supporter("audit", "--verify", "--store", uri)))
             let folder = try TemporaryFolder()
             defer { folder.remove() }
@@ -148,15 +163,31 @@ struct AuditStoreTests {
                 "audit", "prune", "--before", "2999-01-01T00:00:00Z", "--archive", first, "--store", uri)
             expectError(again, exitCode: 1, mentions: [first, "never overwritten"])
 
-            // Outside an archive the rows and the anchors still refuse changes.
+            // Outside an archive the rows and the anchors still refuse changes, a temporary table does not stand in
+            // for the gate.
             _ = try await node.createCode()
             for sql in ["DELETE FROM audit_events", "DELETE FROM audit_anchors",
-                "INSERT INTO audit_anchors VALUES (99, decode(repeat('00', 32), 'hex'), 0, 1)"]
+                "INSERT INTO audit_anchors VALUES (99, decode(repeat('00', 32), 'hex'), 0, 1)",
+                "CREATE TEMP TABLE audit_prune_gate (up_to_id bigint); INSERT INTO audit_prune_gate VALUES (1000000); "
+                    + "DELETE FROM audit_events"]
             {
                 let refused = try await runCommand(
                     Self.psqlPath, [cluster.connectionString, "-v", "ON_ERROR_STOP=1", "-Atc", sql])
                 #expect(refused.exitCode != 0 && refused.stderr.joined().contains("audit"), "\(sql): \(refused)")
             }
+            // A trigger switched to replication only, or made conditional, is found.
+            try await Self.psql(
+                cluster.connectionString, "ALTER TABLE audit_anchors ENABLE REPLICA TRIGGER audit_anchors_no_change")
+            try await Self.psql(
+                cluster.connectionString,
+                """
+                CREATE OR REPLACE TRIGGER audit_events_no_change BEFORE UPDATE OR DELETE ON audit_events
+                FOR EACH ROW WHEN (false) EXECUTE FUNCTION audit_events_append_only()
+                """)
+            let switched = Self.problems(try await supporter("audit", "--verify", "--json", "--store", uri))
+            #expect(switched.contains { $0.contains("audit_events_no_change is not the one the store created") },
+                "\(switched)")
+            #expect(switched.contains { $0.contains("audit_anchors_no_change fires only for replication") }, "\(switched)")
             // A guard function replaced by one that lets everything through is found.
             try await Self.psql(
                 cluster.connectionString,

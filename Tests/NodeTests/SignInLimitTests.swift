@@ -68,13 +68,6 @@ extension NodeIntegration {
             // One account from 30 addresses: 10 free failures, the 11th starts the block; 30 at once get 11 checks.
             let onOne = await Self.burst(harness.supporter, (0..<30).map { ("bea", "10.2.0.\($0 + 1)") })
             #expect(onOne.wrong == 11 && onOne.limited == 19 && onOne.other.isEmpty, "\(onOne)")
-            // The right password from a fresh address still waits out the account's block, as in a row.
-            do throws(SignInError) {
-                _ = try await harness.supporter.signIn(login: "bea", password: "the right password", address: "10.3.0.1")
-                Issue.record("signed in through the account's block")
-            } catch {
-                #expect({ if case .rateLimited = error.kind { true } else { false } }(), "\(error)")
-            }
         }
     }
 }

@@ -290,6 +290,33 @@ import Testing
         #expect(registry.unauthenticatedConnections == 5)
     }
 
+    @Test("an IPv6 /64 is one source: it shares one cap, refusal rows name the /64, a device's own rows its address")
+    func anIPv6Slash64IsOneSource() throws {
+        var registry = registry { $0.unauthenticatedPerAddress = 2 }
+        open(&registry, 1, from: "2001:db8:5:6::1")
+        open(&registry, 2, from: "2001:db8:5:6:ffff::2")
+        #expect(registry.connectionOpened(ConnectionID(3), address: "2001:db8:5:6::3", now: start) != .admit)
+        open(&registry, 4, from: "2001:db8:5:7::1")
+        open(&registry, 5, from: "::ffff:198.51.100.7")
+        #expect(registry.connectionOpened(ConnectionID(6), address: "198.51.100.7", now: start) == .admit)
+        #expect(registry.connectionOpened(ConnectionID(7), address: "198.51.100.7", now: start) != .admit,
+            "an IPv4-mapped address is its IPv4 address")
+
+        _ = try registry.createCode(record(), by: .local)
+        guard case .refused(let refused) = registry.register(attempt(2, token: nil), now: start) else {
+            Issue.record("an unknown token was accepted")
+            return
+        }
+        #expect(audits(refused.intents).first?.details["source_address"] == "2001:db8:5:6::/64")
+        guard case .accepted(_, _, let intents) = registry.register(attempt(1), now: start) else {
+            Issue.record("refused")
+            return
+        }
+        let online = audits(intents).first { $0.kind == .deviceOnline }
+        #expect(online?.details["source_address"] == "2001:db8:5:6::1")
+        #expect(registry.invariantViolation() == nil)
+    }
+
     // MARK: sessions and codes
 
     @Test func aSessionIsAuditedFromStartToEndAndTheCodeIsFreedAfter() throws {
