@@ -77,6 +77,7 @@ static inline void rs_SSL_CTX_require_alpn_extension(SSL_CTX *ctx) {
 static inline uint32_t rs_EXFLAG_KUSAGE(void) { return EXFLAG_KUSAGE; }
 static inline uint32_t rs_EXFLAG_XKUSAGE(void) { return EXFLAG_XKUSAGE; }
 static inline uint32_t rs_EXFLAG_INVALID(void) { return EXFLAG_INVALID; }
+static inline uint32_t rs_EXFLAG_CA(void) { return EXFLAG_CA; }
 static inline uint32_t rs_KU_DIGITAL_SIGNATURE(void) { return KU_DIGITAL_SIGNATURE; }
 static inline uint32_t rs_KU_KEY_ENCIPHERMENT(void) { return KU_KEY_ENCIPHERMENT; }
 static inline uint32_t rs_XKU_SSL_SERVER(void) { return XKU_SSL_SERVER; }

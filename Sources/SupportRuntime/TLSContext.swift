@@ -17,7 +17,8 @@ public final class TLSContext: @unchecked Sendable {
     /// Builds the context.
     ///
     /// For a server configuration the leaf certificate (the first in the chain) is refused with `invalid_configuration`
-    /// naming the file when it is expired or not yet valid (the error gives the date), when it carries an
+    /// naming the file when it is expired or not yet valid (the error gives the date), when it is a CA certificate
+    /// (basicConstraints CA:TRUE), when it carries an
     /// extendedKeyUsage without serverAuth, or a keyUsage with neither digitalSignature nor keyEncipherment; and with
     /// `key_mismatch` when the private key is not the certificate's (OpenSSL's `SSL_CTX_check_private_key`).
     public init(_ configuration: TLSConfiguration) throws(TransportError) {
@@ -300,6 +301,12 @@ package enum ServerCertificateCheck {
             throw TransportError(
                 .invalidConfiguration, "\(label): the certificate has malformed extensions",
                 openSSLReason: OpenSSLErrorQueue.drain())
+        }
+        if flags & rs_EXFLAG_CA() != 0 {
+            throw TransportError(
+                .invalidConfiguration,
+                "\(label): the certificate is a CA certificate (basicConstraints CA:TRUE), not a server certificate; "
+                    + "use a certificate that CA issued for this server")
         }
         if flags & rs_EXFLAG_XKUSAGE() != 0,
             X509_get_extended_key_usage(leaf) & (rs_XKU_SSL_SERVER() | rs_XKU_ANYEKU()) == 0

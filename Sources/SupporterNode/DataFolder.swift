@@ -92,3 +92,48 @@ public enum DataFolder {
             message: "\(what): \(String(cString: strerror(errno)))", path: path)
     }
 }
+
+/// A data folder held by the one supporter node serving from it: an exclusive `flock` on `serve.lock` inside the
+/// folder, held until the process ends (or ``release()``). A second node on the same folder would share its store
+/// with another registry and take over its control socket, so it is refused instead.
+public final class DataFolderLock: Sendable {
+    private let descriptor: Int32
+    public let path: String
+
+    /// Takes the lock of the data folder `folder` (which ``DataFolder/prepare(path:)`` made), or throws kind
+    /// ``StoreError/Kind/busy`` naming the process that holds it.
+    public init(folder: String) throws(StoreError) {
+        path = folder + "/serve.lock"
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw StoreError(
+                kind: .io, operation: "lock data folder", message: String(cString: strerror(errno)), path: path)
+        }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            let code = errno
+            var buffer = [UInt8](repeating: 0, count: 32)
+            let count = read(fd, &buffer, buffer.count)
+            close(fd)
+            let holder = count > 0 ? String(decoding: buffer.prefix(count), as: UTF8.self)
+                .trimmingCharacters(in: .whitespacesAndNewlines) : ""
+            guard code == EWOULDBLOCK else {
+                throw StoreError(
+                    kind: .io, operation: "lock data folder", message: String(cString: strerror(code)), path: path)
+            }
+            throw StoreError(
+                kind: .busy, operation: "lock data folder",
+                message:
+                    "another supporter node is serving with this data folder"
+                    + (Int32(holder).map { " (process \($0))" } ?? "")
+                    + ": stop it first, or give another --data",
+                path: folder)
+        }
+        let pid = Array("\(getpid())\n".utf8)
+        _ = ftruncate(fd, 0)
+        _ = pid.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        descriptor = fd
+    }
+
+    /// Lets the folder go (also done when the process ends).
+    public func release() { close(descriptor) }
+}

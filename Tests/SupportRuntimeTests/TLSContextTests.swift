@@ -100,7 +100,7 @@ import SupportUtilities
 
     /// Server certificates a node must refuse to start with, and words its error must contain.
     enum UnusableServerCertificate: String, CaseIterable, Sendable {
-        case expired, notYetValid, clientAuthOnly, keyAgreementOnly
+        case expired, notYetValid, clientAuthOnly, keyAgreementOnly, caCertificate
     }
 
     private func make(_ kind: UnusableServerCertificate, in certificates: TestCertificates) throws -> (
@@ -118,6 +118,11 @@ import SupportUtilities
         case .keyAgreementOnly:
             let file = try certificates.issueCertificate(name: "key-agreement-only", keyUsage: "critical,keyAgreement")
             return (file, ["keyUsage", "digitalSignature", "keyEncipherment"])
+        case .caCertificate:
+            // A CA certificate with nothing else against it (no keyUsage, no extendedKeyUsage), as `req -x509` makes.
+            let file = try certificates.issueCertificate(
+                name: "ca-as-server", keyUsage: nil, extendedKeyUsage: nil, basicConstraints: "critical,CA:TRUE")
+            return (file, ["CA certificate", "CA:TRUE"])
         }
     }
 

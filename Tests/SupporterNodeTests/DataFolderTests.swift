@@ -67,4 +67,22 @@ import Testing
         #expect(error?.kind == .io)
         #expect(error?.message.contains("not a folder") == true)
     }
+
+    @Test func aDataFolderServesOneNodeAtATime() throws {
+        let folder = try TemporaryFolder()
+        let path = folder.file("data")
+        try DataFolder.prepare(path: path)
+        let first = try DataFolderLock(folder: path)
+        do {
+            _ = try DataFolderLock(folder: path)
+            Issue.record("a second lock was granted")
+        } catch {
+            #expect(error.kind == .busy)
+            #expect(error.message.contains("another supporter node is serving with this data folder (process \(getpid()))"))
+        }
+        first.release()
+        let second = try DataFolderLock(folder: path)
+        second.release()
+        #expect(Self.mode(path + "/serve.lock") == 0o600)
+    }
 }

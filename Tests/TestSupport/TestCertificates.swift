@@ -107,12 +107,13 @@ public final class TestCertificates: Sendable {
     ///   - keyUsage: the keyUsage extension's value (e.g. `"critical,keyAgreement"`), or nil for none.
     ///   - extendedKeyUsage: the extendedKeyUsage value (e.g. `"clientAuth"`), or nil for none.
     ///   - notBefore / notAfter: `YYYYMMDDHHMMSSZ`; by default from now for 3650 days.
+    ///   - basicConstraints: the basicConstraints value (`"critical,CA:TRUE"` makes a CA certificate).
     public func issueCertificate(
         name: String, keyUsage: String? = "critical,digitalSignature", extendedKeyUsage: String? = "serverAuth",
-        notBefore: String? = nil, notAfter: String? = nil
+        notBefore: String? = nil, notAfter: String? = nil, basicConstraints: String = "critical,CA:FALSE"
     ) throws -> CertificateFile {
         func path(_ file: String) -> String { directory + "/" + file }
-        var lines = ["[ext]", "basicConstraints = critical,CA:FALSE", "subjectAltName = DNS:localhost,IP:127.0.0.1,IP:::1"]
+        var lines = ["[ext]", "basicConstraints = \(basicConstraints)", "subjectAltName = DNS:localhost,IP:127.0.0.1,IP:::1"]
         if let keyUsage { lines.append("keyUsage = \(keyUsage)") }
         if let extendedKeyUsage { lines.append("extendedKeyUsage = \(extendedKeyUsage)") }
         try Self.write(lines.joined(separator: "\n") + "\n", to: path(name + ".ext"))

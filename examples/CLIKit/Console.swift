@@ -39,7 +39,7 @@ public final class Console: Sendable {
     /// A plain line on stdout, whole, as it is: for JSON and for text that holds nothing from outside.
     public func line(_ text: String) {
         lock.withLock { _ in
-            FileHandle.standardOutput.write(Data((text + "\n").utf8))
+            StandardStreams.writeOutput(text + "\n")
         }
     }
 
@@ -49,7 +49,7 @@ public final class Console: Sendable {
     /// One line on stderr (escaped): what happened and what to do.
     public func error(_ text: String) {
         lock.withLock { _ in
-            FileHandle.standardError.write(Data(("error: " + TerminalText.escaped(text) + "\n").utf8))
+            StandardStreams.writeError("error: " + TerminalText.escaped(text) + "\n")
         }
     }
 

@@ -59,6 +59,9 @@ public enum ControlSocket {
         return reply
     }
 
+    /// Throws the usage error ``serve(path:_:)`` would throw for a path a socket cannot have, before anything starts.
+    public static func checkPath(_ path: String) throws(CLIError) { _ = try unixAddress(path) }
+
     static func unixAddress(_ path: String) throws(CLIError) -> sockaddr_un {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
@@ -204,7 +207,7 @@ public enum ControlSocket {
 
     /// One line on standard error, as the CLIs' logger writes them.
     @Sendable public static func logToStandardError(_ message: String) {
-        FileHandle.standardError.write(Data("\(Console.timestamp()) warning supporter: \(message)\n".utf8))
+        StandardStreams.writeError("\(Console.timestamp()) warning supporter: \(message)\n")
     }
 
     private static func setTimeout(_ fd: Int32, _ option: Int32, _ timeout: Duration) {

@@ -16,7 +16,7 @@ public enum Logging {
     /// already escaped (SPEC §4.2), so one event stays one line.
     public static func logger(level: LogLevel, component: String) -> NodeLogger {
         NodeLogger(minimumLevel: level) { level, message in
-            FileHandle.standardError.write(Data("\(Console.timestamp()) \(level) \(component): \(message)\n".utf8))
+            StandardStreams.writeError("\(Console.timestamp()) \(level) \(component): \(message)\n")
         }
     }
 }

@@ -33,7 +33,7 @@ public enum TokenFile {
 
     /// Writes `warning: …` on stderr.
     public static func warnOnStandardError(_ text: String) {
-        FileHandle.standardError.write(Data("warning: \(text)\n".utf8))
+        StandardStreams.writeError("warning: \(text)\n")
     }
 
     /// The token on `path`'s first line.

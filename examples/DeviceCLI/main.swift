@@ -132,10 +132,11 @@ func accessRules(_ options: [String]) throws(CLIError) -> FeatureRules {
     return rules
 }
 
+StandardStreams.setUp()
 do {
-    exit(try run())
+    exit(StandardStreams.exitStatus(try run()))
 } catch {
-    FileHandle.standardError.write(Data("error: \(TerminalText.escaped(error.description))\n".utf8))
-    if case .usage = error { FileHandle.standardError.write(Data("see 'rsup-device --help'\n".utf8)) }
+    StandardStreams.writeError("error: \(TerminalText.escaped(error.description))\n")
+    if case .usage = error { StandardStreams.writeError("see 'rsup-device --help'\n") }
     exit(error.exitCode)
 }

@@ -15,9 +15,6 @@ extension Explain {
 
 /// `rsup-supporter serve`: the node, its control socket, its event output and, on a terminal, its console.
 enum Serve {
-    /// The fewest characters `--api-token` / `--api-token-file` may give: a token people choose must not be guessable.
-    static let minimumAPITokenLength = 24
-
     /// Where `--store` puts the node's durable state.
     enum StoreChoice: Equatable {
         case sqlite(path: String)
@@ -67,11 +64,10 @@ enum Serve {
         let certificate = try parsed.require("cert")
         let key = try parsed.require("key")
         let apiToken = try parsed.secret("api-token", fileOption: "api-token-file")
-        if let apiToken, apiToken.count < minimumAPITokenLength {
+        if let apiToken {
+            // Checked before anything starts listening, as every usage error is.
             let option = parsed.options["api-token"] != nil ? "--api-token" : "--api-token-file"
-            throw .usage(
-                "\(option): an API token must have at least \(minimumAPITokenLength) characters (this one has "
-                    + "\(apiToken.count)); issue one with 'rsup-supporter token'")
+            do throws(APITokenError) { try APITokenStore.validate(apiToken) } catch { throw .usage("\(option): \(error.message)") }
         }
         let console = Console(json: parsed.has("json"))
         var configuration = SupporterNodeConfiguration(
@@ -96,7 +92,17 @@ enum Serve {
         }
         let logLevel = try Logging.level(parsed.options["log-level"])
         configuration.logger = Logging.logger(level: logLevel, component: "supporter")
+        let logger = configuration.logger
+        StandardStreams.whenOutputFails { reason in
+            logger.log(.warning, "standard output cannot be written (\(reason)): events are no longer printed; the node goes on")
+        }
         let folder = try dataFolder(parsed)
+        try ControlSocket.checkPath(folder + "/control.sock")
+        let folderLock: DataFolderLock
+        do throws(StoreError) { folderLock = try DataFolderLock(folder: folder) } catch {
+            throw .failure("the data folder \(folder): \(error.message)")
+        }
+        defer { withExtendedLifetime(folderLock) {} }
         let storeText: String
         switch try storeBackend(parsed.options["store"], dataFolder: folder) {
         case .sqlite(let path):

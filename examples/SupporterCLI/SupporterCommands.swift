@@ -197,7 +197,10 @@ struct SupporterCommands: Sendable {
                 let scope = APITokenScope(rawValue: request["scope"] as? String ?? "device")
                 guard let scope else { return ["ok": false, "error": "scope must be device or admin"] }
                 let label = request["label"] as? String
-                return ["ok": true, "token": try node.issueAPIToken(scope: scope, label: label), "scope": scope.rawValue]
+                let token = try node.issueAPIToken(scope: scope, label: label)
+                var reply: [String: Any] = ["ok": true, "token": token, "scope": scope.rawValue]
+                if let id = node.tokenRecord(of: token)?.id { reply["id"] = id }
+                return reply
             case "token-list":
                 let formatter = ISO8601DateFormatter()
                 let tokens: [[String: Any]] = try node.apiTokens().map { record in

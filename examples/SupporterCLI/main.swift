@@ -77,7 +77,7 @@ func dataFolder(_ arguments: ParsedArguments) throws(CLIError) -> String {
     do throws(StoreError) {
         let preparation = try DataFolder.prepare(path: folder)
         if let note = preparation.note {
-            FileHandle.standardError.write(Data("note: \(TerminalText.escaped(note))\n".utf8))
+            StandardStreams.writeError("note: \(TerminalText.escaped(note))\n")
         }
     } catch {
         throw .failure("the data folder \(folder): \(error.message)")
@@ -110,6 +110,7 @@ func remote(
         throw .usage("'\(code)' is not a session code (the format is 123-456-789)")
     }
     guard let (reply, console) = try sendCommand(request, parsed) else { return }
+    defer { revokeUnseenToken(command, reply, parsed) }
     switch command {
     case "create":
         let code = reply["code"] as? [String: Any] ?? [:]
@@ -154,15 +155,31 @@ func sendCommand(_ request: [String: Any], _ parsed: ParsedArguments) throws(CLI
     let console = Console(json: parsed.has("json"))
     if console.json {
         console.line(Console.encode(reply))
+        revokeUnseenToken(request["command"] as? String ?? "", reply, parsed)
         return nil
     }
     return (reply, console)
 }
 
+/// A token issued for a `token` command whose output could not be written was seen by nobody, yet it works: revoke
+/// it again, so that no live credential is left that no one holds (the exit status then reports the lost output).
+func revokeUnseenToken(_ command: String, _ reply: [String: Any], _ parsed: ParsedArguments) {
+    guard command == "token", StandardStreams.outputFailure != nil, let id = reply["id"] as? String else { return }
+    let folder = parsed.options["data"] ?? "supporter-data"
+    let revoked = (try? ControlSocket.request(path: folder + "/control.sock", ["command": "token-revoke", "id": id]))?[
+        "ok"] as? Bool == true
+    StandardStreams.writeError(
+        revoked
+            ? "note: the token \(id) nobody could see was revoked again\n"
+            : "warning: the token \(id) nobody could see could not be revoked: revoke it with 'rsup-supporter token "
+                + "revoke --id \(id)'\n")
+}
+
 func main() -> Int32 {
+    StandardStreams.setUp()
     var arguments = Array(CommandLine.arguments.dropFirst())
     guard let command = arguments.first else {
-        FileHandle.standardError.write(Data((usage + "\n").utf8))
+        StandardStreams.writeError(usage + "\n")
         return 2
     }
     arguments.removeFirst()
@@ -194,7 +211,12 @@ func main() -> Int32 {
             switch arguments.first {
             case "list": try remote("token-list", Array(arguments.dropFirst()), required: [], optional: [])
             case "revoke": try remote("token-revoke", Array(arguments.dropFirst()), required: ["id"], optional: [])
-            default: try remote("token", arguments, required: [], optional: ["scope", "label"])
+            default:
+                try remote("token", arguments, required: [], optional: ["scope", "label"]) { parsed throws(CLIError) in
+                    if let scope = parsed.options["scope"], APITokenScope(rawValue: scope) == nil {
+                        throw .usage("--scope '\(scope)': say device or admin")
+                    }
+                }
             }
         case "audit": try Audit.run(arguments)
         case "user": try Users.run(arguments)
@@ -203,10 +225,10 @@ func main() -> Int32 {
         }
         return 0
     } catch {
-        FileHandle.standardError.write(Data("error: \(TerminalText.escaped(error.description))\n".utf8))
-        if case .usage = error { FileHandle.standardError.write(Data("see 'rsup-supporter --help'\n".utf8)) }
+        StandardStreams.writeError("error: \(TerminalText.escaped(error.description))\n")
+        if case .usage = error { StandardStreams.writeError("see 'rsup-supporter --help'\n") }
         return error.exitCode
     }
 }
 
-exit(main())
+exit(StandardStreams.exitStatus(main()))
