@@ -184,8 +184,8 @@ private final class Acceptor: Selectable, @unchecked Sendable {
                             TransportError(
                                 .socket,
                                 "accept on \(fdDescription): \(budget.capacity) connections open, all the descriptor "
-                                    + "limit allows (\(budget.capacity + budget.reserve) less \(budget.reserve) kept for "
-                                    + "the node itself); closing new connections at once until one ends"))
+                                    + "limit allows (a limit of \(budget.limit), \(budget.reserve) of them kept for the "
+                                    + "node itself); closing new connections at once until one ends"))
                     }
                     shed += 1
                     continue

@@ -14,7 +14,10 @@ public final class DescriptorBudget: Sendable {
     /// The process's budget, sized from `RLIMIT_NOFILE` when first used (after any ``raiseSoftLimit()``).
     public static let process = DescriptorBudget(limit: DescriptorBudget.softLimit())
 
-    /// Descriptors kept for everything but accepted connections: a quarter of the limit, at least 64 and at most 4,096.
+    /// The descriptor limit the budget was made for.
+    public let limit: Int
+    /// Descriptors kept for everything but accepted connections: a quarter of the limit, at least 64 and at most 4,096
+    /// (with a limit of 65 or less, all but the one place ``capacity`` always has).
     public let reserve: Int
     /// Accepted connections the process may hold at once.
     public let capacity: Int
@@ -22,6 +25,7 @@ public final class DescriptorBudget: Sendable {
 
     /// A budget for a process whose descriptor limit is `limit`.
     public init(limit: Int) {
+        self.limit = limit
         reserve = min(max(64, limit / 4), 4096)
         capacity = max(limit - reserve, 1)
     }

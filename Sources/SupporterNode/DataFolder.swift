@@ -64,6 +64,14 @@ public enum DataFolder {
                 message: "it exists but is not a folder: give a folder with --data", path: path)
         }
         let mode = UInt16(status.st_mode & 0o7777)
+        guard access(path, W_OK | X_OK) == 0 else {
+            throw StoreError(
+                kind: .io, operation: "prepare data folder",
+                message:
+                    "this user cannot write in it (mode \(octal(mode)), owner \(status.st_uid)): as its owner run "
+                    + "'chmod 700 \(path)', or give a folder of your own with --data",
+                path: path)
+        }
         guard mode & 0o077 != 0 else { return Preparation(path: path, created: created, tightenedFrom: nil) }
         guard status.st_uid == geteuid() else {
             throw StoreError(

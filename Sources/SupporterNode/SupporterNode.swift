@@ -325,6 +325,7 @@ public final class SupporterNode: Sendable {
 
     /// Once a second: expiries, refusal-audit windows, back-off decay.
     func tick() async {
+        handshakeLog.flush()
         let now = Date()
         let (expiring, intents) = state.withLock { $0.registry.tick(now: now) }
         if !intents.isEmpty { _ = store.submit(intents, deferrable: false) { _ in } }

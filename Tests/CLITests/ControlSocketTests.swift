@@ -35,7 +35,7 @@ struct ControlSocketTests {
             // descriptors for its store, its control socket and the runtime (libdispatch stops a process whose
             // worker monitor cannot open /proc files).
             #expect(
-                server.process.transcript.contains("96 less 64 kept for the node itself"),
+                server.process.transcript.contains("a limit of 96, 64 of them kept for the node itself"),
                 "\(server.process.transcript)")
             #expect(
                 await server.process.waitForExit(timeout: .milliseconds(100)) == nil,

@@ -59,13 +59,14 @@ enum Audit {
             guard let value = Int(text), value > 0 else { throw .usage("--limit takes a whole number above 0") }
             return value
         } ?? 1000
+        // Usage errors (exit 2) before the store is opened.
+        let from = try time(parsed.options["from"], "from")
+        let to = try time(parsed.options["to"], "to")
         let store = try openStore(parsed)
         defer { store.close() }
         let events: [AuditEvent]
         do {
-            events = try store.events(
-                code: parsed.options["code"], from: try time(parsed.options["from"], "from"),
-                to: try time(parsed.options["to"], "to"), limit: limit, afterID: nil)
+            events = try store.events(code: parsed.options["code"], from: from, to: to, limit: limit, afterID: nil)
         } catch {
             throw .failure("cannot read the audit trail: \(error)")
         }

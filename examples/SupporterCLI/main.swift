@@ -52,7 +52,8 @@ let serveUsage = """
                                database and act as one service (docs/cluster.md)
       --presence-lease DUR     with PostgreSQL: how long other nodes still see this node's devices after it stopped
                                renewing (it died or lost the database); default 10s, 1s–300s
-      --api-token-file FILE    also accept the API token on FILE's first line (keep the file mode 600)
+      --api-token-file FILE    also accept the device token on FILE's first line, for REGISTER (keep the file
+                               mode 600; a token for the REST API: 'rsup-supporter token --scope admin')
       --api-token TOKEN        the same, on the command line: at least 24 characters. Every user of this machine
                                sees a command line in 'ps': prefer --api-token-file (or issue tokens with
                                'rsup-supporter token')
@@ -95,7 +96,7 @@ func remote(
     let parsed = try ParsedArguments(
         arguments, valueOptions: Set(required + optional + repeatable + ["data"]), flagOptions: ["json"])
     if parsed.has("help") {
-        print("usage: rsup-supporter \(command) " + required.map { "--\($0) VALUE" }.joined(separator: " ")
+        print("usage: rsup-supporter \(command.replacingOccurrences(of: "-", with: " ")) " + required.map { "--\($0) VALUE" }.joined(separator: " ")
             + optional.map { " [--\($0) VALUE]" }.joined() + repeatable.map { " [--\($0) VALUE]..." }.joined()
             + " [--data DIR] [--json]")
         return
