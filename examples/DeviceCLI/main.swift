@@ -28,7 +28,8 @@ let usage = """
       --auto-accept            allow every request without asking (scripts)
       --auto-reject            reject every request without asking (scripts)
       --prompt-timeout DUR     how long a request waits for your answer (default 60s)
-      --keepalive DURATION     keepalive interval to propose (default 15s)
+      --keepalive DURATION     keepalive interval to propose, 100ms to 600s (default 15s; a supporter node
+                               accepts at most 120s)
       --rule FEATURE=RULE      this device's access rule for a feature: allow, confirm or deny (repeatable; default
                                confirm: you decide at the prompt). Features: screen_share, assist_ar, voip,
                                remote_control, file_share, chat, ar_pointer, app_messages
@@ -94,6 +95,9 @@ func run() throws(CLIError) -> Int32 {
     configuration.alternateNodes = alternates.map { NodeAddress(host: $0.host, port: $0.port) }
     configuration.promptTimeout = try parsed.duration("prompt-timeout", default: .seconds(60))
     configuration.keepaliveInterval = try parsed.duration("keepalive", default: .seconds(15))
+    guard configuration.keepaliveInterval >= .milliseconds(100), configuration.keepaliveInterval <= .seconds(600) else {
+        throw .usage("--keepalive takes 100ms to 600s (what HELLO can carry, SPEC §5.1)")
+    }
     configuration.capabilities = [
         Feature(.screenShare), Feature(.assistAR), Feature(.voip), Feature(.fileShare), Feature(.chat),
         Feature(.appMessages),

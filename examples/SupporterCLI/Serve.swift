@@ -75,6 +75,9 @@ enum Serve {
         configuration.host = listen.host
         configuration.port = listen.port
         configuration.keepaliveInterval = try parsed.duration("keepalive", default: .seconds(15))
+        guard configuration.keepaliveInterval >= .seconds(1), configuration.keepaliveInterval <= .seconds(120) else {
+            throw .usage("--keepalive takes 1s to 120s (the most a supporter node accepts from a device, SPEC §13.1)")
+        }
         configuration.requestTimeout = try parsed.duration("request-timeout", default: .seconds(90))
         switch parsed.options["protocol"] ?? "1.1" {
         case "1.1": configuration.extensions = .all

@@ -61,7 +61,7 @@ let serveUsage = """
                                protocol/openapi.yaml; it needs admin tokens ('rsup-supporter token --scope admin')
       --trusted-proxy ADDR     a reverse proxy in front of the REST API whose X-Forwarded-For is believed (an IP
                                address; repeat for several). Without it X-Forwarded-For is ignored
-      --keepalive DURATION     keepalive interval, e.g. 15s (default 15s)
+      --keepalive DURATION     keepalive interval, 1s to 120s (default 15s)
       --request-timeout DUR    how long a request waits for the device (default 90s)
       --resume-grace DUR       how long a session whose link was lost waits for the device to resume (protocol 1.1;
                                default 30s, 1s–600s; 0 or off: a lost link ends the session at once)
