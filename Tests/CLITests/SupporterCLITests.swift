@@ -9,7 +9,7 @@ struct SupporterCLITests {
         "--help on every command exits 0 and prints usage",
         arguments: [
             ["--help"], ["help"], ["serve", "--help"], ["create", "--help"], ["list", "--help"], ["connect", "--help"],
-            ["cancel", "--help"], ["end", "--help"], ["close", "--help"], ["token", "--help"],
+            ["cancel", "--help"], ["end", "--help"], ["close", "--help"], ["token", "--help"], ["token", "list", "--help"],
         ])
     func helpExitsZero(arguments: [String]) async throws {
         let result = try await runCommand(Binaries.supporter, arguments)
@@ -24,6 +24,10 @@ struct SupporterCLITests {
             (["bogus"], "unknown command 'bogus'"), (["serve", "--bogus"], "unknown option --bogus"),
             (["list", "--bogus"], "unknown option --bogus"), (["serve", "--json=yes"], "--json takes no value"),
             (["connect", "--code"], "--code needs a value"), (["serve", "--cert", "a.pem"], "--key is required"),
+            (["serve", "--listen", "127.0.0.1:1", "--listen", "127.0.0.1:2"], "--listen is given twice"),
+            (["token", "--scope", "root"], "--scope 'root': say device or admin"),
+            (["serve", "--cert", "a.pem", "--key", "a.key", "--keepalive", "1ms"], "--keepalive takes 1s to 120s"),
+            (["audit", "--from", "yesterday"], "RFC 3339"),
         ])
     func unknownCommandOrOptionExitsTwo(arguments: [String], words: String) async throws {
         let result = try await runCommand(Binaries.supporter, arguments)

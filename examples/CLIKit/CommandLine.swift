@@ -15,7 +15,11 @@ public struct ParsedArguments: Sendable {
     /// - Parameters:
     ///   - valueOptions: options that take a value (`--code 123`, `--code=123`).
     ///   - flagOptions: options that take none (`--json`). `--help` is always accepted.
-    public init(_ arguments: [String], valueOptions: Set<String>, flagOptions: Set<String>) throws(CLIError) {
+    ///   - repeatableOptions: value options that may be given more than once (see ``allOptions``); any other given
+    ///     twice is a usage error, not a silent choice of the last one.
+    public init(
+        _ arguments: [String], valueOptions: Set<String>, flagOptions: Set<String>, repeatableOptions: Set<String> = []
+    ) throws(CLIError) {
         var index = 0
         while index < arguments.count {
             let argument = arguments[index]
@@ -45,6 +49,9 @@ public struct ParsedArguments: Sendable {
                     guard index < arguments.count else { throw .usage("--\(name) needs a value") }
                     value = arguments[index]
                     index += 1
+                }
+                if options[name] != nil, !repeatableOptions.contains(name) {
+                    throw .usage("--\(name) is given twice; give it once")
                 }
                 options[name] = value
                 allOptions[name, default: []].append(value)

@@ -55,7 +55,7 @@ func run() throws(CLIError) -> Int32 {
             "code", "token", "token-file", "ca", "pin", "server-name", "name", "cert", "key", "prompt-timeout",
             "keepalive", "log-level", "protocol", "rule",
         ],
-        flagOptions: ["auto-accept", "auto-reject", "json"])
+        flagOptions: ["auto-accept", "auto-reject", "json"], repeatableOptions: ["rule"])
     if parsed.has("help") {
         print(usage)
         return 0

@@ -54,7 +54,7 @@ enum Serve {
                 "listen", "api-listen", "trusted-proxy", "cert", "key", "data", "api-token", "api-token-file", "keepalive",
                 "request-timeout", "log-level", "resume-grace", "protocol", "store", "presence-lease",
             ],
-            flagOptions: ["non-interactive", "json"])
+            flagOptions: ["non-interactive", "json"], repeatableOptions: ["trusted-proxy"])
         if parsed.has("help") {
             print(usage)
             return 0

@@ -94,7 +94,8 @@ func remote(
     check: (ParsedArguments) throws(CLIError) -> Void = { _ throws(CLIError) in }
 ) throws(CLIError) {
     let parsed = try ParsedArguments(
-        arguments, valueOptions: Set(required + optional + repeatable + ["data"]), flagOptions: ["json"])
+        arguments, valueOptions: Set(required + optional + repeatable + ["data"]), flagOptions: ["json"],
+        repeatableOptions: Set(repeatable))
     if parsed.has("help") {
         print("usage: rsup-supporter \(command.replacingOccurrences(of: "-", with: " ")) " + required.map { "--\($0) VALUE" }.joined(separator: " ")
             + optional.map { " [--\($0) VALUE]" }.joined() + repeatable.map { " [--\($0) VALUE]..." }.joined()
