@@ -163,6 +163,18 @@ struct AuditStoreTests {
                 "audit", "prune", "--before", "2999-01-01T00:00:00Z", "--archive", first, "--store", uri)
             expectError(again, exitCode: 1, mentions: [first, "never overwritten"])
 
+            // A third cut while the node appends: the node's events wait for nothing, and whatever the archive did
+            // not take stays in the trail, linked to its anchor.
+            let third = folder.file("third.jsonl")
+            async let prunedWhileAppending = supporter(
+                "audit", "prune", "--before", "2999-01-01T00:00:00Z", "--archive", third, "--store", uri)
+            for _ in 0..<20 { _ = try await node.createCode() }
+            #expect(await (try prunedWhileAppending).exitCode == 0)
+            let (left, _) = try #require(AuditCLITests.verified(try await supporter("audit", "--verify", "--store", uri)))
+            #expect(left <= 20)
+            let checkedThird = try await supporter("audit", "--verify", "--archive", third, "--store", uri)
+            #expect(checkedThird.exitCode == 0 || !FileManager.default.fileExists(atPath: third), "\(checkedThird)")
+
             // Outside an archive the rows and the anchors still refuse changes, a temporary table does not stand in
             // for the gate.
             _ = try await node.createCode()

@@ -73,7 +73,7 @@ import Testing
         let store = try SessionStore(path: kind == "file" ? folder.file("store.sqlite") : kind)
         for n in 1...50 {
             if n % 7 == 0 {
-                try store.write { (transaction: inout StoreTransaction) throws(StoreError) in
+                _ = try store.write { (transaction: inout StoreTransaction) throws(StoreError) in
                     try transaction.append(contentsOf: [Self.event(n), Self.event(n)])
                 }
             } else {
