@@ -78,6 +78,8 @@ static inline uint32_t rs_EXFLAG_KUSAGE(void) { return EXFLAG_KUSAGE; }
 static inline uint32_t rs_EXFLAG_XKUSAGE(void) { return EXFLAG_XKUSAGE; }
 static inline uint32_t rs_EXFLAG_INVALID(void) { return EXFLAG_INVALID; }
 static inline uint32_t rs_EXFLAG_CA(void) { return EXFLAG_CA; }
+// OPENSSL_init_crypto option: no atexit() cleanup (a process that exits while other threads still use OpenSSL).
+static inline uint64_t rs_OPENSSL_INIT_NO_ATEXIT(void) { return OPENSSL_INIT_NO_ATEXIT; }
 static inline uint32_t rs_KU_DIGITAL_SIGNATURE(void) { return KU_DIGITAL_SIGNATURE; }
 static inline uint32_t rs_KU_KEY_ENCIPHERMENT(void) { return KU_KEY_ENCIPHERMENT; }
 static inline uint32_t rs_XKU_SSL_SERVER(void) { return XKU_SSL_SERVER; }

@@ -32,7 +32,8 @@ extension NodeIntegration {
             #expect(await eventually { app.voipRunning })
 
             proxy.cut()
-            #expect(await eventually { if case .reconnecting = app.screen { true } else { false } })
+            // A transient screen: the resume may replace it within one poll, so look for it in what was shown.
+            #expect(await eventually { app.shown.contains { if case .reconnecting = $0 { true } else { false } } })
             #expect(await eventually { app.screen == .connected(supporter: "Alice") })
             #expect(await harness.supporterEvent(on: code) { $0 == .resumed } != nil)
 

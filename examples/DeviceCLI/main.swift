@@ -136,6 +136,7 @@ func accessRules(_ options: [String]) throws(CLIError) -> FeatureRules {
     return rules
 }
 
+OpenSSLLibrary.initializeWithoutExitCleanup()
 StandardStreams.setUp()
 do {
     exit(StandardStreams.exitStatus(try run()))

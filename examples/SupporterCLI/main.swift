@@ -178,6 +178,7 @@ func revokeUnseenToken(_ command: String, _ reply: [String: Any], _ parsed: Pars
 }
 
 func main() -> Int32 {
+    OpenSSLLibrary.initializeWithoutExitCleanup()
     StandardStreams.setUp()
     var arguments = Array(CommandLine.arguments.dropFirst())
     guard let command = arguments.first else {
