@@ -1,3 +1,5 @@
+internal import SupportUtilities
+
 /// Sign-in rate limits for supporter accounts: a value, like the code registry; time is an input.
 ///
 /// Two back-offs of the node's one type (``BackoffPolicy``):
@@ -7,7 +9,8 @@
 ///   that account has not signed in during the last 30 days. An attacker spreading guesses over many addresses is
 ///   slowed down, and cannot lock the account's owner out from where the owner works (the owner's own wrong
 ///   passwords still count against the owner's address).
-/// A right password resets the address's count and the account's.
+/// A right password resets the address's count and the account's. An address counts by its key
+/// (``IPAddressText/sourceKey(_:)``: an IPv6 client's whole /64), whichever form callers pass.
 ///
 /// Simultaneous attempts: a sign-in is checked between ``beginAttempt(login:address:now:)`` and
 /// ``finishAttempt(login:address:_:now:)``, and while it is checked it counts as a failure to come. So a burst of
@@ -57,6 +60,7 @@ public struct LoginGuard: Sendable {
 
     /// How long a sign-in to `login` from `address` must wait before it is even checked; nil: check it now.
     public func retryAfter(login: String, address: String, now: Duration) -> Duration? {
+        let address = IPAddressText.sourceKey(address)
         let byAddress = addresses.retryAfter(address, now: now)
         let byAccount = isKnown(login: login, address: address, now: now) ? nil : accounts.retryAfter(login, now: now)
         switch (byAddress, byAccount) {
@@ -72,6 +76,7 @@ public struct LoginGuard: Sendable {
     /// when its key is blocked, or when the attempts in flight, were they all wrong, would block it: one after
     /// another, it would have found that block (the wait is that block's length).
     public mutating func beginAttempt(login: String, address: String, now: Duration) -> Duration? {
+        let address = IPAddressText.sourceKey(address)
         if let wait = retryAfter(login: login, address: address, now: now) { return wait }
         if let wait = Self.blockByAttemptsInFlight(
             addresses, address, inFlight: checkingFrom[address, default: 0], now: now)
@@ -90,6 +95,7 @@ public struct LoginGuard: Sendable {
 
     /// Ends an attempt that ``beginAttempt(login:address:now:)`` let through: counts it as `outcome` says.
     public mutating func finishAttempt(login: String, address: String, _ outcome: AttemptOutcome, now: Duration) {
+        let address = IPAddressText.sourceKey(address)
         Self.decrement(&checkingFrom, address)
         Self.decrement(&checkingOf, login)
         switch outcome {
@@ -115,12 +121,14 @@ public struct LoginGuard: Sendable {
 
     /// A wrong login or password.
     public mutating func recordFailure(login: String, address: String, now: Duration) {
+        let address = IPAddressText.sourceKey(address)
         addresses.recordFailure(address, now: now)
         accounts.recordFailure(login, now: now)
     }
 
     /// A right password.
     public mutating func recordSuccess(login: String, address: String, now: Duration) {
+        let address = IPAddressText.sourceKey(address)
         addresses.reset(address)
         accounts.reset(login)
         var addressesOfAccount = known[login] ?? [:]
@@ -135,7 +143,9 @@ public struct LoginGuard: Sendable {
     }
 
     /// Failures still counted against `address`.
-    public func failures(address: String, now: Duration) -> Int { addresses.failures(address, now: now) }
+    public func failures(address: String, now: Duration) -> Int {
+        addresses.failures(IPAddressText.sourceKey(address), now: now)
+    }
 
     /// Drops decayed counts and addresses no longer known.
     public mutating func tick(now: Duration) {

@@ -164,7 +164,7 @@ extension PostgresStoreEngine {
                 continue
             }
             guard functionsChecked.insert(expected.function).inserted else { continue }
-            if normalized(row[4] ?? "") != normalized(expected.body) || row[5] != "t" {
+            if SessionStore.normalized(row[4] ?? "") != SessionStore.normalized(expected.body) || row[5] != "t" {
                 problems.append(
                     AuditProblem(
                         .alteredTrigger, trigger: expected.function,
@@ -173,11 +173,6 @@ extension PostgresStoreEngine {
             }
         }
         return problems
-    }
-
-    /// SQL with every run of white space made one space, for comparing function bodies.
-    private static func normalized(_ sql: String) -> String {
-        sql.split(whereSeparator: { $0.isWhitespace }).joined(separator: " ")
     }
 
     // MARK: anchors

@@ -75,8 +75,8 @@ extension SessionStore {
         return problems
     }
 
-    /// SQL with every run of white space made one space, for comparing trigger definitions.
-    private static func normalized(_ sql: String) -> String {
+    /// SQL with every run of white space made one space, for comparing trigger definitions (on either engine).
+    static func normalized(_ sql: String) -> String {
         sql.split(whereSeparator: { $0.isWhitespace }).joined(separator: " ")
     }
 

@@ -168,23 +168,23 @@ extension SupporterNode {
         -> (secret: String, session: LoginSession, account: SupporterAccount)
     {
         let clock = Self.clock(Date())
-        // The limits count against the address's key (an IPv6 client's whole /64); the audit names the address.
+        // The audit throttle counts the address's key (an IPv6 client's whole /64, as LoginGuard does itself).
         let key = IPAddressText.sourceKey(address)
         // Begun under the lock, so simultaneous attempts count each other (LoginGuard).
         let (blocked, record) = state.withLock { state in
-            (state.loginGuard.beginAttempt(login: login, address: key, now: clock), state.accounts[login])
+            (state.loginGuard.beginAttempt(login: login, address: address, now: clock), state.accounts[login])
         }
         if let blocked { throw SignInError(kind: .rateLimited(retryAfter: blocked)) }
         // An unknown login costs a hash too, so timing does not tell which logins exist.
         let stored = record.flatMap { PasswordHash($0.passwordHash) } ?? Self.decoyHash
         guard let matches = await passwords.run({ stored?.verify(password) ?? false }) else {
-            state.withLock { $0.loginGuard.finishAttempt(login: login, address: key, .unchecked, now: clock) }
+            state.withLock { $0.loginGuard.finishAttempt(login: login, address: address, .unchecked, now: clock) }
             throw SignInError(kind: .busy)
         }
         let now = Date()
         guard matches, let record else {
             let row = state.withLock { state -> AuditEvent? in
-                state.loginGuard.finishAttempt(login: login, address: key, .wrong, now: Self.clock(now))
+                state.loginGuard.finishAttempt(login: login, address: address, .wrong, now: Self.clock(now))
                 guard state.signInAudit.admit(key, now: Self.clock(now)) else { return nil }
                 return AuditEvent(
                     time: now, kind: .signInFailed,
@@ -194,12 +194,12 @@ extension SupporterNode {
             throw SignInError(kind: .wrongCredentials)
         }
         guard record.state == .active else {
-            state.withLock { $0.loginGuard.finishAttempt(login: login, address: key, .unchecked, now: Self.clock(now)) }
+            state.withLock { $0.loginGuard.finishAttempt(login: login, address: address, .unchecked, now: Self.clock(now)) }
             throw SignInError(kind: .disabled)
         }
         let account = SupporterAccount(record)
         let opened = state.withLock { state in
-            state.loginGuard.finishAttempt(login: login, address: key, .right, now: Self.clock(now))
+            state.loginGuard.finishAttempt(login: login, address: address, .right, now: Self.clock(now))
             return state.loginSessions.open(login: login, now: now)
         }
         let actor = account.actor(kind: "rest", address: address, loginSession: opened.session.id)

@@ -1,5 +1,6 @@
 import Foundation
 import SupporterNode
+import SupportUtilities
 
 /// The REST API's bearer-token check and its defence against token guessing (SPEC §13): a value, in the style of the
 /// code registry; time is an input, nothing is read inside.
@@ -69,9 +70,11 @@ public struct AuthenticationGuard: Sendable {
     }
 
     /// Decides about a request from `address` carrying `credential`.
+    /// `address` counts by its key (``IPAddressText/sourceKey(_:)``: an IPv6 client's whole /64, SPEC §13.1).
     public mutating func check(_ credential: Credential, address: String, now: Date) -> Decision {
         // The token first: a valid admin token is never refused for its address's failures.
         if case .admin(let id) = credential { return .accept(tokenID: id) }
+        let address = IPAddressText.sourceKey(address)
         let clock = Self.clock(now)
         let blocked = backoff.retryAfter(address, now: clock).map { wait in
             RESTError(

@@ -1,7 +1,6 @@
 import Foundation
 import Synchronization
 import SupportHTTP
-import SupportUtilities
 import SupporterNode
 
 /// The API of protocol/openapi.yaml on the node's public API: routes, authenticates, decodes, calls the node, encodes.
@@ -146,8 +145,7 @@ struct RESTRouter: Sendable {
         } else {
             credential = .missing
         }
-        // Failures count against the address's key (an IPv6 client's whole /64, SPEC §13.1).
-        switch guardian.check(credential, address: IPAddressText.sourceKey(address), now: Date()) {
+        switch guardian.check(credential, address: address, now: Date()) {
         case .accept(let id):
             return (.adminToken(id: id, address: address), nil)
         case .refuse(let error, let row):
