@@ -333,7 +333,7 @@ public final class EventLoop: @unchecked Sendable {
                 break
             }
             runExpiredTimers()
-            runPending()
+            runPending(untilEmpty: false)
         }
         stop()
     }
@@ -357,7 +357,11 @@ public final class EventLoop: @unchecked Sendable {
         finished.signal()
     }
 
-    private func runPending() {
+    /// Runs queued work. Once per iteration of a running loop it runs only what was queued when it began
+    /// (`untilEmpty` false): work queued meanwhile waits for the next iteration, after the poller has been asked for
+    /// ready connections (with a zero timeout), so that work which queues more work — a connection reading its next
+    /// batch — cannot keep the loop from its other connections.
+    private func runPending(untilEmpty: Bool = true) {
         while true {
             let work = inbox.withLock { inbox -> [@Sendable () -> Void] in
                 let taken = inbox.work
@@ -366,6 +370,7 @@ public final class EventLoop: @unchecked Sendable {
             }
             if work.isEmpty { return }
             for item in work { item() }
+            if !untilEmpty { return }
         }
     }
 

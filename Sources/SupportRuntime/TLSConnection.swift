@@ -281,9 +281,28 @@ package final class TLSConnection: Selectable {
 
     // MARK: reading
 
+    /// TLS records read per readiness before the loop serves its other connections: a peer that writes as fast as
+    /// loopback allows would otherwise keep this loop here for as long as it kept writing. What is left is read on
+    /// the loop's next turn (the socket stays readable, and a task covers bytes OpenSSL already holds).
+    static let readsPerTurn = 8
+    /// Reads on after a full batch when OpenSSL holds bytes the socket's readiness would not report.
+    private var continueTimer: LoopTimer?
+
     private func readAvailable() {
         guard let ssl else { return }
+        var reads = 0
         while state == .open && !isReadingPaused && !receivedCloseNotify || state == .closing {
+            if reads == Self.readsPerTurn {
+                // Due at once, so it runs after the connections ready in this poll: one read batch each.
+                if SSL_has_pending(ssl) == 1, continueTimer == nil {
+                    continueTimer = loop.schedule(at: loop.now) { [weak self] in
+                        self?.continueTimer = nil
+                        self?.readAvailable()
+                    }
+                }
+                return
+            }
+            reads += 1
             OpenSSLErrorQueue.clear()
             var count = 0
             let buffer = loop.readBuffer
@@ -542,9 +561,11 @@ package final class TLSConnection: Selectable {
         handshakeTimer?.cancel()
         closeTimer?.cancel()
         idleTimer?.cancel()
+        continueTimer?.cancel()
         handshakeTimer = nil
         closeTimer = nil
         idleTimer = nil
+        continueTimer = nil
         if isRegistered { loop.unregister(fd) }
         isRegistered = false
         if let ssl { SSL_free(ssl) }

@@ -27,11 +27,17 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     private(set) var deviceName: String?
     /// The code this device joined, from `deviceOnline` until `ended`.
     private var joinedCode: String?
-    /// What waits to happen, in order; a barrier holds back everything after it until its commit returns.
-    private var outbox: [Step] = []
+    /// What waits to happen, in order; a barrier holds back everything after it until its commit returns. Bounded:
+    /// reading pauses at ``pauseReadingAtSteps`` (``updateReading()``), and past ``maximumSteps`` the connection is
+    /// closed (GOAWAY `rate_limited`).
+    private var outbox = RingBuffer<Step>()
     /// Store intents of the REGISTER being answered (from the registry's decision).
     private var pendingIntents: [StoreIntent] = []
     private var closeAfterAnswer = false
+    /// The connection earned a close (too many refusals, a protocol violation): nothing it sends from then on is read
+    /// or processed; the GOAWAY follows the answers it is owed, or comes after ``earnedCloseWait`` without them.
+    private var closeEarned = false
+    private var earnedCloseTimer: LoopTimer?
     /// Whether the last refusal has its own audit row (only those are reported as events).
     private var refusalAudited = true
     private var barriers = 0
@@ -61,6 +67,16 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     /// (GOAWAY `rate_limited`).
     static let pauseReadingAt = 16
     static let maximumBarriers = 64
+    /// Steps (answers, events, barriers) waiting in the outbox at which the node stops reading from the device, audited
+    /// or not: a peer that pipelines frames faster than their answers can leave waits in the kernel, not in memory.
+    /// Reading resumes below half of it.
+    static let pauseReadingAtSteps = 64
+    /// Steps at which the connection is closed instead (GOAWAY `rate_limited`): only supporter commands can add
+    /// steps while reading is paused, so this is reached only by a connection the node cannot serve.
+    static let maximumSteps = 1024
+    /// How long an earned close waits for the answers owed before it (their audit rows committing) before the link
+    /// closes without them (SPEC §13.1).
+    static let earnedCloseWait: Duration = .seconds(1)
     private var readingPaused = false
 
     init(id: ConnectionID, link: FramedLink, node: SupporterNode, sourceAddress: String, sourceKey: String) {
@@ -91,7 +107,8 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     }
 
     func link(_ link: FramedLink, didReceive message: Message) {
-        guard let node else { return }
+        // Nothing a connection sends after it earned its close is processed (frames of the same read included).
+        guard let node, !closeEarned else { return }
         if case .resume(let resume) = message {
             resumeArrived(resume, node: node)
             return
@@ -102,7 +119,25 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         perform(actions)
         if closeAfterAnswer {
             closeAfterAnswer = false
-            enqueue(.close(.rateLimited, "too many refused registrations on this connection"))
+            earnClose(.rateLimited, "too many refused registrations on this connection")
+        }
+    }
+
+    /// The connection has earned its close: stop reading now, drop whatever it sends from here on, and close once the
+    /// answers already owed have left — or after ``earnedCloseWait`` if their audit rows have not committed by then.
+    private func earnClose(_ reason: ReasonCode, _ text: String) {
+        guard !closeEarned else { return }
+        closeEarned = true
+        updateReading()
+        enqueue(.close(reason, text))
+        guard !link.isClosed else { return }
+        earnedCloseTimer = link.loop.schedule(at: now + Self.earnedCloseWait) { [weak self] in
+            guard let self else { return }
+            self.earnedCloseTimer = nil
+            guard !self.link.isClosed else { return }
+            self.node?.logger.log(
+                .debug, "device at \(self.sourceAddress): closing without the answers still waiting for the store")
+            self.link.close(reason: reason, text: text)
         }
     }
 
@@ -115,6 +150,8 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         timer = nil
         registrationTimer?.cancel()
         registrationTimer = nil
+        earnedCloseTimer?.cancel()
+        earnedCloseTimer = nil
         if movedAway {
             node?.connectionClosed(self)
             return
@@ -164,7 +201,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         if holder == nil, node.cluster != nil, node.state.withLock({ $0.registry.contains(resume.sessionCode) }) {
             // Several nodes: the session may be one whose node died (docs/cluster.md).
             resuming = true
-            link.pauseReading()
+            updateReading()
             let loop = link.loop
             Task { [self] in
                 let decision = await node.takeOver(
@@ -179,7 +216,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             return
         }
         resuming = true
-        link.pauseReading()
+        updateReading()
         let newID = id
         let name = deviceName
         holder.offerResume(
@@ -239,7 +276,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     /// Back on the new connection's loop with the decision.
     private func resumeDecided(_ decision: ResumeDecision) {
         resuming = false
-        link.resumeReading()
+        updateReading()
         switch decision {
         case .accepted(let next, let actions, let code):
             registrationTimer?.cancel()
@@ -291,7 +328,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         enqueue(.send(.resumeResult(result)))
         node?.handshakeLog.log(
             .warning, key: "resume:" + sourceKey, "resume from \(sourceAddress) refused: \(result.reason)")
-        if resumeRefusals >= 5 { enqueue(.close(.rateLimited, "too many refused resumes on this connection")) }
+        if resumeRefusals >= 5 { earnClose(.rateLimited, "too many refused resumes on this connection") }
     }
 
     /// Decides a REGISTER with the registry. The answer's frame leaves only after the intents commit.
@@ -454,20 +491,20 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         }
         // The device's frames before the node's own observers: the frames go out as soon as the commit is back, and
         // waking an `events` consumer (another thread) does not delay them.
-        var closing: Step?
+        var violation: String?
         for action in actions {
             switch action {
             case .send(let message): enqueue(.send(message))
             case .report: break
             case .protocolViolation(let text):
                 node.logger.log(.warning, "device at \(sourceAddress) broke the protocol: \(text)")
-                closing = .close(.protocolError, text)
+                violation = text
             }
         }
         if !events.isEmpty {
             enqueue(.then(success: { for event in events { node.yield(event) } }, failed: {}))
         }
-        if let closing { enqueue(closing) }
+        if let violation { earnClose(.protocolError, violation) }
         if let code = joinedCode {
             let state = machine.state
             let id = self.id
@@ -508,9 +545,23 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         }
         barriers += 1
         outbox.append(.barrier)
-        if barriers >= Self.pauseReadingAt, !readingPaused {
+        updateReading()
+    }
+
+    /// Pauses reading from the device while too much waits for it (barriers or steps), after an earned close, and
+    /// while a RESUME is decided; resumes once all of that is below half again.
+    private func updateReading() {
+        let mustPause =
+            closeEarned || resuming || barriers >= Self.pauseReadingAt || outbox.count >= Self.pauseReadingAtSteps
+        let mayRead =
+            !closeEarned && !resuming && barriers < Self.pauseReadingAt / 2
+            && outbox.count < Self.pauseReadingAtSteps / 2
+        if !readingPaused, mustPause {
             readingPaused = true
             link.pauseReading()
+        } else if readingPaused, mayRead {
+            readingPaused = false
+            link.resumeReading()
         }
     }
 
@@ -528,12 +579,8 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     private func committed(_ error: StoreError?) {
         link.loop.assertInLoop()
         guard barriers > 0, case .barrier = outbox.first else { return }
-        outbox.removeFirst()
+        outbox.popFirst()
         barriers -= 1
-        if readingPaused, barriers < Self.pauseReadingAt / 2 {
-            readingPaused = false
-            link.resumeReading()
-        }
         if let error, error.kind == .heldElsewhere {
             // Several nodes on one database: another node's device holds the code. Refused as REGISTER_RESULT
             // would refuse it; nothing of the registration was stored.
@@ -553,8 +600,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
 
     /// Nothing waiting in the outbox happens: callers hear of the failure and the link closes.
     private func fail(reason: ReasonCode, text: String) {
-        let dropped = outbox
-        outbox.removeAll()
+        let dropped = outbox.removeAll()
         barriers = 0
         for case .then(_, let failed) in dropped { failed() }
         link.close(reason: reason, text: text)
@@ -562,14 +608,20 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
 
     private func enqueue(_ step: Step) {
         link.loop.assertInLoop()
+        if outbox.count >= Self.maximumSteps, !closeEarned, !link.isClosed {
+            node?.logger.log(.warning, "device at \(sourceAddress): \(outbox.count) answers wait for it; disconnecting it")
+            closeEarned = true
+            failAfterThisEvent(reason: .rateLimited, text: "too many answers waiting")
+        }
         outbox.append(step)
         drain()
     }
 
     private func drain() {
+        defer { updateReading() }
         while let step = outbox.first {
             if case .barrier = step { return }
-            outbox.removeFirst()
+            outbox.popFirst()
             switch step {
             case .barrier: return
             case .send(let message):

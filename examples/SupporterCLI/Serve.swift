@@ -191,6 +191,8 @@ enum Serve {
         }
         stop.wait()
         console.event("stopping", "stopping: sessions end with going_away")
+        let stopped = armStopDeadline(console)
+        defer { stopped.signal() }
         if let restServer {
             // The REST API first: its last audit rows go through the node.
             let stopped = DispatchSemaphore(value: 0)
@@ -205,6 +207,27 @@ enum Serve {
         unlink(folder + "/control.sock")
         withExtendedLifetime(signals) {}
         return 0
+    }
+
+    /// How long a stop (SIGTERM, SIGINT, `quit`) may take: past it the process exits with status 1 whatever its
+    /// loops, its store or its REST API still hold. Every acknowledged event is durable before it was acknowledged, so
+    /// what such an exit loses is only what nobody was told of yet (SPEC §13.1).
+    static let stopLimit: Duration = .seconds(4)
+
+    /// Starts the clock on a stop: signal the returned semaphore when the stop is done; if it is not by
+    /// ``stopLimit``, the process says so on standard error and exits with status 1.
+    static func armStopDeadline(_ console: Console) -> DispatchSemaphore {
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            let seconds = Double(stopLimit.components.seconds)
+            if done.wait(timeout: .now() + seconds) == .timedOut {
+                console.error("the node did not stop within \(stopLimit); exiting without waiting for it")
+                _exit(1)  // not exit(): no atexit work while the stuck threads still run
+            }
+        }
+        thread.name = "rsup-stop-deadline"
+        thread.start()
+        return done
     }
 
     static func report(_ event: SupporterNodeEvent, _ console: Console) {
