@@ -118,6 +118,7 @@ extension CodeRegistry {
             }
         }
         intents += flushRefusalWindows(now: now)
+        intents += flushDeviceEventWindows(now: now)
         let clock = Self.clock(now)
         addressBackoff.forgetDecayed(now: clock)
         blockedAdmissions = blockedAdmissions.filter { addressBackoff.retryAfter($0.key, now: clock) != nil }

@@ -119,6 +119,7 @@ extension CodeRegistry {
         codes[code] = entry
         connection.code = code
         connection.refusals = 0
+        connection.tokenID = tokenID
         connections[attempt.connection] = connection
         countUnauthenticatedChange(key, -1)
         var intents: [StoreIntent] = []
@@ -254,6 +255,7 @@ extension CodeRegistry {
             countUnauthenticatedChange(oldEntry.key, +1)
         }
         newEntry.code = code
+        newEntry.tokenID = connections[old]?.tokenID
         connections[new] = newEntry
         countUnauthenticatedChange(newEntry.key, -1)
         entry.holder = new

@@ -1,10 +1,73 @@
 public import Foundation
 public import SupportSession
 
+/// What the registry made of a session event: the records to write before anyone is told, and whether the event is
+/// reported one by one (false for a repeatable device event over its audit quota: it is only counted, and an
+/// aggregate row follows, so every reported event stays in the audit trail).
+public struct SessionEventOutcome: Sendable, Hashable {
+    public var intents: [StoreIntent]
+    public var reported: Bool
+}
+
 extension CodeRegistry {
     /// A session event of a device connection (from its session machine): the live state follows, and the audit
     /// records to write before anyone is told are returned. `ended` frees the connection's code.
     public mutating func sessionEvent(
+        _ event: SupporterSessionEvent, on connection: ConnectionID, now: Date
+    ) -> [StoreIntent] {
+        sessionEventOutcome(event, on: connection, now: now).intents
+    }
+
+    /// ``sessionEvent(_:on:now:)``, telling also whether the event is reported one by one
+    /// (``Policy/deviceEventRowsPerCode``).
+    public mutating func sessionEventOutcome(
+        _ event: SupporterSessionEvent, on connection: ConnectionID, now: Date
+    ) -> SessionEventOutcome {
+        switch event {
+        case .voipState, .sessionError:
+            guard let entry = connections[connection], let code = entry.code else {
+                return SessionEventOutcome(intents: [], reported: true)
+            }
+            guard admitDeviceEvent(code: code, token: entry.tokenID, now: now) else {
+                return SessionEventOutcome(intents: [], reported: false)
+            }
+        default: break
+        }
+        return SessionEventOutcome(intents: recordedSessionEvent(event, on: connection, now: now), reported: true)
+    }
+
+    /// Whether a repeatable device event on `code` gets its own row: under the code's quota and its token's.
+    private mutating func admitDeviceEvent(code: String, token: String?, now: Date) -> Bool {
+        let clock = Self.clock(now)
+        guard deviceEventAudit.admit(code, now: clock) else { return false }
+        guard let token else { return true }
+        return deviceTokenAudit.admit(token, now: clock)
+    }
+
+    /// Closes device-event windows that have run out: one `device_events_suppressed` row for each that held events
+    /// back, per code (with the code) and per device token (with the token's id), and one for the global excess.
+    mutating func flushDeviceEventWindows(now: Date, everything: Bool = false) -> [StoreIntent] {
+        let clock = Self.clock(now)
+        let byCode = deviceEventAudit.flush(now: clock, everything: everything).map { suppressed in
+            audit(
+                .error, suppressed.key, now,
+                [
+                    "what": "device_events_suppressed", "scope": suppressed.key == nil ? "*" : "code",
+                    "count": "\(suppressed.count)", "since": "\(Self.date(suppressed.since).unixMilliseconds)",
+                ])
+        }
+        let byToken = deviceTokenAudit.flush(now: clock, everything: everything).map { suppressed in
+            audit(
+                .error, nil, now,
+                [
+                    "what": "device_events_suppressed", "scope": "token", "token": suppressed.key ?? "*",
+                    "count": "\(suppressed.count)", "since": "\(Self.date(suppressed.since).unixMilliseconds)",
+                ])
+        }
+        return byCode + byToken
+    }
+
+    private mutating func recordedSessionEvent(
         _ event: SupporterSessionEvent, on connection: ConnectionID, now: Date
     ) -> [StoreIntent] {
         guard var entry = connections[connection], let code = entry.code else { return [] }

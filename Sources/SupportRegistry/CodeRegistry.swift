@@ -53,6 +53,16 @@ public struct CodeRegistry: Sendable {
         public var blockedAddressBurst = 5.0
         /// Blocked addresses whose admission budget is tracked; beyond it the oldest is forgotten.
         public var blockedAddressesTracked = 10_000
+        /// Audit rows of events a device can repeat at will (SESSION_ERROR, VOIP_STATE): at most this many per code
+        /// (one device at a time holds a code) per window, and at most ``deviceEventRowsPerToken`` over every device
+        /// of one device token (every install of an app shares it). Beyond either, events are counted, not reported
+        /// one by one, and one aggregate row (`device_events_suppressed`) per code and per token is written when the
+        /// window closes (SPEC §13.1).
+        public var deviceEventRowsPerCode = 20
+        public var deviceEventRowsPerToken = 200
+        public var deviceEventWindow: Duration = .seconds(60)
+        /// Such rows per window over all codes; beyond it events are only counted (one aggregate row).
+        public var deviceEventGlobalLimit = 2_000
 
         public init() {}
     }
@@ -98,6 +108,8 @@ public struct CodeRegistry: Sendable {
         var key: String
         var code: String?
         var refusals = 0
+        /// The device token it registered with (nil before, or for a session taken over from another node).
+        var tokenID: String?
     }
 
     public let policy: Policy
@@ -109,6 +121,9 @@ public struct CodeRegistry: Sendable {
     var codeBackoff: BackoffTable
     var tokenBackoff: BackoffTable
     var refusalAudit: AuditThrottle
+    /// Rows of repeatable device events, per code and per device token (``Policy/deviceEventRowsPerCode``).
+    var deviceEventAudit: AuditThrottle
+    var deviceTokenAudit: AuditThrottle
     /// Admission budget (tokens, last refill on the back-off clock) of addresses blocked by their back-off.
     var blockedAdmissions: [String: (tokens: Double, at: Duration)] = [:]
 
@@ -121,6 +136,14 @@ public struct CodeRegistry: Sendable {
             policy: AuditThrottle.Policy(
                 window: policy.refusalAuditWindow, rowsPerKey: policy.refusalAuditRowsPerSource,
                 globalLimit: policy.refusalAuditGlobalLimit, keys: policy.refusalAuditSources))
+        deviceEventAudit = AuditThrottle(
+            policy: AuditThrottle.Policy(
+                window: policy.deviceEventWindow, rowsPerKey: policy.deviceEventRowsPerCode,
+                globalLimit: policy.deviceEventGlobalLimit, keys: 100_000))
+        deviceTokenAudit = AuditThrottle(
+            policy: AuditThrottle.Policy(
+                window: policy.deviceEventWindow, rowsPerKey: policy.deviceEventRowsPerToken,
+                globalLimit: .max, keys: 10_000))
     }
 
     /// The back-off clock: wall-clock time since 1970, so stored rows keep their meaning across restarts.

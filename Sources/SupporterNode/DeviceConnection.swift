@@ -461,8 +461,10 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             guard let code = joinedCode ?? event.code else { continue }
             if case .registrationRefused = event, !refusalAudited { continue }  // counted, not reported one by one
             let now = Date()
-            intents += node.state.withLock { $0.registry.sessionEvent(event, on: id, now: now) }
-            events.append(SupporterNodeEvent(code: code, event: event, deviceName: deviceName))
+            let outcome = node.state.withLock { $0.registry.sessionEventOutcome(event, on: id, now: now) }
+            intents += outcome.intents
+            // Over its audit quota a repeatable device event is only counted (an aggregate row follows).
+            if outcome.reported { events.append(SupporterNodeEvent(code: code, event: event, deviceName: deviceName)) }
             if case .ended = event, joinedCode != nil {
                 joinedCode = nil
                 left = true
