@@ -202,6 +202,9 @@ public struct CodeRegistry: Sendable {
     /// Why a new connection is turned away.
     public enum Admission: Sendable, Hashable {
         case admit
+        /// Admitted in place of `ConnectionID`, an unregistered connection of the source holding the most, which the
+        /// registry has already forgotten: close it (fair shares of a full pool, SPEC §13.1).
+        case admitEvicting(ConnectionID)
         case refuse(String)
     }
 
@@ -219,15 +222,34 @@ public struct CodeRegistry: Sendable {
         if !admitsBlockedAddress(key, now: Self.clock(now)) {
             return .refuse("\(key) is blocked after repeated failed registrations: new connections are throttled")
         }
-        if unauthenticatedCount >= policy.unauthenticatedTotal {
-            return .refuse("too many unregistered connections (\(policy.unauthenticatedTotal) in all)")
-        }
         if unauthenticatedByAddress[key, default: 0] >= policy.unauthenticatedPerAddress {
             return .refuse("too many unregistered connections from \(key) (\(policy.unauthenticatedPerAddress))")
         }
+        var evicted: ConnectionID?
+        if unauthenticatedCount >= policy.unauthenticatedTotal {
+            guard let victim = fairShareVictim(for: key) else {
+                return .refuse("too many unregistered connections (\(policy.unauthenticatedTotal) in all)")
+            }
+            if let entry = connections.removeValue(forKey: victim) { countUnauthenticatedChange(entry.key, -1) }
+            evicted = victim
+        }
         connections[connection] = ConnectionEntry(address: address, key: key)
         countUnauthenticatedChange(key, +1)
-        return .admit
+        return evicted.map { .admitEvicting($0) } ?? .admit
+    }
+
+    /// A full pool of unregistered connections is shared fairly: a source holding fewer than the biggest holder less
+    /// one takes the place of that holder's oldest unregistered connection. So no number of sources can keep a new
+    /// one out — at worst they end up with equal shares — while a source as big as the biggest is refused.
+    private func fairShareVictim(for key: String) -> ConnectionID? {
+        guard let (biggest, held) = unauthenticatedByAddress.max(by: { $0.value < $1.value }),
+            unauthenticatedByAddress[key, default: 0] + 1 < held
+        else { return nil }
+        var oldest: ConnectionID?
+        for (id, entry) in connections where entry.key == biggest && entry.code == nil {
+            if oldest.map({ id.rawValue < $0.rawValue }) ?? true { oldest = id }
+        }
+        return oldest
     }
 
     /// Whether a new connection from `address` fits its admission budget: always while the address is not blocked.

@@ -153,20 +153,30 @@ public final class SupporterNode: Sendable {
         // Limits (the registry's, and rate-limited log lines) count against the address's key (an IPv6 peer's
         // whole /64); logs and the rows of what the device did name the address itself.
         let key = IPAddressText.sourceKey(address)
-        let admitted = state.withLock { state -> Result<DeviceConnection, RefusedAdmission> in
+        let admitted = state.withLock { state -> Result<(DeviceConnection, DeviceConnection?), RefusedAdmission> in
             guard !state.shuttingDown else { return .failure(RefusedAdmission(reason: "the node is shutting down")) }
             let id = ConnectionID(state.nextConnection)
             state.nextConnection += 1
-            if case .refuse(let reason) = state.registry.connectionOpened(id, address: address, now: Date()) {
-                return .failure(RefusedAdmission(reason: reason))
+            var evicted: DeviceConnection?
+            switch state.registry.connectionOpened(id, address: address, now: Date()) {
+            case .refuse(let reason): return .failure(RefusedAdmission(reason: reason))
+            case .admitEvicting(let victim): evicted = state.links[victim]
+            case .admit: break
             }
             let connection = DeviceConnection(id: id, link: link, node: self, sourceAddress: address, sourceKey: key)
             state.links[id] = connection
-            return .success(connection)
+            return .success((connection, evicted))
         }
         switch admitted {
-        case .success(let connection):
+        case .success(let (connection, evicted)):
             link.delegate = connection
+            if let evicted {
+                handshakeLog.log(
+                    .info, key: "evicted:" + evicted.sourceKey,
+                    "unregistered connection from \(evicted.sourceAddress) closed to make room for \(address)")
+                evicted.closeLink(
+                    reason: .rateLimited, text: "the node is full of unregistered connections; this source holds the most")
+            }
             return true
         case .failure(let refusal):
             handshakeLog.log(.info, key: "refused:" + key, "connection from \(address) refused: \(refusal.reason)")

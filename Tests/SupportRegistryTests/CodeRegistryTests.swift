@@ -276,10 +276,14 @@ import Testing
         #expect(registry.connectionOpened(ConnectionID(4), address: "a", now: start) != .admit)
         open(&registry, 5, from: "b")
         open(&registry, 6, from: "c")
-        #expect(registry.connectionOpened(ConnectionID(7), address: "d", now: start) != .admit)
+        // Full: a source holding fewer than the biggest holder less one takes the place of that holder's oldest
+        // connection; one as big is refused (SPEC §13.1, fair shares).
+        #expect(registry.connectionOpened(ConnectionID(7), address: "d", now: start) == .admitEvicting(ConnectionID(1)))
+        #expect(registry.connectionOpened(ConnectionID(10), address: "b", now: start) != .admit)
+        #expect(registry.unauthenticatedConnections == 5)
         // A registered connection no longer counts.
         _ = try registry.createCode(record(), by: .local)
-        guard case .accepted = registry.register(attempt(1), now: start) else {
+        guard case .accepted = registry.register(attempt(3), now: start) else {
             Issue.record("refused")
             return
         }
