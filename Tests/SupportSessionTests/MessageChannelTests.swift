@@ -76,6 +76,29 @@ import Testing
         #expect(channel.received(SessionMessage.chat(id: 9, text: "x"), granted: granted).violation != nil)
     }
 
+    @Test func fileBytesGrowInPlaceSoAssemblingAFileIsLinear() {
+        var channel = MessageChannel()
+        let granted: FeatureSet = [Feature(.fileShare)]
+        let part = [UInt8](repeating: 0x5A, count: 4096)
+        let parts = 4096  // 16 MiB
+        var storages: Set<UInt> = []
+        for index in 0..<parts {
+            let message = SessionMessage(
+                messageID: UInt32(index + 1), kind: .filePart, body: part, transferID: 1,
+                fileName: index == 0 ? "log.txt" : nil, fileSize: index == 0 ? UInt64(parts * part.count) : nil,
+                offset: UInt64(index * part.count))
+            let receipt = channel.received(message, granted: granted)
+            #expect(receipt.ack?.reason == .success)
+            if let storage = channel.incomingStorage(of: 1) { storages.insert(UInt(bitPattern: storage)) }
+            if index == parts - 1, case .file(_, _, _, let bytes) = receipt.delivery {
+                #expect(bytes.count == parts * part.count)
+            }
+        }
+        // Growth in place moves the bytes only when the capacity doubles (about log2(4096) times); a copy per part
+        // would give (nearly) every part storage of its own.
+        #expect(storages.count < 64, "the file's bytes moved \(storages.count) times in \(parts) parts")
+    }
+
     @Test func aFileOverSixteenMebibytesOrOutOfOrderIsRefused() {
         var channel = MessageChannel()
         let granted: FeatureSet = [Feature(.fileShare)]
