@@ -331,7 +331,15 @@ public final class SupporterNode: Sendable {
     }
 
     /// Yields an event to ``events``. Called only after the event's audit record is durable.
-    func yield(_ event: SupporterNodeEvent) { eventContinuation.yield(event) }
+    func yield(_ event: SupporterNodeEvent) {
+        if case .dropped = eventContinuation.yield(event) { droppedEventCount.add(1, ordering: .relaxed) }
+    }
+
+    private let droppedEventCount = Atomic<Int>(0)
+
+    /// Events ``events`` dropped so far because ``unreadEventLimit`` were unread (the oldest go first): a reader
+    /// that falls behind says how many it missed instead of missing them silently. The audit trail has them all.
+    public var droppedEvents: Int { droppedEventCount.load(ordering: .relaxed) }
 
     /// Once a second: expiries, refusal-audit windows, back-off decay.
     func tick() async {

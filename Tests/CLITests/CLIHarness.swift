@@ -147,6 +147,9 @@ final class CLIProcess: Sendable {
         return process.exitStatus
     }
 
+    /// Writes `text` to its standard input (started with `keepStdinOpen`).
+    func write(_ text: String) { process.write(Array(text.utf8)) }
+
     /// Ends the program if it still runs (SIGTERM, then SIGKILL) and closes its stdin.
     func stop() async {
         process.closeStdin()

@@ -80,4 +80,25 @@ import Testing
             #expect(status == 0, "SIGTERM: exit status \(String(describing: status)) after \(clock.now - signalled)")
         }
     }
+
+    @Test func aLongChatIsPrintedAsOneBoundedLineWithItsSizeAndID() async throws {
+        try await withSupporter { certificates, server in
+            let token = try await server.issueToken()
+            let code = try await server.createCode()
+            let device = try server.startDevice(
+                code: code, token: token, trust: ["--ca", certificates.caPath], extra: ["--auto-accept"],
+                keepStdinOpen: true)
+            _ = try #require(await device.waitForEvent("online"), "\(device.transcript)")
+            _ = try await server.connect(code, extra: ["--features", "chat"])
+            _ = try #require(await device.waitForEvent("connected"), "\(device.transcript)")
+            let text = String(repeating: "<b>x</b>", count: 500)  // 4,000 bytes
+            device.write("say \(text)\n")
+            let chat = try #require(await server.waitForEvent("chat", code: code), "\(server.process.transcript)")
+            let printed = try #require(chat["text"] as? String)
+            #expect(printed.count <= 80 && text.hasPrefix(printed), "\(printed)")
+            #expect(chat["truncated"] as? Bool == true)
+            #expect(chat["bytes"] as? Int == 4_000)
+            #expect(chat["message_id"] as? Int != nil)
+        }
+    }
 }

@@ -184,7 +184,18 @@ enum Serve {
         console.event("listening", "supporter node listening on \(bound) (data: \(storeText))\(restText)", fields)
 
         let events = Task {
-            for await event in node.events { report(event, console) }
+            var dropped = 0
+            for await event in node.events {
+                let now = node.droppedEvents
+                if now > dropped {
+                    console.event(
+                        "events_dropped",
+                        "\(now - dropped) events were not shown: this output fell behind (the audit trail has them all)",
+                        ["count": now - dropped])
+                    dropped = now
+                }
+                report(event, console)
+            }
         }
         if !parsed.has("non-interactive"), isatty(STDIN_FILENO) == 1 {
             Thread { InteractiveConsole(commands: commands, console: console).run(onQuit: { stop.signal() }) }.start()
@@ -230,6 +241,9 @@ enum Serve {
         return done
     }
 
+    /// Characters of a chat text printed in its event line (SPEC §13.1: output stays bounded per message).
+    static let chatPreviewLength = 80
+
     static func report(_ event: SupporterNodeEvent, _ console: Console) {
         let code = event.code
         let device = event.deviceName.map { " (\($0))" } ?? ""
@@ -269,7 +283,13 @@ enum Serve {
         case .messageReceived(let delivery):
             switch delivery {
             case .chat(let id, let text):
-                console.event("chat", "\(code): device: \(text)", ["code": code, "message_id": Int(id), "text": text])
+                // A bounded line per message, whatever the device sends (a chat text may hold 4,096 bytes): its first
+                // characters, its size and its id.
+                let preview = String(text.prefix(Self.chatPreviewLength))
+                let truncated = preview.count < text.count
+                console.event(
+                    "chat", "\(code): device: \(preview)\(truncated ? "…" : "") (\(text.utf8.count) bytes, message \(id))",
+                    ["code": code, "message_id": Int(id), "text": preview, "truncated": truncated, "bytes": text.utf8.count])
             case .application(let id, let type, let body):
                 console.event(
                     "app_message", "\(code): application message (\(type), \(body.count) bytes)",
