@@ -26,7 +26,7 @@ enum AbuseBenchmark {
         run: run)
 
     static let subcommand = "abuse-load"
-    static let registrations = 300
+    static let registrations = 1_000
     static let warmUp = 20
     static let attacker = "127.0.0.2"
     /// The idle-connection attackers use addresses of their own: the spam condition leaves 127.0.0.2 blocked (and
@@ -41,6 +41,11 @@ enum AbuseBenchmark {
         case spam = "register-spam"
         case idle = "idle-after-hello"
         case rest = "idle-rest-tcp"
+        case pipeline = "pipelined-registers"
+        case sessionErrors = "session-error-flood"
+        case devicePool = "device-pool-holding"
+        case chatFlood = "chat-flood"
+        case fileSenders = "file-senders"
 
         var label: String {
             switch self {
@@ -48,9 +53,31 @@ enum AbuseBenchmark {
             case .spam: "1 REGISTER-spam conn (reconnecting)"
             case .idle: "\(Format.grouped(AbuseBenchmark.idleAttempts)) post-HELLO idle, 1 address"
             case .rest: "\(Format.grouped(AbuseBenchmark.restIdle)) idle TCP to REST port"
+            case .pipeline: "1 conn pipelining \(Format.grouped(AbuseBenchmark.pipelined)) REGISTERs"
+            case .sessionErrors: "SESSION_ERROR flood, 1 online device"
+            case .devicePool: "\(AbuseBenchmark.poolSources) addresses × 64 post-HELLO idle"
+            case .chatFlood: "1 device in session, 4 KB chats at full speed"
+            case .fileSenders: "3 devices in session, 2 × 16 MiB files each"
+            }
+        }
+
+        /// Conditions whose attackers are devices in an active session (the node is asked to connect to them).
+        var needsSessions: Int {
+            switch self {
+            case .chatFlood: 1
+            case .fileSenders: 3
+            case .sessionErrors: 1
+            default: 0
             }
         }
     }
+
+    /// REGISTERs the pipelining attacker writes on its one connection (13 MB, as in the audit).
+    static let pipelined = 228_000
+    static let pipelineAttacker = "127.0.0.4"
+    /// Sources holding the device port's pool of unregistered connections (4,096): 70 × 64 = 4,480.
+    static let poolSources = 70
+    static let sessionAttacker = "127.0.0.5"
 
     struct Row {
         var condition: Condition
@@ -64,6 +91,8 @@ enum AbuseBenchmark {
         var auditRows = 0
         var rssStartKiB = 0
         var rssPeakKiB = 0
+        var rssEndKiB = 0
+        var cpuSeconds = Double.nan
         var jobsApplied = 0
         var jobsFailed = 0
         var transactions = 0
@@ -124,7 +153,11 @@ enum AbuseBenchmark {
 
         var lastAuditID = (try? node.auditEvents(limit: 1_000_000).last?.id) ?? 0
         var rows: [Row] = []
-        for condition in Condition.allCases {
+        // RSUP_ABUSE_CONDITIONS=quiet,file-senders runs only those (quiet always comes first: the ratios need it).
+        let selected = getenv("RSUP_ABUSE_CONDITIONS").map {
+            Set(String(cString: $0).split(separator: ",").map(String.init) + ["quiet"])
+        }
+        for condition in Condition.allCases where selected?.contains(condition.rawValue) ?? true {
             var row = Row(condition: condition)
             let count = warmUp + registrations
             let created: [String]? = blockingAwait {
@@ -147,7 +180,16 @@ enum AbuseBenchmark {
                 rows.append(row)
                 continue
             }
-            measure(&row, node: node, port: port, restPort: restPort, token: token, codesFile: codesFile)
+            let attackCodes: [String] = blockingAwait {
+                var codes: [String] = []
+                for _ in 0..<condition.needsSessions {
+                    if let info = try? await node.createCode(type: .remoteSupport) { codes.append(info.code) }
+                }
+                return codes
+            }
+            measure(
+                &row, node: node, port: port, restPort: restPort, token: token, codesFile: codesFile,
+                attackCodes: attackCodes)
             // What the condition left behind: the device_offline rows of the last registrations, refusals.
             let settle = ContinuousClock.now + .seconds(5)
             repeat { ProcessInfoLite.sleep(.milliseconds(200)) } while node.storeStatistics.queued > 0
@@ -163,17 +205,24 @@ enum AbuseBenchmark {
     /// One condition: starts the child, samples this process's RSS and the writer's queue until the child reports,
     /// and fills `row`.
     static func measure(
-        _ row: inout Row, node: SupporterNode, port: UInt16, restPort: UInt16, token: String, codesFile: String
+        _ row: inout Row, node: SupporterNode, port: UInt16, restPort: UInt16, token: String, codesFile: String,
+        attackCodes: [String]
     ) {
         let before = node.storeStatistics
         row.rssStartKiB = ProcessInfoLite.statusKiB("VmRSS") ?? 0
         row.rssPeakKiB = row.rssStartKiB
+        let cpuBefore = ProcessInfoLite.cpuSeconds()
+        defer {
+            row.cpuSeconds = ProcessInfoLite.cpuSeconds() - cpuBefore
+            row.rssEndKiB = ProcessInfoLite.statusKiB("VmRSS") ?? 0
+        }
         let started = ContinuousClock.now
         guard
             let child = ChildProcess(
                 "/proc/self/exe",
                 ["Benchmarks", subcommand, "--port", "\(port)", "--rest-port", "\(restPort)", "--token", token,
-                 "--codes", codesFile, "--condition", row.condition.rawValue, "--warm-up", "\(warmUp)"],
+                 "--codes", codesFile, "--condition", row.condition.rawValue, "--warm-up", "\(warmUp)",
+                 "--attack-codes", attackCodes.joined(separator: ",")],
                 captureOutput: true, pipeInput: true, inheritStandardError: true)
         else {
             row.error = "cannot start the load child process"
@@ -190,6 +239,17 @@ enum AbuseBenchmark {
                 if line.hasPrefix("result") { result = NodesBenchmark.parseFields(line) }
                 if line.hasPrefix("attack ") { row.attack = String(line.dropFirst("attack ".count)) }
                 if line.hasPrefix("attack-end ") { row.attack = String(line.dropFirst("attack-end ".count)) }
+                if line.hasPrefix("request ") {
+                    // The attacker devices are online: a supporter connects to each, with chat and file_share.
+                    let codes = line.dropFirst("request ".count).split(separator: ",").map(String.init)
+                    blockingAwait {
+                        for code in codes {
+                            _ = try? await node.requestConnection(
+                                code: code, supporterName: "Bench", type: .screenShare,
+                                features: [Feature(.chat), Feature(.fileShare)])
+                        }
+                    }
+                }
             } else if child.exitStatus != nil {
                 break
             }
@@ -224,9 +284,11 @@ enum AbuseBenchmark {
                 .init(title: "ok", alignment: .right),
                 .init(title: "p50 ms", alignment: .right),
                 .init(title: "p99 ms", alignment: .right),
+                .init(title: "p99 ÷ quiet", alignment: .right),
                 .init(title: "max ms", alignment: .right),
                 .init(title: "audit rows +", alignment: .right),
-                .init(title: "RSS MiB start/peak", alignment: .right),
+                .init(title: "RSS MiB start/peak/end", alignment: .right),
+                .init(title: "node CPU s", alignment: .right),
                 .init(title: "writer jobs +", alignment: .right),
                 .init(title: "txns +", alignment: .right),
                 .init(title: "failed +", alignment: .right),
@@ -235,11 +297,15 @@ enum AbuseBenchmark {
                 .init(title: "s", alignment: .right),
                 .init(title: "attacker saw", alignment: .left),
             ])
+        let quiet = rows.first { $0.condition == .quiet }?.p99 ?? .nan
         for row in rows {
             table.addRow([
-                row.condition.label, "\(row.succeeded)/\(row.measured)", ms(row.p50), ms(row.p99), ms(row.maximum),
+                row.condition.label, "\(row.succeeded)/\(row.measured)", ms(row.p50), ms(row.p99),
+                Format.fixed(row.p99 / quiet, 2), ms(row.maximum),
                 Format.grouped(row.auditRows),
-                Format.fixed(Double(row.rssStartKiB) / 1024, 1) + " / " + Format.fixed(Double(row.rssPeakKiB) / 1024, 1),
+                Format.fixed(Double(row.rssStartKiB) / 1024, 1) + " / " + Format.fixed(Double(row.rssPeakKiB) / 1024, 1)
+                    + " / " + Format.fixed(Double(row.rssEndKiB) / 1024, 1),
+                Format.fixed(row.cpuSeconds, 2),
                 Format.grouped(row.jobsApplied), Format.grouped(row.transactions), Format.grouped(row.jobsFailed),
                 Format.grouped(row.largestBatch), Format.grouped(row.queuedPeak), Format.fixed(row.seconds, 1),
                 row.attack,
@@ -283,6 +349,7 @@ enum AbuseBenchmark {
         var codesPath = ""
         var condition = Condition.quiet
         var warmUpCount = warmUp
+        var attackCodes: [String] = []
         var iterator = arguments.makeIterator()
         while let argument = iterator.next() {
             let value = iterator.next() ?? ""
@@ -293,12 +360,13 @@ enum AbuseBenchmark {
             case "--codes": codesPath = value
             case "--condition": condition = Condition(rawValue: value) ?? .quiet
             case "--warm-up": warmUpCount = max(0, Int(value) ?? warmUp)
+            case "--attack-codes": attackCodes = value.split(separator: ",").map(String.init)
             default: break
             }
         }
         ProcessInfoLite.raiseFileLimit()
         let codes = NodesBenchmark.readLines(codesPath)
-        let attack = Attack(condition: condition, port: port, restPort: restPort)
+        let attack = Attack(condition: condition, port: port, restPort: restPort, token: token, codes: attackCodes)
         writeStandardOutput("attack " + attack.start())
 
         var latencies = NodesBenchmark.Latencies()
@@ -368,10 +436,89 @@ private final class Attack: @unchecked Sendable {
     private var refused = 0
     private var restSockets: [Int32] = []
 
-    init(condition: AbuseBenchmark.Condition, port: UInt16, restPort: UInt16) {
+    let token: String
+    let codes: [String]
+    private let sent = Atomic<Int>(0)
+    private let acknowledged = Atomic<Int>(0)
+    private let running = Atomic<Int>(0)
+
+    init(condition: AbuseBenchmark.Condition, port: UInt16, restPort: UInt16, token: String, codes: [String]) {
         self.condition = condition
         self.port = port
         self.restPort = restPort
+        self.token = token
+        self.codes = codes
+    }
+
+    /// Runs `body` on a thread of its own until it returns; `stop()` waits for every one.
+    private func background(_ name: String, _ body: @escaping @Sendable () -> Void) {
+        running.add(1, ordering: .relaxed)
+        DispatchQueue(label: name).async { [self] in
+            body()
+            finished.signal()
+        }
+    }
+
+    private func waitForBackground() {
+        for _ in 0..<running.exchange(0, ordering: .relaxed) { finished.wait() }
+    }
+
+    /// Attacker devices registered on `codes` (valid token, protocol 1.1, chat and file_share), each in an active
+    /// session once the parent has connected to it (it asks with `request CODE,…` on standard output).
+    private func sessions() -> [AbuseRawPeer] {
+        var peers: [AbuseRawPeer] = []
+        for code in codes {
+            guard let peer = AbuseRawPeer(port: port, from: AbuseBenchmark.sessionAttacker),
+                peer.hello(name: "attacker", extensions: .all)
+            else { continue }
+            peer.send([
+                .register(
+                    Register(sessionCode: code, apiToken: token, capabilities: [Feature(.chat), Feature(.fileShare)]))
+            ])
+            guard case .registerResult(let result) = peer.next(timeoutMilliseconds: 10_000), result.reason == .success
+            else { continue }
+            peers.append(peer)
+        }
+        guard condition != .sessionErrors else { return peers }
+        writeStandardOutput("request " + codes.joined(separator: ","))
+        var active: [AbuseRawPeer] = []
+        for peer in peers {
+            while let message = peer.next(timeoutMilliseconds: 10_000) {
+                if case .connectionRequest(let request) = message {
+                    peer.send([
+                        .connectionResponse(
+                            ConnectionResponse(
+                                requestID: request.requestID, decision: .allow,
+                                grantedFeatures: [Feature(.chat), Feature(.fileShare)]))
+                    ])
+                }
+                if case .sessionStarted = message {
+                    active.append(peer)
+                    break
+                }
+            }
+        }
+        return active
+    }
+
+    /// Sends what `make` builds, 16 messages at a time (the most a peer may leave unacknowledged, SPEC §15.4),
+    /// reading the acknowledgements before the next 16, until stopped, closed, or `limit` messages.
+    private func flood(_ peer: AbuseRawPeer, limit: Int = .max, _ make: (UInt32) -> SessionMessage) {
+        var next: UInt32 = 1
+        while !stopping.load(ordering: .relaxed), Int(next) <= limit {
+            let batch = (0..<min(16, limit - Int(next) + 1)).map { offset in
+                Message.sessionMessage(make(next + UInt32(offset)))
+            }
+            guard peer.send(batch) else { return }
+            sent.add(batch.count, ordering: .relaxed)
+            next += UInt32(batch.count)
+            var acks = 0
+            while acks < batch.count, let message = peer.next(timeoutMilliseconds: 10_000) {
+                if case .messageAck = message { acks += 1 }
+            }
+            acknowledged.add(acks, ordering: .relaxed)
+            if acks < batch.count { return }
+        }
     }
 
     /// Sets the attack up; what it got.
@@ -401,6 +548,78 @@ private final class Attack: @unchecked Sendable {
                 }
             }
             return "open=\(restSockets.count)"
+        case .pipeline:
+            guard let peer = AbuseRawPeer(port: port, from: AbuseBenchmark.pipelineAttacker), peer.hello(name: "pipeliner")
+            else { return "no connection" }
+            background("abuse-pipeline") { [self] in
+                // Never reads: writes until the node stops reading (the kernel's buffers fill) or closes.
+                let chunk = Array(
+                    repeating: Message.register(Register(sessionCode: "999-999-999", apiToken: "rsk_bogus_token")),
+                    count: 1_000)
+                while sent.load(ordering: .relaxed) < AbuseBenchmark.pipelined, !stopping.load(ordering: .relaxed) {
+                    guard peer.send(chunk) else { break }
+                    sent.add(chunk.count, ordering: .relaxed)
+                }
+                connections.add(peer.pollClosed() ? 0 : 1, ordering: .relaxed)
+                peer.shut()
+            }
+            return "pipelining"
+        case .devicePool:
+            for source in 1...AbuseBenchmark.poolSources {
+                for index in 0..<64 {
+                    if let peer = AbuseRawPeer(port: port, from: "127.0.1.\(source)"), peer.hello(name: "hold-\(index)") {
+                        held.append(peer)
+                    } else {
+                        refused += 1
+                    }
+                }
+            }
+            return "admitted=\(held.count) refused=\(refused)"
+        case .sessionErrors:
+            let peers = sessions()
+            guard let peer = peers.first else { return "the attacker could not register" }
+            background("abuse-session-errors") { [self] in
+                let burst = Array(
+                    repeating: Message.sessionError(SessionError(reason: .featureDenied, text: "flood")), count: 200)
+                while !stopping.load(ordering: .relaxed) {
+                    guard peer.send(burst) else { break }
+                    sent.add(burst.count, ordering: .relaxed)
+                }
+                peer.shut()
+            }
+            return "flooding"
+        case .chatFlood:
+            let peers = sessions()
+            guard let peer = peers.first else { return "no active session" }
+            let text = String(repeating: "x", count: 4_000)
+            background("abuse-chat") { [self] in
+                flood(peer) { SessionMessage.chat(id: $0, text: text) }
+                peer.shut()
+            }
+            return "chatting"
+        case .fileSenders:
+            let peers = sessions()
+            guard !peers.isEmpty else { return "no active session" }
+            // The most a part may hold in the node's default 16 KiB frames (MessageChannel.partSize).
+            let part = [UInt8](repeating: 0x42, count: WireLimits.defaultMaxFrameSize - 512)
+            let size = 16 * 1024 * 1024
+            let parts = (size + part.count - 1) / part.count
+            for (index, peer) in peers.enumerated() {
+                background("abuse-file-\(index)") { [self] in
+                    // Two files, one after the other, each in parts of 15.5 KiB (the last one shorter).
+                    flood(peer, limit: 2 * parts) { id in
+                        let file = (Int(id) - 1) / parts
+                        let offset = (Int(id) - 1) % parts
+                        let body = offset == parts - 1 ? Array(part[0..<(size - offset * part.count)]) : part
+                        return SessionMessage(
+                            messageID: id, kind: .filePart, body: body, transferID: UInt32(file + 1),
+                            fileName: offset == 0 ? "big-\(file).bin" : nil, fileSize: offset == 0 ? UInt64(size) : nil,
+                            offset: UInt64(offset * part.count))
+                    }
+                    peer.shut()
+                }
+            }
+            return "sending from \(peers.count) devices"
         }
     }
 
@@ -430,6 +649,24 @@ private final class Attack: @unchecked Sendable {
                 close(fd)
             }
             return "\(Format.grouped(restSockets.count)) opened, \(Format.grouped(open)) still open at end"
+        case .pipeline:
+            stopping.store(true, ordering: .relaxed)
+            waitForBackground()
+            return "\(Format.grouped(sent.load(ordering: .relaxed))) REGISTERs written before the node closed it"
+                + (connections.load(ordering: .relaxed) > 0 ? " (still open)" : "")
+        case .devicePool:
+            let open = held.filter { !$0.pollClosed() }.count
+            for peer in held { peer.shut() }
+            return "\(held.count) admitted, \(Format.grouped(refused)) refused, \(open) still open at end"
+        case .sessionErrors:
+            stopping.store(true, ordering: .relaxed)
+            waitForBackground()
+            return "\(Format.grouped(sent.load(ordering: .relaxed))) SESSION_ERRORs written"
+        case .chatFlood, .fileSenders:
+            stopping.store(true, ordering: .relaxed)
+            waitForBackground()
+            return "\(Format.grouped(sent.load(ordering: .relaxed))) messages sent, "
+                + "\(Format.grouped(acknowledged.load(ordering: .relaxed))) acknowledged"
         }
     }
 

@@ -7,7 +7,9 @@ import SupportWire
 /// The `abuse` group's device peer: a blocking socket bound to a chosen loopback source address, OpenSSL (ALPN
 /// `rsup/1`, no certificate check) and frames written and read by hand — what an attacker script would be, and lean
 /// enough to open thousands. One thread uses a peer at a time.
-final class AbuseRawPeer {
+final class AbuseRawPeer: @unchecked Sendable {
+    // @unchecked: one thread at a time uses a peer — the attack's thread that set it up hands it to exactly one
+    // background thread and never touches it again.
     nonisolated(unsafe) private static let context: OpaquePointer = {
         _ = signal(SIGPIPE, SIG_IGN)
         let context = SSL_CTX_new(TLS_client_method())!
@@ -70,8 +72,9 @@ final class AbuseRawPeer {
     }
 
     /// HELLO, then waits for HELLO_ACK; false when the node answered otherwise or closed.
-    func hello(name: String) -> Bool {
-        guard send([.hello(Hello(role: .device, nodeName: name, keepaliveMilliseconds: 120_000))]) else { return false }
+    func hello(name: String, extensions: ProtocolExtensions = .none) -> Bool {
+        let hello = Hello(role: .device, nodeName: name, features: extensions.announcement, keepaliveMilliseconds: 120_000)
+        guard send([.hello(hello)]) else { return false }
         if case .helloAck = next(timeoutMilliseconds: 10_000) { return true }
         return false
     }

@@ -47,6 +47,14 @@ public final class FramedLink: @unchecked Sendable {
     private var closeRequested = false
     /// Loop-confined: the owner paused reading; no frame is delivered until it resumes.
     private var readingPaused = false
+    /// Frames delivered to the owner before the link lets the loop serve its other connections (SPEC §13.1): a peer
+    /// pipelining thousands of small frames in one TLS record would otherwise hold its loop for all of them.
+    static let framesPerTurn = 64
+    /// Loop-confined: frames delivered since the link last gave the loop back; at ``framesPerTurn`` delivery and
+    /// reading pause until a timer due at once (after the loop's other ready connections) resumes them.
+    private var deliveredSinceYield = 0
+    private var yielding = false
+    private var yieldTimer: LoopTimer?
     private let transportClosedFlag = Atomic<Bool>(false)
     private let delegateBox = Mutex<WeakDelegate>(WeakDelegate())
 
@@ -176,8 +184,23 @@ public final class FramedLink: @unchecked Sendable {
         rearmTick()
         guard closeReason == nil else { return }
         deliverDecoded(now: loop.now)
-        // The owner may have paused again while frames were delivered.
-        if !readingPaused { connection.resumeReading() }
+        // The owner may have paused again while frames were delivered (or the turn's budget ran out).
+        if !readingPaused, !yielding { connection.resumeReading() }
+    }
+
+    /// The turn's frames are used up: hold delivery and reading until the loop has served the others.
+    private func yieldTurn() {
+        yielding = true
+        connection.pauseReading()
+        yieldTimer = loop.schedule(at: loop.now) { [weak self] in
+            guard let self else { return }
+            self.yieldTimer = nil
+            self.yielding = false
+            self.deliveredSinceYield = 0
+            guard self.closeReason == nil else { return }
+            self.deliverDecoded(now: self.loop.now)
+            if !self.readingPaused, !self.yielding { self.connection.resumeReading() }
+        }
     }
 
     private func sendOnLoop(_ message: Message) throws(TransportError) {
@@ -281,8 +304,10 @@ extension FramedLink: TLSConnectionHandler {
     /// Hands every complete frame in the decoder to the machine, until the link closes or the owner pauses reading.
     private func deliverDecoded(now: Deadline) {
         do {
-            while closeReason == nil, !readingPaused, let message = try decoder.nextMessage() {
+            while closeReason == nil, !readingPaused, !yielding, let message = try decoder.nextMessage() {
                 perform(machine.received(message, now: now))
+                deliveredSinceYield += 1
+                if deliveredSinceYield >= Self.framesPerTurn, closeReason == nil { yieldTurn() }
             }
         } catch {
             perform(machine.decodingFailed(error))
@@ -294,7 +319,7 @@ extension FramedLink: TLSConnectionHandler {
     /// TLS allows it (errata 1.0.1 no. 1), and then our close_notify.
     package func connectionDidReceiveCloseNotify(_ connection: TLSConnection) {
         // While reading is paused nothing is read, so the close_notify cannot have overtaken frames held back here.
-        guard closeReason == nil, !readingPaused else { return }
+        guard closeReason == nil, !readingPaused, !yielding else { return }
         do { try decoder.finish() } catch {
             perform(machine.decodingFailed(error, canSendGoAway: connection.canWriteAfterPeerCloseNotify))
         }
@@ -307,6 +332,8 @@ extension FramedLink: TLSConnectionHandler {
         machine.transportClosed()
         tickTimer?.cancel()
         tickTimer = nil
+        yieldTimer?.cancel()
+        yieldTimer = nil
         let reason =
             closeReason
             ?? .transport(error ?? TransportError(.closed, "the peer closed the connection without GOAWAY"))

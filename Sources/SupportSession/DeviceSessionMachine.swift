@@ -373,7 +373,11 @@ public struct DeviceSessionMachine: Sendable {
         case (.active, .featureRequest(let ask)):
             return featureAsked(ask, now: now)
         case (.active, .sessionMessage), (.active, .messageAck):
-            return actions(channel.handle(message, granted: granted))
+            // The channel's step first, then the method on self: `actions(channel.handle(…))` would take a copy
+            // of self for the call before the argument mutates the channel, so every file part would copy the
+            // whole file received so far (copy on write of a shared buffer).
+            let steps = channel.handle(message, granted: granted)
+            return actions(steps)
         default:
             return [.protocolViolation("\(message.frameType.specName) is not allowed in device state \(state.name)")]
         }
@@ -534,7 +538,8 @@ public struct DeviceSessionMachine: Sendable {
         }
         isReconnecting = false
         resumeSecret = secret
-        return [.report(.resumed)] + actions(channel.resumed(peerLast: result.lastMessageID))
+        let steps = channel.resumed(peerLast: result.lastMessageID)
+        return [.report(.resumed)] + actions(steps)
     }
 
     /// SESSION_ERRORs for what the request wants and this device lacks (SPEC §8), sent and reported.

@@ -376,11 +376,13 @@ public struct MessageChannel: Sendable, Hashable {
         } else {
             // Taken out of the table, not copied: the bytes so far have one owner, so the append below grows them in
             // place (amortized O(part)), where appending to a copy would copy the whole file for every part — O(n²).
-            guard let existing = incomingFiles.removeValue(forKey: transfer), offset == UInt64(existing.bytes.count)
-            else {
+            guard let taken = incomingFiles.removeValue(forKey: transfer) else {
                 return refuse(id, .messageRefused, "a file part out of order or of an unknown transfer")
             }
-            file = existing
+            file = consume taken  // no second reference may keep the bytes shared
+            guard offset == UInt64(file.bytes.count) else {
+                return refuse(id, .messageRefused, "a file part out of order or of an unknown transfer")
+            }
         }
         guard UInt64(file.bytes.count) + UInt64(message.body.count) <= file.size else {
             return refuse(id, .messageRefused, "a file part past the announced file_size")

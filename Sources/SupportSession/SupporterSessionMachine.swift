@@ -384,7 +384,11 @@ public struct SupporterSessionMachine: Sendable {
         case (.online, .featureRevoke), (.requestPending, .featureRevoke):
             return []
         case (.active, .sessionMessage), (.active, .messageAck):
-            return actions(channel.handle(message, granted: granted))
+            // The channel's step first, then the method on self: `actions(channel.handle(…))` would take a copy
+            // of self for the call before the argument mutates the channel, so every file part would copy the
+            // whole file received so far (copy on write of a shared buffer).
+            let steps = channel.handle(message, granted: granted)
+            return actions(steps)
         case (_, .sessionError(let error)):
             return [.report(.sessionError(reason: error.reason, feature: error.feature, text: error.text))]
         case (.active, .voipState(let voip)):
@@ -504,7 +508,8 @@ extension SupporterSessionMachine {
         }
         var actions: [Action] = [.send(.resumeResult(result)), .report(.resumed)]
         actions += afterward
-        actions += next.actions(next.channel.resumed(peerLast: resume.lastMessageID))
+        let steps = next.channel.resumed(peerLast: resume.lastMessageID)
+        actions += next.actions(steps)
         return .accepted(next, actions)
     }
 

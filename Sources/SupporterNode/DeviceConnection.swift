@@ -38,6 +38,16 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     /// or processed; the GOAWAY follows the answers it is owed, or comes after ``earnedCloseWait`` without them.
     private var closeEarned = false
     private var earnedCloseTimer: LoopTimer?
+    /// Repeatable events (SESSION_ERROR, VOIP_STATE) over their audit quota in the current minute of this connection.
+    private var suppressedEvents = 0
+    private var suppressedSince: Deadline?
+    /// What this connection's SESSION_MESSAGEs may still spend (a token bucket per kind, refilled with loop time).
+    private var messageTokens = Double(DeviceConnection.messageBurst)
+    private var messageByteTokens = Double(DeviceConnection.messageByteBurst)
+    private var messageTokensAt: Deadline?
+    /// Reading waits for the message budget to refill.
+    private var throttled = false
+    private var throttleTimer: LoopTimer?
     /// Whether the last refusal has its own audit row (only those are reported as events).
     private var refusalAudited = true
     private var barriers = 0
@@ -109,6 +119,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     func link(_ link: FramedLink, didReceive message: Message) {
         // Nothing a connection sends after it earned its close is processed (frames of the same read included).
         guard let node, !closeEarned else { return }
+        if case .sessionMessage(let sessionMessage) = message { chargeMessage(bytes: sessionMessage.body.count) }
         if case .resume(let resume) = message {
             resumeArrived(resume, node: node)
             return
@@ -120,6 +131,51 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         if closeAfterAnswer {
             closeAfterAnswer = false
             earnClose(.rateLimited, "too many refused registrations on this connection")
+        }
+    }
+
+    /// Repeatable events past their audit quota that close the connection within one minute (GOAWAY `rate_limited`):
+    /// a device that sends them by the thousand is flooding, and the flood should cost it a new connection.
+    static let suppressedEventsBeforeClose = 1_000
+
+    /// SESSION_MESSAGEs one device connection may send (SPEC §13.1): 500 per second (a burst of 500) and 8 MiB per
+    /// second (a burst of 2 MiB). Beyond, the node stops reading from it until the budget has refilled: TCP
+    /// back-pressure, nothing refused, so a chat flood costs its sender time instead of costing the node a core.
+    static let messagesPerSecond = 500.0
+    static let messageBurst = 500
+    static let messageBytesPerSecond = 8.0 * 1024 * 1024
+    static let messageByteBurst = 2 * 1024 * 1024
+
+    /// Charges one SESSION_MESSAGE of `bytes` to the budget; pauses reading while it is overdrawn.
+    private func chargeMessage(bytes: Int) {
+        let now = self.now
+        let elapsed = messageTokensAt.map { now.since($0) / .seconds(1) } ?? 0
+        messageTokensAt = now
+        messageTokens = min(Double(Self.messageBurst), messageTokens + elapsed * Self.messagesPerSecond) - 1
+        messageByteTokens =
+            min(Double(Self.messageByteBurst), messageByteTokens + elapsed * Self.messageBytesPerSecond) - Double(bytes)
+        guard messageTokens < 0 || messageByteTokens < 0, !throttled else { return }
+        let wait = max(-messageTokens / Self.messagesPerSecond, -messageByteTokens / Self.messageBytesPerSecond)
+        throttled = true
+        updateReading()
+        throttleTimer = link.loop.schedule(at: now + .nanoseconds(Int64(wait * 1e9) + 1)) { [weak self] in
+            guard let self else { return }
+            self.throttleTimer = nil
+            self.throttled = false
+            self.updateReading()
+        }
+    }
+
+    private func countSuppressedEvent() {
+        if let since = suppressedSince, now.since(since) < .seconds(60) {
+            suppressedEvents += 1
+        } else {
+            suppressedSince = now
+            suppressedEvents = 1
+        }
+        if suppressedEvents >= Self.suppressedEventsBeforeClose {
+            node?.logger.log(.warning, "device at \(sourceAddress) floods SESSION_ERROR/VOIP_STATE; disconnecting it")
+            earnClose(.rateLimited, "too many SESSION_ERROR or VOIP_STATE frames")
         }
     }
 
@@ -152,6 +208,8 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         registrationTimer = nil
         earnedCloseTimer?.cancel()
         earnedCloseTimer = nil
+        throttleTimer?.cancel()
+        throttleTimer = nil
         if movedAway {
             node?.connectionClosed(self)
             return
@@ -464,7 +522,11 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             let outcome = node.state.withLock { $0.registry.sessionEventOutcome(event, on: id, now: now) }
             intents += outcome.intents
             // Over its audit quota a repeatable device event is only counted (an aggregate row follows).
-            if outcome.reported { events.append(SupporterNodeEvent(code: code, event: event, deviceName: deviceName)) }
+            if outcome.reported {
+                events.append(SupporterNodeEvent(code: code, event: event, deviceName: deviceName))
+            } else {
+                countSuppressedEvent()
+            }
             if case .ended = event, joinedCode != nil {
                 joinedCode = nil
                 left = true
@@ -554,9 +616,10 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     /// while a RESUME is decided; resumes once all of that is below half again.
     private func updateReading() {
         let mustPause =
-            closeEarned || resuming || barriers >= Self.pauseReadingAt || outbox.count >= Self.pauseReadingAtSteps
+            closeEarned || resuming || throttled || barriers >= Self.pauseReadingAt
+            || outbox.count >= Self.pauseReadingAtSteps
         let mayRead =
-            !closeEarned && !resuming && barriers < Self.pauseReadingAt / 2
+            !closeEarned && !resuming && !throttled && barriers < Self.pauseReadingAt / 2
             && outbox.count < Self.pauseReadingAtSteps / 2
         if !readingPaused, mustPause {
             readingPaused = true

@@ -99,6 +99,25 @@ import Testing
         #expect(storages.count < 64, "the file's bytes moved \(storages.count) times in \(parts) parts")
     }
 
+    @Test func theSupporterMachineAssemblesAFileInPlaceToo() throws {
+        var pair = try Self.chatPair()
+        let partSize = pair.supporter.channel.partSize
+        let parts = Int(WireLimits.largestFileSize) / partSize
+        var storages: Set<UInt> = []
+        for index in 0..<parts {
+            let message = SessionMessage(
+                messageID: UInt32(index + 1), kind: .filePart, body: [UInt8](repeating: 7, count: partSize),
+                transferID: 9, fileName: index == 0 ? "big.bin" : nil,
+                fileSize: index == 0 ? UInt64(parts * partSize) : nil, offset: UInt64(index * partSize))
+            _ = pair.supporter.received(.sessionMessage(message), now: .seconds(100)) { _ in
+                .refuse(.internalError, text: nil, retryAfterMilliseconds: nil)
+            }
+            if let storage = pair.supporter.channel.incomingStorage(of: 9) { storages.insert(UInt(bitPattern: storage)) }
+        }
+        #expect(!storages.isEmpty, "no part was taken")
+        #expect(storages.count < 24, "the file's bytes moved \(storages.count) times in \(parts) parts")
+    }
+
     @Test func aFileOverSixteenMebibytesOrOutOfOrderIsRefused() {
         var channel = MessageChannel()
         let granted: FeatureSet = [Feature(.fileShare)]
