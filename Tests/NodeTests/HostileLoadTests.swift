@@ -578,7 +578,10 @@ extension NodeIntegration {
             let clock = ContinuousClock()
             let lockedAt = clock.now
             let states: [VoIPCallState] = [.started, .ended]
-            let voip = (0..<26).map { Message.voipState(VoIPState(state: states[$0 % 2], text: "frame \($0)")) }
+            // 20: the rows a code gets per minute (SPEC §13.1), more than the 16 waiting commits that stop reading.
+            let voip = (0..<CodeRegistry.Policy().deviceEventRowsPerCode).map {
+                Message.voipState(VoIPState(state: states[$0 % 2], text: "frame \($0)"))
+            }
             // 16 frames fill the connection's waiting commits; the rest, and the PING, arrive after reading stopped.
             peer.send(Array(voip[..<16]))
             try await Task.sleep(for: .milliseconds(400))
@@ -610,6 +613,36 @@ extension NodeIntegration {
                 return rows.count == voip.count ? rows : nil
             }
             #expect(recorded.map { $0.details["state"] } == voip.indices.map { "\(states[$0 % 2])" })
+        }
+
+        // MARK: repeatable device events
+
+        @Test func aSessionErrorFloodWritesItsQuotaAndCostsTheDeviceItsConnection() async throws {
+            let harness = try NodeHarness()
+            defer { harness.shutdown() }
+            let code = try await harness.supporter.createCode().code
+            let peer = try await Self.rawDevice(port: harness.port, name: "flooder", registeringOn: code, token: harness.token)
+            defer { peer.close() }
+            let flood = 5_000
+            let outcome = await blocking { () -> (closed: Bool, goAway: GoAway?) in
+                // As fast as it can, never waiting: SESSION_ERRORs a device merely online may send (SPEC §5.12).
+                for _ in 0..<(flood / 500) {
+                    peer.send(Array(repeating: .sessionError(SessionError(reason: .featureDenied, text: "flood")), count: 500))
+                }
+                return (peer.drainUntilClosed(timeout: .seconds(20)), peer.goAway)
+            }
+            #expect(outcome.closed, "the node kept a flooding connection open")
+            #expect(outcome.goAway?.reason == .rateLimited, "\(String(describing: outcome.goAway))")
+            let quota = CodeRegistry.Policy().deviceEventRowsPerCode
+            let rows = try harness.supporter.auditEvents(code: code).filter {
+                $0.kind == .error && $0.details["what"] == "session_error"
+            }
+            #expect(rows.count == quota, "\(rows.count) session_error rows for \(flood) SESSION_ERRORs")
+            // The others on the node are untouched: another device joins at once.
+            let other = try await harness.supporter.createCode().code
+            let (joined, device) = try await join(harness, code: other)
+            defer { withExtendedLifetime(device) {} }
+            #expect(joined != nil, "a device could not join beside the flood")
         }
 
         // MARK: keepalive (the cap on HELLO's keepalive_ms is tested in LinkStateMachineTests)
