@@ -54,7 +54,7 @@ enum AbuseBenchmark {
             case .idle: "\(Format.grouped(AbuseBenchmark.idleAttempts)) post-HELLO idle, 1 address"
             case .rest: "\(Format.grouped(AbuseBenchmark.restIdle)) idle TCP to REST port"
             case .pipeline: "1 conn pipelining \(Format.grouped(AbuseBenchmark.pipelined)) REGISTERs"
-            case .sessionErrors: "SESSION_ERROR flood, 1 online device"
+            case .sessionErrors: "SESSION_ERROR + VOIP_STATE flood, in session"
             case .devicePool: "\(AbuseBenchmark.poolSources) addresses × 64 post-HELLO idle"
             case .chatFlood: "1 device in session, 4 KB chats at full speed"
             case .fileSenders: "3 devices in session, 2 × 16 MiB files each"
@@ -287,6 +287,7 @@ enum AbuseBenchmark {
                 .init(title: "p99 ÷ quiet", alignment: .right),
                 .init(title: "max ms", alignment: .right),
                 .init(title: "audit rows +", alignment: .right),
+                .init(title: "attacker rows", alignment: .right),
                 .init(title: "RSS MiB start/peak/end", alignment: .right),
                 .init(title: "node CPU s", alignment: .right),
                 .init(title: "writer jobs +", alignment: .right),
@@ -303,6 +304,8 @@ enum AbuseBenchmark {
                 row.condition.label, "\(row.succeeded)/\(row.measured)", ms(row.p50), ms(row.p99),
                 Format.fixed(row.p99 / quiet, 2), ms(row.maximum),
                 Format.grouped(row.auditRows),
+                // Each legitimate registration writes two rows (device_online, device_offline); a session three more.
+                Format.grouped(row.auditRows - 2 * (warmUp + registrations)),
                 Format.fixed(Double(row.rssStartKiB) / 1024, 1) + " / " + Format.fixed(Double(row.rssPeakKiB) / 1024, 1)
                     + " / " + Format.fixed(Double(row.rssEndKiB) / 1024, 1),
                 Format.fixed(row.cpuSeconds, 2),
@@ -479,7 +482,6 @@ private final class Attack: @unchecked Sendable {
             else { continue }
             peers.append(peer)
         }
-        guard condition != .sessionErrors else { return peers }
         writeStandardOutput("request " + codes.joined(separator: ","))
         var active: [AbuseRawPeer] = []
         for peer in peers {
@@ -579,8 +581,11 @@ private final class Attack: @unchecked Sendable {
             let peers = sessions()
             guard let peer = peers.first else { return "the attacker could not register" }
             background("abuse-session-errors") { [self] in
-                let burst = Array(
-                    repeating: Message.sessionError(SessionError(reason: .featureDenied, text: "flood")), count: 200)
+                let burst = (0..<200).map { index in
+                    index % 2 == 0
+                        ? Message.sessionError(SessionError(reason: .featureDenied, text: "flood"))
+                        : Message.voipState(VoIPState(state: index % 4 == 1 ? .started : .ended, text: "flood"))
+                }
                 while !stopping.load(ordering: .relaxed) {
                     guard peer.send(burst) else { break }
                     sent.add(burst.count, ordering: .relaxed)
@@ -661,7 +666,7 @@ private final class Attack: @unchecked Sendable {
         case .sessionErrors:
             stopping.store(true, ordering: .relaxed)
             waitForBackground()
-            return "\(Format.grouped(sent.load(ordering: .relaxed))) SESSION_ERRORs written"
+            return "\(Format.grouped(sent.load(ordering: .relaxed))) SESSION_ERROR/VOIP_STATE written before the close"
         case .chatFlood, .fileSenders:
             stopping.store(true, ordering: .relaxed)
             waitForBackground()
