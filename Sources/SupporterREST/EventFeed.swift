@@ -147,9 +147,7 @@ final class EventFeed: Sendable {
     /// One event: `id`, `event` (the audit kind) and one line of JSON data (`EventData`).
     private func format(_ row: AuditEvent) -> [UInt8] {
         let session = row.code.flatMap { node.code($0) }.map(APISession.init)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let data = (try? encoder.encode(APIEventData(event: APIAuditEvent(row), session: session))) ?? Data("{}".utf8)
+        let data = RESTJSON.encode(APIEventData(event: APIAuditEvent(row), session: session)) ?? Array("{}".utf8)
         let kind = row.kind.rawValue.filter { $0.isLetter || $0.isNumber || $0 == "_" }
         return Array("id: \(row.id)\nevent: \(kind)\ndata: ".utf8) + Array(data) + Array("\n\n".utf8)
     }

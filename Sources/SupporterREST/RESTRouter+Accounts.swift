@@ -11,10 +11,14 @@ extension RESTRouter {
         let address = clientAddress(request)
         do throws(SignInError) {
             let (secret, session, account) = try await node.signIn(
-                login: input.login, password: input.password, address: address)
-            return .json(
-                .ok, encoding: APISignedIn(account: APIAccount(account), csrfToken: session.csrfToken),
-                headers: ["Set-Cookie": BrowserSecurity.sessionCookie(secret)])
+                login: input.login, password: input.password, address: address,
+                knownSignIn: BrowserSecurity.cookie(BrowserSecurity.knownCookieName, of: request))
+            var headers: HTTPHeaders = ["Set-Cookie": BrowserSecurity.sessionCookie(secret)]
+            if let proof = node.knownSignInProof(login: account.login) {
+                headers.add(name: "Set-Cookie", value: BrowserSecurity.knownSignInCookie(proof))
+            }
+            return .api(
+                .ok, encoding: APISignedIn(account: APIAccount(account), csrfToken: session.csrfToken), headers: headers)
         } catch {
             switch error.kind {
             case .wrongCredentials: throw RESTError(.unauthorized, error.description)
@@ -73,7 +77,7 @@ extension RESTRouter {
         // A full page goes on after its last row; a page cut short by the 20-page bound goes on where reading stopped
         // (so a client is never told the trail ended when it did not).
         let next = events.count == limit ? events.last?.id : (reachedEnd ? nil : cursor)
-        return .json(.ok, encoding: APIAuditPage(events: events.map(APIAuditEvent.init), nextBeforeID: next))
+        return .api(.ok, encoding: APIAuditPage(events: events.map(APIAuditEvent.init), nextBeforeID: next))
     }
 
     /// `GET /events`: Server-Sent Events (``EventFeed``), resuming after `Last-Event-ID` when sent.
@@ -98,13 +102,13 @@ extension RESTRouter {
         do {
             guard let login else {
                 switch request.method {
-                case .get: return .json(.ok, encoding: APIAccountList(users: node.accounts().map(APIAccount.init)))
+                case .get: return .api(.ok, encoding: APIAccountList(users: node.accounts().map(APIAccount.init)))
                 case .post:
                     let input = try StrictJSON.decode(APIAccountCreate.self, from: request.body)
                     let account = try await node.addAccount(
                         login: input.login, displayName: input.displayName, role: input.role, password: input.password,
                         by: principal.actor)
-                    return .json(
+                    return .api(
                         .created, encoding: APIAccount(account), headers: ["Location": "/api/v1/users/\(account.login)"])
                 default:
                     throw RESTError(.methodNotAllowed, "\(request.method) is not allowed here", allowedMethods: "GET, POST")
@@ -113,10 +117,10 @@ extension RESTRouter {
             switch request.method {
             case .get:
                 guard let account = node.account(login) else { throw RESTError(.notFound, "no account '\(login)'") }
-                return .json(.ok, encoding: APIAccount(account))
+                return .api(.ok, encoding: APIAccount(account))
             case .put:
                 let input = try StrictJSON.decode(APIAccountUpdate.self, from: request.body)
-                return .json(.ok, encoding: APIAccount(try await node.changeAccount(login, input.change, by: principal.actor)))
+                return .api(.ok, encoding: APIAccount(try await node.changeAccount(login, input.change, by: principal.actor)))
             default:
                 throw RESTError(.methodNotAllowed, "\(request.method) is not allowed here", allowedMethods: "GET, PUT")
             }
@@ -132,14 +136,14 @@ extension RESTRouter {
             guard let id else {
                 switch request.method {
                 case .get:
-                    return .json(.ok, encoding: APITokenList(tokens: try node.apiTokens().map { APIToken(record: $0) }))
+                    return .api(.ok, encoding: APITokenList(tokens: try node.apiTokens().map { APIToken(record: $0) }))
                 case .post:
                     let input = try StrictJSON.decode(APITokenCreate.self, from: request.body)
                     let token = APITokenStore.makeToken(scope: input.scope)
                     let record = try await node.run { [node] () throws(SupporterNodeError) -> APITokenRecord in
                         try node.addAPIToken(token, scope: input.scope, label: input.label, by: principal.actor)
                     }
-                    return .json(.created, encoding: APIToken(record: record, token: token))
+                    return .api(.created, encoding: APIToken(record: record, token: token))
                 default:
                     throw RESTError(.methodNotAllowed, "\(request.method) is not allowed here", allowedMethods: "GET, POST")
                 }
