@@ -91,7 +91,15 @@ extension RESTRouter {
             }
             lastEventID = Int64(value)
         }
-        let stream = try feed.subscribe(principal, sessionSecret: sessionSecret, lastEventID: lastEventID)
+        let credential: EventFeed.Credential
+        if let sessionSecret {
+            credential = .session(sessionSecret)
+        } else if let token = AuthenticationGuard.bearerToken(request.headers["Authorization"]) {
+            credential = .token(token)
+        } else {
+            throw RESTError(.unauthorized, "missing bearer token: send 'Authorization: Bearer <admin token>'")
+        }
+        let stream = try feed.subscribe(principal, credential: credential, lastEventID: lastEventID)
         return HTTPResponse(
             status: .ok, headers: ["Content-Type": "text/event-stream", "Cache-Control": "no-store"], stream: stream)
     }
