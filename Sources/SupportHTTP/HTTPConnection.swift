@@ -38,6 +38,8 @@ final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
     private var bodyStream: HTTPBodyStream?
     /// Bytes that may wait, unparsed, behind the request being answered.
     private let maxPipelinedBytes: Int
+    /// What the registry was last told: in the middle of a request or its answer (not evictable).
+    private var markedBusy = false
 
     init(
         stream: TLSStream, configuration: HTTPServerConfiguration, handler: @escaping HTTPServer.Handler,
@@ -69,6 +71,30 @@ final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
             self.cancelTimers()
             self.stream.close()
         }
+    }
+
+    /// Evicted by the registry to make room (fair shares): it no longer counts. Closes at once unless it started a
+    /// request meanwhile (the registry chose it idle); then once that request is answered. Any thread.
+    func evict() {
+        loop.execute { [self] in
+            guard !self.closed, !self.closing else { return }
+            if self.inFlight != nil || self.parser.phase == .body {
+                self.closeAfterResponse = true
+                return
+            }
+            self.closing = true
+            self.cancelTimers()
+            self.bodyStream?.connectionClosed()
+            self.bodyStream = nil
+            self.stream.close()
+        }
+    }
+
+    /// Tells the registry whether this connection is busy, when that changed.
+    private func setBusy(_ busy: Bool) {
+        guard busy != markedBusy else { return }
+        markedBusy = busy
+        registry.setBusy(self, busy)
     }
 
     // MARK: TLSStreamDelegate (loop)
@@ -110,7 +136,9 @@ final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
                 switch parser.phase {
                 case .idle: break  // the connection-start header timer or the idle timer keeps running
                 case .head: if readTimerKind != .header { arm(.header) }
-                case .body: if readTimerKind != .body { arm(.body) }
+                case .body:
+                    setBusy(true)
+                    if readTimerKind != .body { arm(.body) }
                 }
                 return
             case .expectContinue:
@@ -127,6 +155,7 @@ final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
     }
 
     private func dispatch(_ request: HTTPRequest) {
+        setBusy(true)
         cancelReadTimer()
         nextRequestID &+= 1
         let id = nextRequestID
@@ -168,6 +197,7 @@ final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
             stream.close()
             return
         }
+        setBusy(false)
         arm(.idle)
         processInput()
     }
