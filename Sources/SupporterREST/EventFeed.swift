@@ -28,8 +28,9 @@ final class EventFeed: Sendable {
     static let maxSubscribers = 256
     /// Streams one account, or one admin token, may hold at once.
     static let maxPerAccount = 8
-    /// Streams one client address key may hold at once.
-    static let maxPerSource = 32
+    /// Streams one client address key may hold at once: half its connections (``HTTPServerConfiguration``'s
+    /// `maxConnectionsPerAddress`, 32), so that a source holding its share of streams can still make API calls.
+    static let maxPerSource = 16
     static let pollInterval: Duration = .milliseconds(250)
     static let keepaliveInterval: Duration = .seconds(15)
     /// Rows read per query.
