@@ -13,10 +13,12 @@ extension RESTRouter {
             let (secret, session, account) = try await node.signIn(
                 login: input.login, password: input.password, address: address,
                 knownSignIn: BrowserSecurity.cookie(BrowserSecurity.knownCookieName, of: request))
-            var headers: HTTPHeaders = ["Set-Cookie": BrowserSecurity.sessionCookie(secret)]
+            // The proof's cookie first, the session's last (a client that keeps one `Set-Cookie` keeps the session).
+            var headers = HTTPHeaders()
             if let proof = node.knownSignInProof(login: account.login) {
                 headers.add(name: "Set-Cookie", value: BrowserSecurity.knownSignInCookie(proof))
             }
+            headers.add(name: "Set-Cookie", value: BrowserSecurity.sessionCookie(secret))
             return .api(
                 .ok, encoding: APISignedIn(account: APIAccount(account), csrfToken: session.csrfToken), headers: headers)
         } catch {
