@@ -40,6 +40,9 @@ final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
     private let maxPipelinedBytes: Int
     /// What the registry was last told: in the middle of a request or its answer (not evictable).
     private var markedBusy = false
+    /// The request whose answer is held (``HTTPResponse/delay``), and its timer.
+    private var holding: UInt64?
+    private var holdTimer: LoopTimer?
 
     init(
         stream: TLSStream, configuration: HTTPServerConfiguration, handler: @escaping HTTPServer.Handler,
@@ -78,7 +81,7 @@ final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
     func evict() {
         loop.execute { [self] in
             guard !self.closed, !self.closing else { return }
-            if self.inFlight != nil || self.parser.phase == .body {
+            if self.holding == nil, self.inFlight != nil || self.parser.phase == .body {
                 self.closeAfterResponse = true
                 return
             }
@@ -182,6 +185,23 @@ final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
     /// The handler's answer, on the loop.
     private func answer(_ id: UInt64, _ handlerResponse: HTTPResponse) {
         guard !closed, let current = inFlight, current.id == id else { return }  // timed out or closed meanwhile
+        if let delay = handlerResponse.delay, delay > .zero, !closing {
+            // Held: evictable meanwhile; the handler's time is over.
+            handlerTimer?.cancel()
+            handlerTimer = nil
+            holding = id
+            setBusy(false)
+            var held = handlerResponse
+            held.delay = nil
+            holdTimer = loop.schedule(at: Deadline.now() + delay) { [weak self] in
+                guard let self, self.holding == id else { return }
+                self.holding = nil
+                self.holdTimer = nil
+                self.setBusy(true)
+                self.answer(id, held)
+            }
+            return
+        }
         let response = withConfiguredHeaders(handlerResponse)
         inFlight = nil
         handlerTimer?.cancel()
@@ -291,5 +311,8 @@ final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
         cancelReadTimer()
         handlerTimer?.cancel()
         handlerTimer = nil
+        holdTimer?.cancel()
+        holdTimer = nil
+        holding = nil
     }
 }

@@ -96,7 +96,7 @@ public final class HTTPServer: Sendable {
 /// (a stream holds its delegate weakly) until it closes.
 ///
 /// Fair shares (issue 20, finding 4): when the global cap is full, a newcomer whose key holds fewer connections than
-/// the biggest holder does not get refused; the biggest holder's oldest *idle* connection is evicted (closed) and the
+/// the biggest holder (even once admitted: at least two fewer now) does not get refused; the biggest holder's oldest *idle* connection is evicted (closed) and the
 /// newcomer takes its slot. Idle means not in the middle of a request or its answer: still in its TLS handshake,
 /// waiting for (or dribbling) a request head, or kept alive between requests. A connection receiving a body, whose
 /// request is being answered, or that carries an event stream is busy and never evicted. So a few dozen addresses
@@ -127,12 +127,14 @@ final class HTTPConnectionRegistry: Sendable {
             perAddress[key] = left > 0 ? left : nil
         }
 
-        /// The oldest idle connection of the biggest holder holding more than `newcomer`, if any; O(connections),
-        /// and only run when the cap is full.
+        /// The oldest idle connection of the biggest holder holding more than `newcomer` + 1, if any;
+        /// O(connections), and only run when the cap is full.
         func victim(holdingMoreThan newcomer: Int) -> ObjectIdentifier? {
             var best: (id: ObjectIdentifier, held: Int, order: UInt64)?
             for (id, entry) in connections where !entry.busy {
-                guard let key = entry.key, let held = perAddress[key], held > newcomer else { continue }
+                // Admitted, the newcomer must still hold fewer than the holder it takes from: holders of about the
+                // same size never take slots from each other in turn.
+                guard let key = entry.key, let held = perAddress[key], held > newcomer + 1 else { continue }
                 if let current = best, current.held > held || current.held == held && current.order < entry.order {
                     continue
                 }

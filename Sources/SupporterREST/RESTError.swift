@@ -70,6 +70,9 @@ public struct RESTError: Error, Sendable, Hashable, CustomStringConvertible {
     public var allowedMethods: String?
     /// For ``Kind/duplicateHeader``: the header field sent more than once, as this API spells it (`Origin`).
     public var header: String?
+    /// How long the connection holds the answer before writing it (``HTTPResponse/delay``): a refused sign-in's 429
+    /// is held 1 s, so that a flood costs the node one cheap answer per second per connection.
+    public var delay: Duration?
 
     public init(_ kind: Kind, _ message: String, retryAfter: Duration? = nil, allowedMethods: String? = nil) {
         self.kind = kind
@@ -117,6 +120,7 @@ public struct RESTError: Error, Sendable, Hashable, CustomStringConvertible {
         if kind == .unauthorized { response.headers.replaceOrAdd(name: "WWW-Authenticate", value: #"Bearer realm="rsup""#) }
         if let retryAfter { response.headers.replaceOrAdd(name: "Retry-After", value: "\(Self.seconds(retryAfter))") }
         if let allowedMethods { response.headers.replaceOrAdd(name: "Allow", value: allowedMethods) }
+        response.delay = delay
         return response
     }
 

@@ -4,6 +4,9 @@ import SupporterNode
 
 /// Sign-in and sign-out, accounts and API tokens (admins), the audit trail and the event stream.
 extension RESTRouter {
+    /// How long a refused sign-in's 429 is held before it is written.
+    static let refusedSignInDelay: Duration = .seconds(1)
+
     func signIn(_ request: HTTPRequest) async throws(RESTError) -> HTTPResponse {
         // Login CSRF: another site must not sign a browser in to an account of its choosing.
         try BrowserSecurity.checkSameOrigin(request)
@@ -25,7 +28,12 @@ extension RESTRouter {
             switch error.kind {
             case .wrongCredentials: throw RESTError(.unauthorized, error.description)
             case .disabled: throw RESTError(.forbidden, error.description)
-            case .rateLimited(let wait): throw RESTError(.tooManyRequests, error.description, retryAfter: wait)
+            case .rateLimited(let wait):
+                // Held for a second (never longer than the block): a client that hammers gets one answer a second
+                // per connection, and the flood's 429s cost the node next to nothing (issue 20, finding 10).
+                var refusal = RESTError(.tooManyRequests, error.description, retryAfter: wait)
+                refusal.delay = min(wait, Self.refusedSignInDelay)
+                throw refusal
             case .busy: throw RESTError(.unavailable, error.description, retryAfter: .seconds(1))
             }
         }

@@ -470,6 +470,42 @@ extension HTTPIntegration {
                 #expect(fixture.server.evictedConnections == 0)
             }
         }
+
+        @Test func aHeldAnswerIsWrittenAfterItsDelayAndItsConnectionIsIdleMeanwhile() async throws {
+            let calls = Locked(0)
+            let handler: HTTPServer.Handler = { request in
+                calls.withLock { $0 += 1 }
+                var response = HTTPResponse.text(.tooManyRequests, "held")
+                response.delay = request.path == "/long" ? .seconds(600) : .milliseconds(50)
+                return response
+            }
+            try await withServer(configure: { $0.maxConnections = 2 }, handler: handler) { fixture in
+                let client = try PythonClient(
+                    fixture,
+                    """
+                    held = [tls("127.0.0.1") for _ in range(2)]
+                    held[0].sendall(b"GET /short HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
+                    answer = held[0].recv(1000).decode()[:12]
+                    for s in held: s.sendall(b"GET /long HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
+                    wait_go()
+                    s = tls("127.0.0.2"); s.sendall(b"GET /short HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
+                    newcomer = s.recv(100).decode()[:12]
+                    deadline = time.time() + 10
+                    while not any(closed_by_server(c) for c in held) and time.time() < deadline: time.sleep(0.02)
+                    print(json.dumps({"answer": answer, "newcomer": newcomer,
+                                      "evicted": sum(1 for c in held if closed_by_server(c))}))
+                    """)
+                try await client.waitReady()
+                try await eventually("both held answers to wait") {
+                    calls.withLock { $0 } == 3 && fixture.server.connectionCount == 2
+                }
+                client.go()
+                let result = try await client.result()
+                #expect(result["answer"] as? String == "HTTP/1.1 429", "the held answer comes: \(result)")
+                #expect(result["newcomer"] as? String == "HTTP/1.1 429", "a newcomer is served: \(result)")
+                #expect(result["evicted"] as? Int == 1, "a held connection is idle: \(result)")
+            }
+        }
     }
 
     /// A raw TLS client (openssl s_client) that sends part of a request and stalls.

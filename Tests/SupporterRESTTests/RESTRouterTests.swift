@@ -86,4 +86,23 @@ import SupporterNode
         #expect(!Self.containsRaw(missing.body), "\(String(decoding: missing.body, as: UTF8.self))")
         #expect(String(decoding: missing.body, as: UTF8.self).contains(#"\u202e"#))
     }
+
+    @Test func aRefusedSignInsAnswerIsHeldForASecondAndCostsNoPasswordCheck() async throws {
+        let fixture = try RouterFixture()
+        defer { fixture.stop() }
+        var statuses: [Int] = []
+        for _ in 0..<7 {
+            let answer = await fixture.handle(
+                .post, "/api/v1/login", body: #"{"login":"nobody","password":"a guess"}"#,
+                headers: [("Authorization", "")])
+            statuses.append(answer.status.code)
+            if answer.status == .tooManyRequests {
+                #expect(answer.delay.map { $0 > .zero && $0 <= .seconds(1) } == true, "the 429 is held: \(answer.delay as Any)")
+                #expect(answer.headers["Retry-After"] != nil)
+            } else {
+                #expect(answer.delay == nil)
+            }
+        }
+        #expect(statuses == [401, 401, 401, 401, 401, 401, 429], "\(statuses)")
+    }
 }
