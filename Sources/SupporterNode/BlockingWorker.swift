@@ -31,10 +31,13 @@ final class BlockingWorker: Sendable {
         var capacity = 32
         /// Jobs that may wait in the reserved lane.
         var reservedCapacity = 8
-        /// Jobs of one key that may wait or run at once (jobs without a key are not limited by it).
-        var perKey = 2
+        /// Jobs of one key that may wait or run at once (jobs without a key are not limited by it). 6 for sign-ins:
+        /// as many as ``LoginGuard`` lets one address have in flight (5 free failures and the one that blocks), so a
+        /// burst from one address gets exactly the checks the same attempts one after another would, and 6 addresses
+        /// fill the lane no more than 32 would; beyond that the lane's bound refuses (503, counted as a failure).
+        var perKey = 6
 
-        init(capacity: Int = 32, reservedCapacity: Int = 8, perKey: Int = 2) {
+        init(capacity: Int = 32, reservedCapacity: Int = 8, perKey: Int = 6) {
             self.capacity = capacity
             self.reservedCapacity = reservedCapacity
             self.perKey = perKey

@@ -45,7 +45,7 @@ import TestSupport
     static func hold(_ worker: BlockingWorker, _ gate: Gate) async throws -> Task<Int?, Never> {
         let started = Locked(false)
         let task = Task { await worker.run(key: "holder") { started.withLock { $0 = true }; gate.wait(); return 0 } }
-        try await eventually("the held job to start") { started.withLock { $0 } ? true : nil }
+        try await eventually("the held job to start", timeout: .seconds(60)) { started.withLock { $0 } ? true : nil }
         return task
     }
 
