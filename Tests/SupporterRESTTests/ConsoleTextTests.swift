@@ -5,8 +5,8 @@ import TestSupport
 
 /// The web console shows C1, bidi and other controls in server text visibly escaped (issue 20, finding 12): its one
 /// escaping function (Console/text.js) run by Node (tests/web/console_text_test.mjs), and the file served beside
-/// console.js, which imports it. (No browser here: Debian's chromium and Python's selenium are not installed on this
-/// machine, so tests/web/console_e2e.py cannot run; Node runs the function itself.)
+/// console.js, which imports it. In a real browser, tests/web/console_e2e.py's `controls-shown-escaped` scenario
+/// checks the page itself (CLITests' WebConsoleTests runs it when chromium and selenium are installed).
 @Suite struct ConsoleTextTests {
     static let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
