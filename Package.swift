@@ -69,7 +69,7 @@ let package = Package(
         .testTarget(name: "SupportSessionTests", dependencies: ["SupportSession"]),
         .testTarget(name: "SupporterNodeTests", dependencies: ["SupporterNode", "TestSupport"]),
         .testTarget(name: "SupportRegistryTests", dependencies: ["SupportRegistry", "TestSupport"]),
-        .testTarget(name: "SupporterRESTTests", dependencies: ["SupporterREST"]),
+        .testTarget(name: "SupporterRESTTests", dependencies: ["SupporterREST", "TestSupport"]),
         .testTarget(name: "SupportPostgresTests", dependencies: ["SupportPostgres", "TestSupport"]),
         // Certificates made at test time, shared by the test targets that speak TLS.
         .target(name: "TestSupport", path: "Tests/TestSupport"),

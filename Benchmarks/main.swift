@@ -12,6 +12,7 @@ let groups: [BenchmarkGroup] = [
     TLSBenchmark.group,
     NodesBenchmark.group,
     AbuseBenchmark.group,
+    RESTAbuseBenchmark.group,
     NodeCostBenchmark.group,
     ClusterBenchmark.group,
 ]
@@ -27,6 +28,10 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1] == NodesBenchmark.s
 // Hidden subcommand: the attackers and the legitimate device of the `abuse` group.
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == AbuseBenchmark.subcommand {
     AbuseBenchmark.childMain(Array(CommandLine.arguments.dropFirst(2)))
+}
+// Hidden subcommand: the attackers and the legitimate client of the `abuse-rest` group.
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == RESTAbuseBenchmark.subcommand {
+    RESTAbuseBenchmark.childMain(Array(CommandLine.arguments.dropFirst(2)))
 }
 
 // Hidden subcommand: the load generator child process of the `nodecost` group.

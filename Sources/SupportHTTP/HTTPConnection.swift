@@ -38,6 +38,11 @@ final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
     private var bodyStream: HTTPBodyStream?
     /// Bytes that may wait, unparsed, behind the request being answered.
     private let maxPipelinedBytes: Int
+    /// What the registry was last told: in the middle of a request or its answer (not evictable).
+    private var markedBusy = false
+    /// The request whose answer is held (``HTTPResponse/delay``), and its timer.
+    private var holding: UInt64?
+    private var holdTimer: LoopTimer?
 
     init(
         stream: TLSStream, configuration: HTTPServerConfiguration, handler: @escaping HTTPServer.Handler,
@@ -69,6 +74,30 @@ final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
             self.cancelTimers()
             self.stream.close()
         }
+    }
+
+    /// Evicted by the registry to make room (fair shares): it no longer counts. Closes at once unless it started a
+    /// request meanwhile (the registry chose it idle); then once that request is answered. Any thread.
+    func evict() {
+        loop.execute { [self] in
+            guard !self.closed, !self.closing else { return }
+            if self.holding == nil, self.inFlight != nil || self.parser.phase == .body {
+                self.closeAfterResponse = true
+                return
+            }
+            self.closing = true
+            self.cancelTimers()
+            self.bodyStream?.connectionClosed()
+            self.bodyStream = nil
+            self.stream.close()
+        }
+    }
+
+    /// Tells the registry whether this connection is busy, when that changed.
+    private func setBusy(_ busy: Bool) {
+        guard busy != markedBusy else { return }
+        markedBusy = busy
+        registry.setBusy(self, busy)
     }
 
     // MARK: TLSStreamDelegate (loop)
@@ -110,7 +139,9 @@ final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
                 switch parser.phase {
                 case .idle: break  // the connection-start header timer or the idle timer keeps running
                 case .head: if readTimerKind != .header { arm(.header) }
-                case .body: if readTimerKind != .body { arm(.body) }
+                case .body:
+                    setBusy(true)
+                    if readTimerKind != .body { arm(.body) }
                 }
                 return
             case .expectContinue:
@@ -127,6 +158,7 @@ final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
     }
 
     private func dispatch(_ request: HTTPRequest) {
+        setBusy(true)
         cancelReadTimer()
         nextRequestID &+= 1
         let id = nextRequestID
@@ -153,6 +185,23 @@ final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
     /// The handler's answer, on the loop.
     private func answer(_ id: UInt64, _ handlerResponse: HTTPResponse) {
         guard !closed, let current = inFlight, current.id == id else { return }  // timed out or closed meanwhile
+        if let delay = handlerResponse.delay, delay > .zero, !closing {
+            // Held: evictable meanwhile; the handler's time is over.
+            handlerTimer?.cancel()
+            handlerTimer = nil
+            holding = id
+            setBusy(false)
+            var held = handlerResponse
+            held.delay = nil
+            holdTimer = loop.schedule(at: Deadline.now() + delay) { [weak self] in
+                guard let self, self.holding == id else { return }
+                self.holding = nil
+                self.holdTimer = nil
+                self.setBusy(true)
+                self.answer(id, held)
+            }
+            return
+        }
         let response = withConfiguredHeaders(handlerResponse)
         inFlight = nil
         handlerTimer?.cancel()
@@ -168,6 +217,7 @@ final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
             stream.close()
             return
         }
+        setBusy(false)
         arm(.idle)
         processInput()
     }
@@ -261,5 +311,8 @@ final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
         cancelReadTimer()
         handlerTimer?.cancel()
         handlerTimer = nil
+        holdTimer?.cancel()
+        holdTimer = nil
+        holding = nil
     }
 }

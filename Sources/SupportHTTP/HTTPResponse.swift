@@ -14,12 +14,22 @@ public struct HTTPResponse: Sendable, Hashable {
     /// connection closes when the stream finishes.
     public var stream: HTTPBodyStream?
 
+    /// How long the connection holds this answer before writing it (a tarpit for refusals such as 429: a client that
+    /// hammers gets one answer per delay per connection, and costs the server next to nothing meanwhile). While held,
+    /// nothing more is read as a request and the connection counts as idle for the fair shares of
+    /// ``HTTPServerConfiguration/maxConnections`` (a newcomer may evict it). Nil or zero: written at once.
+    public var delay: Duration?
+
     /// A response from its parts.
-    public init(status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = [], stream: HTTPBodyStream? = nil) {
+    public init(
+        status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = [], stream: HTTPBodyStream? = nil,
+        delay: Duration? = nil
+    ) {
         self.status = status
         self.headers = headers
         self.body = body
         self.stream = stream
+        self.delay = delay
     }
 
     /// A JSON response from Foundation property-list values (`[String: Any]`, `[Any]`, `String`, numbers, `Bool`,

@@ -9,9 +9,12 @@ import SupportTransport
 /// turn, in order. Malformed requests get their status (400, 408, 413, 414, 417, 431, 501, 505) with a JSON error body
 /// and `Connection: close`. See ``HTTPServerConfiguration`` for the limits and timeouts.
 ///
-/// Connections beyond ``HTTPServerConfiguration/maxConnections`` in all, or beyond
-/// ``HTTPServerConfiguration/maxConnectionsPerAddress`` from one peer address, are closed as soon as they are accepted,
-/// before any TLS work (``refusedConnections`` counts them).
+/// Connections beyond ``HTTPServerConfiguration/maxConnectionsPerAddress`` from one peer address key are closed as
+/// soon as they are accepted, before any TLS work (``refusedConnections`` counts them). When
+/// ``HTTPServerConfiguration/maxConnections`` are open, a newcomer from a key holding fewer connections than the
+/// biggest holder takes the slot of that holder's oldest idle connection (still in TLS, waiting for or dribbling a
+/// request head, or kept alive between requests), which is closed (``evictedConnections``); otherwise it is refused
+/// too. So a few dozen addresses cannot hold the cap against a newcomer.
 public final class HTTPServer: Sendable {
     /// Answers one request. Runs off the event loops, so it may await; it cannot throw, and a slow one is answered
     /// for with 503 after ``HTTPServerConfiguration/handlerTimeout``.
@@ -75,6 +78,10 @@ public final class HTTPServer: Sendable {
     /// Connections closed at once since the server started because a connection cap was reached.
     public var refusedConnections: Int { registry.refused }
 
+    /// Idle connections closed since the server started to make room for a newcomer from a smaller holder (fair
+    /// shares of ``HTTPServerConfiguration/maxConnections``; see ``HTTPServer``).
+    public var evictedConnections: Int { registry.evicted }
+
     /// Stops accepting and closes every connection (cleanly, after what was written is sent); running handlers are
     /// cancelled and their answers dropped. Safe to call twice.
     public func close() {
@@ -85,15 +92,56 @@ public final class HTTPServer: Sendable {
     deinit { close() }
 }
 
-/// The open connections: their count for the caps (in all and per peer address), and a strong reference to each (a
-/// stream holds its delegate weakly) until it closes.
+/// The open connections: their count for the caps (in all and per peer address key), and a strong reference to each
+/// (a stream holds its delegate weakly) until it closes.
+///
+/// Fair shares (issue 20, finding 4): when the global cap is full, a newcomer whose key holds fewer connections than
+/// the biggest holder (even once admitted: at least two fewer now) does not get refused; the biggest holder's oldest *idle* connection is evicted (closed) and the
+/// newcomer takes its slot. Idle means not in the middle of a request or its answer: still in its TLS handshake,
+/// waiting for (or dribbling) a request head, or kept alive between requests. A connection receiving a body, whose
+/// request is being answered, or that carries an event stream is busy and never evicted. So a few dozen addresses
+/// holding idle connections cannot keep a newcomer out; only when every connection of every bigger holder is busy is
+/// the newcomer refused. Exempt proxies' connections are never evicted.
 final class HTTPConnectionRegistry: Sendable {
+    private struct Entry {
+        let connection: HTTPConnection
+        /// The key it counts against in `perAddress` (nil for an exempt proxy's).
+        let key: String?
+        /// Admission order: the lowest is the oldest.
+        let order: UInt64
+        /// In the middle of a request or its answer (or streaming): not evictable.
+        var busy = false
+    }
+
     private struct State {
-        /// Each open connection and the key it counts against in `perAddress` (nil for an exempt proxy's).
-        var connections: [ObjectIdentifier: (connection: HTTPConnection, key: String?)] = [:]
+        var connections: [ObjectIdentifier: Entry] = [:]
         var perAddress: [String: Int] = [:]
+        var nextOrder: UInt64 = 0
         var refused = 0
+        var evicted = 0
         var closed = false
+
+        mutating func forget(_ id: ObjectIdentifier) {
+            guard let entry = connections.removeValue(forKey: id), let key = entry.key else { return }
+            let left = perAddress[key, default: 1] - 1
+            perAddress[key] = left > 0 ? left : nil
+        }
+
+        /// The oldest idle connection of the biggest holder holding more than `newcomer` + 1, if any;
+        /// O(connections), and only run when the cap is full.
+        func victim(holdingMoreThan newcomer: Int) -> ObjectIdentifier? {
+            var best: (id: ObjectIdentifier, held: Int, order: UInt64)?
+            for (id, entry) in connections where !entry.busy {
+                // Admitted, the newcomer must still hold fewer than the holder it takes from: holders of about the
+                // same size never take slots from each other in turn.
+                guard let key = entry.key, let held = perAddress[key], held > newcomer + 1 else { continue }
+                if let current = best, current.held > held || current.held == held && current.order < entry.order {
+                    continue
+                }
+                best = (id, held, entry.order)
+            }
+            return best?.id
+        }
     }
     private let state = Mutex(State())
     let maxConnections: Int
@@ -109,33 +157,47 @@ final class HTTPConnectionRegistry: Sendable {
 
     var count: Int { state.withLock { $0.connections.count } }
     var refused: Int { state.withLock { $0.refused } }
+    var evicted: Int { state.withLock { $0.evicted } }
 
-    /// Registers `connection` from `address` (canonical) unless the server is closed or a cap is reached. The
+    /// Registers `connection` from `address` (canonical) unless the server is closed, its key's cap is reached, or the
+    /// global cap is reached and no bigger holder has an idle connection to evict (see the type's comment). The
     /// per-address cap counts the address's key (``IPAddressText/sourceKey(_:)``: an IPv6 peer's whole /64). An exempt
     /// proxy is exempt by its own address, and its connections do not count against its neighbours' key.
     func admit(_ connection: HTTPConnection, address: String) -> Bool {
         let key = unlimited.contains(address) ? nil : IPAddressText.sourceKey(address)
-        return state.withLock { state in
-            guard !state.closed else { return false }
+        let (admitted, victim) = state.withLock { state -> (Bool, HTTPConnection?) in
+            guard !state.closed else { return (false, nil) }
             let fromAddress = key.map { state.perAddress[$0, default: 0] } ?? 0
-            guard state.connections.count < maxConnections, key == nil || fromAddress < maxConnectionsPerAddress else {
+            guard key == nil || fromAddress < maxConnectionsPerAddress else {
                 state.refused += 1
-                return false
+                return (false, nil)
             }
-            state.connections[ObjectIdentifier(connection)] = (connection, key)
+            var victim: HTTPConnection?
+            if state.connections.count >= maxConnections {
+                guard let id = state.victim(holdingMoreThan: fromAddress) else {
+                    state.refused += 1
+                    return (false, nil)
+                }
+                victim = state.connections[id]?.connection
+                state.forget(id)
+                state.evicted += 1
+            }
+            state.nextOrder += 1
+            state.connections[ObjectIdentifier(connection)] = Entry(connection: connection, key: key, order: state.nextOrder)
             if let key { state.perAddress[key] = fromAddress + 1 }
-            return true
+            return (true, victim)
         }
+        victim?.evict()
+        return admitted
+    }
+
+    /// The connection started (`busy`) or finished (`!busy`) a request or its answer.
+    func setBusy(_ connection: HTTPConnection, _ busy: Bool) {
+        state.withLock { $0.connections[ObjectIdentifier(connection)]?.busy = busy }
     }
 
     func remove(_ connection: HTTPConnection) {
-        state.withLock { state in
-            guard let (_, counted) = state.connections.removeValue(forKey: ObjectIdentifier(connection)),
-                let key = counted
-            else { return }
-            let left = state.perAddress[key, default: 1] - 1
-            state.perAddress[key] = left > 0 ? left : nil
-        }
+        state.withLock { $0.forget(ObjectIdentifier(connection)) }
     }
 
     /// Refuses new connections from now on and returns the open ones.

@@ -15,7 +15,9 @@ public struct HTTPServerConfiguration: Sendable, Hashable {
     /// How long the handler may take; then the client gets 503 and the connection closes (the handler's task is
     /// cancelled and its late answer dropped).
     public var handlerTimeout: Duration = .seconds(30)
-    /// Open connections beyond which new ones are closed at once (before TLS).
+    /// Open connections in all. At the cap a newcomer from an address key holding fewer connections than the biggest
+    /// holder takes the slot of that holder's oldest idle connection (closed); otherwise it is closed at once (before
+    /// TLS). See ``HTTPServer``.
     public var maxConnections = 1024
     /// Open connections from one peer address beyond which new ones from it are closed at once (before TLS), so one
     /// address cannot take the whole of ``maxConnections`` with idle connections.

@@ -85,6 +85,17 @@ public struct PasswordHash: Sendable, Hashable, CustomStringConvertible {
         return difference == 0
     }
 
+    /// HMAC-SHA256 (RFC 2104) of `message` keyed by this hash's derived key: a proof that whoever made it could read
+    /// the stored hash (the node), which no one can make without it, and which a new password (a new salt and key)
+    /// invalidates. Cheap (two SHA-256): it costs nothing like checking a password.
+    public func authenticationCode(for message: [UInt8]) -> [UInt8] {
+        let blockSize = 64
+        var block = key.count > blockSize ? SHA256.hash(key) : key
+        block += [UInt8](repeating: 0, count: blockSize - block.count)
+        let inner = SHA256.hash(block.map { $0 ^ 0x36 } + message)
+        return SHA256.hash(block.map { $0 ^ 0x5C } + inner)
+    }
+
     /// Whether this hash was made with weaker parameters than `parameters`: re-hash the password after a sign-in.
     public func needsUpgrade(to parameters: Parameters = .standard) -> Bool {
         self.parameters.logN < parameters.logN || self.parameters.r < parameters.r || self.parameters.p < parameters.p

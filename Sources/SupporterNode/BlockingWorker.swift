@@ -2,40 +2,127 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// A thread for blocking work asked for by async callers: scrypt (hashing and checking passwords, 50–100 ms each) and
-/// synchronous store writes (API tokens), so that it never runs on an event loop or holds one of Swift's cooperative
-/// threads. One job at a time; at most ``capacity`` wait, and a job beyond
-/// that is refused at once (the caller answers "busy, try again") rather than queued without end.
+/// A thread for blocking work asked for by async callers — scrypt (hashing and checking passwords, 50–100 ms each) on
+/// the node's password worker, synchronous store writes (API tokens) on its store worker — so that it never runs on an
+/// event loop or holds one of Swift's cooperative threads. One job at a time.
+///
+/// Admission happens before anything waits (issue 20, finding 2): a job is refused at once (`nil`: the caller
+/// answers "busy, try again") rather than queued without end when
+/// - its lane is full: at most ``Limits/capacity`` jobs wait in the normal lane, ``Limits/reservedCapacity`` in the
+///   reserved one;
+/// - its key (a client's source address key, say) already has ``Limits/perKey`` jobs waiting or running, so that a
+///   few keys cannot fill the lane against the others.
+///
+/// Two lanes: a job of the ``Lane/reserved`` lane runs before every job waiting in the ``Lane/normal`` lane (the
+/// caller decides who deserves it, e.g. a sign-in that proved an earlier success); within a lane, in order. Waiting
+/// jobs are taken from the head of their lane in O(1).
 final class BlockingWorker: Sendable {
+    /// Which queue a job waits in.
+    enum Lane: Sendable {
+        /// Everyone else.
+        case normal
+        /// Served first.
+        case reserved
+    }
+
+    /// The bounds of the queues.
+    struct Limits: Sendable, Hashable {
+        /// Jobs that may wait in the normal lane.
+        var capacity = 32
+        /// Jobs that may wait in the reserved lane.
+        var reservedCapacity = 8
+        /// Jobs of one key that may wait or run at once (jobs without a key are not limited by it). 6 for sign-ins:
+        /// as many as ``LoginGuard`` lets one address have in flight (5 free failures and the one that blocks), so a
+        /// burst from one address gets exactly the checks the same attempts one after another would, and 6 addresses
+        /// fill the lane no more than 32 would; beyond that the lane's bound refuses (503, counted as a failure).
+        var perKey = 6
+
+        init(capacity: Int = 32, reservedCapacity: Int = 8, perKey: Int = 6) {
+            self.capacity = capacity
+            self.reservedCapacity = reservedCapacity
+            self.perKey = perKey
+        }
+    }
+
+    /// A first-in, first-out queue of jobs with an O(1) dequeue (a head index; the storage is compacted when the head
+    /// passes half of it).
+    private struct Queue {
+        private var jobs: [Job] = []
+        private var head = 0
+        var count: Int { jobs.count - head }
+        mutating func append(_ job: @escaping Job) { jobs.append(job) }
+        mutating func popFirst() -> Job? {
+            guard head < jobs.count else { return nil }
+            let job = jobs[head]
+            head += 1
+            if head == jobs.count {
+                jobs.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head > 32, head * 2 > jobs.count {
+                jobs.removeFirst(head)
+                head = 0
+            }
+            return job
+        }
+    }
+
+    private typealias Job = @Sendable () -> Void
+
     private struct State {
-        var jobs: [@Sendable () -> Void] = []
+        var normal = Queue()
+        var reserved = Queue()
+        /// Jobs waiting or running per key.
+        var perKey: [String: Int] = [:]
         var stopping = false
         /// The thread starts with the first job: a worker that never gets one (a node whose init failed after making
         /// it) leaves no thread behind.
         var threadStarted = false
+        var completed = 0
+        var refused = 0
     }
 
-    /// Jobs that may wait.
-    let capacity: Int
+    let limits: Limits
+    /// The thread's name.
+    let name: String
     private let state = Mutex(State())
     private let wake = DispatchSemaphore(value: 0)
 
-    init(capacity: Int = 32) {
-        self.capacity = capacity
+    init(name: String = "rsup-blocking", limits: Limits = Limits()) {
+        self.name = name
+        self.limits = limits
     }
 
-    /// Runs `work` on the worker's thread; nil when ``capacity`` jobs are waiting already (or the worker stopped).
-    func run<Result: Sendable>(_ work: @escaping @Sendable () -> Result) async -> Result? {
+    /// Jobs that may wait in the normal lane.
+    var capacity: Int { limits.capacity }
+
+    /// Runs `work` on the worker's thread after the jobs waiting ahead of it in `lane` (and, for the normal lane, after
+    /// every reserved job); nil when it was refused: its lane is full, `key` has ``Limits/perKey`` jobs waiting or
+    /// running, or the worker stopped.
+    func run<Result: Sendable>(
+        lane: Lane = .normal, key: String? = nil, _ work: @escaping @Sendable () -> Result
+    ) async -> Result? {
         await withCheckedContinuation { (continuation: CheckedContinuation<Result?, Never>) in
             let (queued, startThread) = state.withLock { state -> (Bool, Bool) in
-                guard !state.stopping, state.jobs.count < capacity else { return (false, false) }
-                state.jobs.append { continuation.resume(returning: work()) }
+                let waiting = lane == .normal ? state.normal.count : state.reserved.count
+                let room = lane == .normal ? limits.capacity : limits.reservedCapacity
+                guard !state.stopping, waiting < room, key.map({ state.perKey[$0, default: 0] < limits.perKey }) ?? true
+                else {
+                    state.refused += 1
+                    return (false, false)
+                }
+                let job: Job = { [self] in
+                    let result = work()
+                    finished(key)  // before the caller goes on, so that its next job finds its key's room
+                    continuation.resume(returning: result)
+                }
+                if lane == .normal { state.normal.append(job) } else { state.reserved.append(job) }
+                if let key { state.perKey[key, default: 0] += 1 }
                 defer { state.threadStarted = true }
                 return (true, !state.threadStarted)
             }
             if startThread {
                 let thread = Thread { [self] in self.loop() }
-                thread.name = "rsup-blocking"
+                thread.name = name
                 thread.start()
             }
             if queued { wake.signal() } else { continuation.resume(returning: nil) }
@@ -45,21 +132,35 @@ final class BlockingWorker: Sendable {
     /// Whether the thread was started (by a first job).
     var hasThread: Bool { state.withLock { $0.threadStarted } }
 
+    /// Jobs run to the end, and jobs refused, since the worker was made.
+    var counts: (completed: Int, refused: Int) { state.withLock { ($0.completed, $0.refused) } }
+
+    /// Jobs waiting in each lane now.
+    var waiting: (normal: Int, reserved: Int) { state.withLock { ($0.normal.count, $0.reserved.count) } }
+
     /// Ends the thread once the waiting jobs ran; later jobs are refused.
     func stop() {
         state.withLock { $0.stopping = true }
         wake.signal()
     }
 
+    /// A job of `key` ran.
+    private func finished(_ key: String?) {
+        state.withLock { state in
+            state.completed += 1
+            guard let key else { return }
+            let left = state.perKey[key, default: 1] - 1
+            state.perKey[key] = left > 0 ? left : nil
+        }
+    }
+
     private func loop() {
         while true {
             wake.wait()
-            while let job = state.withLock({ state -> (@Sendable () -> Void)? in
-                state.jobs.isEmpty ? nil : state.jobs.removeFirst()
-            }) {
+            while let job = state.withLock({ state in state.reserved.popFirst() ?? state.normal.popFirst() }) {
                 job()
             }
-            if state.withLock({ $0.stopping && $0.jobs.isEmpty }) { return }
+            if state.withLock({ $0.stopping && $0.normal.count == 0 && $0.reserved.count == 0 }) { return }
         }
     }
 }

@@ -164,8 +164,17 @@ extension SupporterNode {
     /// Checks `login` and `password` from `address` and opens a login session. Rate-limited per address and account
     /// (``LoginGuard``) before any hashing; failures are audited at most once a minute per address (the rest counted).
     /// Returns the session's secret (the cookie value) with the session and the account.
-    public func signIn(login: String, password: String, address: String) async throws(SignInError)
-        -> (secret: String, session: LoginSession, account: SupporterAccount)
+    ///
+    /// Admission to the password worker (issue 20, finding 2), before anything waits: at most
+    /// ``BlockingWorker/Limits/perKey`` checks per source address key (an IPv6 client's /64) wait or run at once, and
+    /// ``BlockingWorker/Limits/capacity`` in all; a sign-in refused for lack of room (``SignInError/Kind/busy``, 503)
+    /// counts as a failed attempt for the address and the login, so a flood of them ends in the flood's own block.
+    /// A sign-in carrying a valid `knownSignIn` proof for `login` (``knownSignInProof(login:)``, handed out at an
+    /// earlier success) is checked in the reserved lane, before every other waiting check: the owner of an account
+    /// signs in promptly while strangers fill the queue. A refused attempt (429) costs no hash, no store write and no
+    /// audit row beyond the throttled ones.
+    public func signIn(login: String, password: String, address: String, knownSignIn: String? = nil)
+        async throws(SignInError) -> (secret: String, session: LoginSession, account: SupporterAccount)
     {
         let clock = Self.clock(Date())
         // The audit throttle counts the address's key (an IPv6 client's whole /64, as LoginGuard does itself).
@@ -177,8 +186,13 @@ extension SupporterNode {
         if let blocked { throw SignInError(kind: .rateLimited(retryAfter: blocked)) }
         // An unknown login costs a hash too, so timing does not tell which logins exist.
         let stored = record.flatMap { PasswordHash($0.passwordHash) } ?? Self.decoyHash
-        guard let matches = await passwords.run({ stored?.verify(password) ?? false }) else {
-            state.withLock { $0.loginGuard.finishAttempt(login: login, address: address, .unchecked, now: clock) }
+        let known = record != nil && Self.isValid(knownSignIn, login: login, hash: stored, now: Date())
+        // The reserved lane's key is the login: the owner's proof is not crowded out by neighbours behind its address.
+        let check = await passwords.run(lane: known ? .reserved : .normal, key: known ? "login:" + login : key) {
+            stored?.verify(password) ?? false
+        }
+        guard let matches = check else {
+            state.withLock { $0.loginGuard.finishAttempt(login: login, address: address, .wrong, now: clock) }
             throw SignInError(kind: .busy)
         }
         let now = Date()
@@ -220,9 +234,44 @@ extension SupporterNode {
         return (opened.secret, opened.session, account)
     }
 
+    /// How long a proof of ``knownSignInProof(login:)`` stays valid.
+    public static let knownSignInLifetime: TimeInterval = 30 * 24 * 3600
+
+    /// A proof that whoever holds it signed in to `login` (the REST API hands it out after a successful sign-in, as
+    /// the cookie `rsup_known`): `login:expiry:mac`, the expiry in Unix seconds, the MAC an HMAC-SHA256 of
+    /// `rsup-known-sign-in:login:expiry` keyed by the account's stored password hash
+    /// (``PasswordHash/authenticationCode(for:)``). No one without the store can make one; a new password ends every
+    /// proof of the old one. It only moves a sign-in to the reserved lane: the password is still checked, and the
+    /// limits still apply. Nil for an unknown login.
+    public func knownSignInProof(login: String) -> String? {
+        guard let hash = state.withLock({ $0.accounts[login] }).flatMap({ PasswordHash($0.passwordHash) }) else {
+            return nil
+        }
+        let expiry = Int64(Date().timeIntervalSince1970 + Self.knownSignInLifetime)
+        return "\(login):\(expiry):" + Hex.encode(Self.knownSignInCode(login: login, expiry: expiry, hash: hash))
+    }
+
+    private static func knownSignInCode(login: String, expiry: Int64, hash: PasswordHash) -> [UInt8] {
+        hash.authenticationCode(for: Array("rsup-known-sign-in:\(login):\(expiry)".utf8))
+    }
+
+    /// Whether `proof` is a live ``knownSignInProof(login:)`` of `login` for `hash` (compared in constant time).
+    static func isValid(_ proof: String?, login: String, hash: PasswordHash?, now: Date) -> Bool {
+        guard let proof, let hash else { return false }
+        let parts = proof.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0] == login, let expiry = Int64(parts[1]),
+            Double(expiry) > now.timeIntervalSince1970, let given = Hex.decode(String(parts[2]))
+        else { return false }
+        let wanted = knownSignInCode(login: login, expiry: expiry, hash: hash)
+        guard given.count == wanted.count else { return false }
+        var difference: UInt8 = 0
+        for (a, b) in zip(given, wanted) { difference |= a ^ b }
+        return difference == 0
+    }
+
     /// Stores `password` hashed with today's parameters for `login` (its old hash was weaker); sessions stay.
     func upgradeHash(of login: String, password: String) async {
-        guard let hash = try? await hashPassword(password) else { return }
+        guard let hash = try? await hashPassword(password, lane: .normal) else { return }
         let record = state.withLock { state -> SupporterAccountRecord? in
             guard var record = state.accounts[login], record.state == .active else { return nil }
             record.passwordHash = hash
@@ -319,8 +368,15 @@ extension SupporterNode {
         }
     }
 
-    private func hashPassword(_ password: String) async throws(SupporterNodeError) -> String {
-        guard let result = await passwords.run({ Result { () throws(PasswordHashError) in try PasswordHash.make(password: password) } })
+    /// Hashes a new password: an admin's (creating an account, changing a password) in the reserved lane, an upgrade
+    /// after a sign-in in the normal one.
+    private func hashPassword(_ password: String, lane: BlockingWorker.Lane = .reserved) async throws(SupporterNodeError)
+        -> String
+    {
+        let make: @Sendable () -> Result<PasswordHash, PasswordHashError> = {
+            Result { () throws(PasswordHashError) in try PasswordHash.make(password: password) }
+        }
+        guard let result = await passwords.run(lane: lane, make)
         else { throw SupporterNodeError("the node is busy hashing other passwords; try again", kind: .busy) }
         switch result {
         case .success(let hash): return hash.description
@@ -328,12 +384,12 @@ extension SupporterNode {
         }
     }
 
-    /// Runs blocking `work` (a synchronous store write) on the node's worker thread, off the cooperative pool;
-    /// `busy` when too much such work waits.
+    /// Runs blocking `work` (a synchronous store write) on the node's store worker thread, off the cooperative pool
+    /// and never behind password hashing (its own thread); `busy` when too much such work waits.
     public func run<Result: Sendable>(_ work: @escaping @Sendable () throws(SupporterNodeError) -> Result)
         async throws(SupporterNodeError) -> Result
     {
-        guard let result = await passwords.run({ Swift.Result { () throws(SupporterNodeError) in try work() } }) else {
+        guard let result = await storeWork.run({ Swift.Result { () throws(SupporterNodeError) in try work() } }) else {
             throw SupporterNodeError("the node is busy; try again", kind: .busy)
         }
         return try result.get()

@@ -24,8 +24,12 @@ public final class SupporterNode: Sendable {
     let store: any StoreEngine
     /// The other nodes sharing the database (PostgreSQL only).
     let cluster: ClusterPeers?
-    /// Hashes and checks passwords (and other blocking work of async callers) off every loop and cooperative thread.
-    let passwords = BlockingWorker()
+    /// Hashes and checks passwords off every loop and cooperative thread: sign-ins (admitted per source address key,
+    /// a sign-in that proves an earlier success in the reserved lane) and admins' new passwords (reserved lane).
+    let passwords = BlockingWorker(name: "rsup-passwords")
+    /// Other blocking work of async callers (synchronous store writes: API tokens), on a thread of its own, so that it
+    /// never waits behind password hashing (issue 20, finding 2).
+    let storeWork = BlockingWorker(name: "rsup-store-work")
     let state: Mutex<NodeState>
     let handshakeLog: RateLimitedLog
     private let eventContinuation: AsyncStream<SupporterNodeEvent>.Continuation
@@ -224,6 +228,7 @@ public final class SupporterNode: Sendable {
         stopClusterListener()
         store.stop()
         passwords.stop()
+        storeWork.stop()
         eventContinuation.finish()
     }
 

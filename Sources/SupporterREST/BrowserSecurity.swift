@@ -1,5 +1,6 @@
 import Foundation
 import SupportHTTP
+import SupporterNode
 
 /// What keeps a browser's ambient credentials from being used by other sites, and pages from being framed or
 /// injected: the login cookie's attributes, the CSRF check on every state-changing request made with the cookie, and
@@ -29,6 +30,23 @@ enum BrowserSecurity {
         "Cache-Control": "no-store",
     ]
 
+    /// Header fields a request may carry at most once: the ones that authenticate it or that the CSRF and origin checks
+    /// read, and the ones that frame or resume it. Taken first-wins, a duplicate would let a proxy in front (which may
+    /// read the last) and this node judge different requests. `X-Forwarded-For` is not here: it is a list, every field
+    /// of it is read, in order (``ClientAddressResolver``).
+    static let singleFields = [
+        "Authorization", "Cookie", "Origin", csrfHeader, "Sec-Fetch-Site", "Host", "Content-Length",
+        "Transfer-Encoding", "Content-Type", "Last-Event-ID",
+    ]
+
+    /// Refuses (400, ``RESTError/Kind/duplicateHeader`` naming the field) a request with two fields of one name of
+    /// ``singleFields`` (in any case; their values need not differ).
+    static func checkSingleFields(_ request: HTTPRequest) throws(RESTError) {
+        for name in singleFields where request.headers.values(for: name).count > 1 {
+            throw RESTError.duplicateHeader(name)
+        }
+    }
+
     /// `Set-Cookie` for a new login session: HttpOnly (no script reads it), Secure (HTTPS only), SameSite=Strict (no
     /// other site's request carries it), for the whole origin, ending with the browser session.
     static func sessionCookie(_ secret: String) -> String {
@@ -38,12 +56,26 @@ enum BrowserSecurity {
     /// `Set-Cookie` that removes the session cookie.
     static let clearedCookie = "\(cookieName)=; Path=/; HttpOnly; Secure; SameSite=Strict; Max-Age=0"
 
+    /// The cookie that proves an earlier sign-in (``SupporterNode/knownSignInProof(login:)``): sent back with
+    /// `POST /login` only (its path), it lets that sign-in be checked before strangers' (the reserved lane). It
+    /// outlives the browser session and sign-out (30 days), and is no credential: the password is still needed.
+    static let knownCookieName = "rsup_known"
+
+    /// `Set-Cookie` for a proof of ``knownCookieName``.
+    static func knownSignInCookie(_ proof: String) -> String {
+        "\(knownCookieName)=\(proof); Path=/api/v1/login; Max-Age=\(Int(SupporterNode.knownSignInLifetime)); HttpOnly; "
+            + "Secure; SameSite=Strict"
+    }
+
     /// The login session secret in the request's `Cookie` fields, if any.
-    static func sessionSecret(_ request: HTTPRequest) -> String? {
+    static func sessionSecret(_ request: HTTPRequest) -> String? { cookie(cookieName, of: request) }
+
+    /// The value of the cookie `name` in the request's `Cookie` fields, if any and not empty.
+    static func cookie(_ name: String, of request: HTTPRequest) -> String? {
         for field in request.headers.values(for: "Cookie") {
             for pair in field.split(separator: ";") {
                 let parts = pair.split(separator: "=", maxSplits: 1)
-                guard parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces) == cookieName else { continue }
+                guard parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces) == name else { continue }
                 let value = parts[1].trimmingCharacters(in: .whitespaces)
                 if !value.isEmpty { return value }
             }

@@ -12,12 +12,16 @@ public struct RESTError: Error, Sendable, Hashable, CustomStringConvertible {
             case badRequest = "bad_request", unauthorized, forbidden, notFound = "not_found"
             case methodNotAllowed = "method_not_allowed", conflict, unprocessable
             case tooManyRequests = "too_many_requests", unavailable, internalError = "internal_error"
+            case duplicateHeader = "duplicate_header"
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
 
         /// 400: the body is not a JSON object, or a query parameter is malformed.
         public static let badRequest = Kind(.badRequest)
+        /// 400: a header field that must appear at most once (``BrowserSecurity/singleFields``) appears more than once;
+        /// ``RESTError/header`` names it. The body's `code` stays `bad_request` (one word per status).
+        public static let duplicateHeader = Kind(.duplicateHeader)
         /// 401: no bearer token, or an unknown one.
         public static let unauthorized = Kind(.unauthorized)
         /// 403: a valid token that may not use the API (a device token).
@@ -40,7 +44,7 @@ public struct RESTError: Error, Sendable, Hashable, CustomStringConvertible {
         /// The HTTP status of this kind.
         public var status: HTTPStatus {
             switch base {
-            case .badRequest: .badRequest
+            case .badRequest, .duplicateHeader: .badRequest
             case .unauthorized: .unauthorized
             case .forbidden: .forbidden
             case .notFound: .notFound
@@ -64,12 +68,25 @@ public struct RESTError: Error, Sendable, Hashable, CustomStringConvertible {
     public var retryAfter: Duration?
     /// For ``Kind/methodNotAllowed``: the methods the path has, e.g. `GET, POST`.
     public var allowedMethods: String?
+    /// For ``Kind/duplicateHeader``: the header field sent more than once, as this API spells it (`Origin`).
+    public var header: String?
+    /// How long the connection holds the answer before writing it (``HTTPResponse/delay``): a refused sign-in's 429
+    /// is held 1 s, so that a flood costs the node one cheap answer per second per connection.
+    public var delay: Duration?
 
     public init(_ kind: Kind, _ message: String, retryAfter: Duration? = nil, allowedMethods: String? = nil) {
         self.kind = kind
         self.message = message
         self.retryAfter = retryAfter
         self.allowedMethods = allowedMethods
+    }
+
+    /// 400 ``Kind/duplicateHeader`` for `name`.
+    static func duplicateHeader(_ name: String) -> RESTError {
+        var error = RESTError(
+            .duplicateHeader, "the request has more than one \(name) header; send it once (a proxy may read another)")
+        error.header = name
+        return error
     }
 
     /// 422 with `message`.
@@ -98,11 +115,12 @@ public struct RESTError: Error, Sendable, Hashable, CustomStringConvertible {
 
     /// The answer: the error body of protocol/openapi.yaml and the headers this kind needs.
     public var response: HTTPResponse {
-        var response = HTTPResponse.json(
+        var response = HTTPResponse.api(
             kind.status, encoding: APIErrorBody(status: kind.status.code, code: kind.status.errorCode, message: message))
         if kind == .unauthorized { response.headers.replaceOrAdd(name: "WWW-Authenticate", value: #"Bearer realm="rsup""#) }
         if let retryAfter { response.headers.replaceOrAdd(name: "Retry-After", value: "\(Self.seconds(retryAfter))") }
         if let allowedMethods { response.headers.replaceOrAdd(name: "Allow", value: allowedMethods) }
+        response.delay = delay
         return response
     }
 

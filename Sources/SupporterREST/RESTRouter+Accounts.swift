@@ -4,6 +4,9 @@ import SupporterNode
 
 /// Sign-in and sign-out, accounts and API tokens (admins), the audit trail and the event stream.
 extension RESTRouter {
+    /// How long a refused sign-in's 429 is held before it is written.
+    static let refusedSignInDelay: Duration = .seconds(1)
+
     func signIn(_ request: HTTPRequest) async throws(RESTError) -> HTTPResponse {
         // Login CSRF: another site must not sign a browser in to an account of its choosing.
         try BrowserSecurity.checkSameOrigin(request)
@@ -11,15 +14,27 @@ extension RESTRouter {
         let address = clientAddress(request)
         do throws(SignInError) {
             let (secret, session, account) = try await node.signIn(
-                login: input.login, password: input.password, address: address)
-            return .json(
-                .ok, encoding: APISignedIn(account: APIAccount(account), csrfToken: session.csrfToken),
-                headers: ["Set-Cookie": BrowserSecurity.sessionCookie(secret)])
+                login: input.login, password: input.password, address: address,
+                knownSignIn: BrowserSecurity.cookie(BrowserSecurity.knownCookieName, of: request))
+            // The proof's cookie first, the session's last (a client that keeps one `Set-Cookie` keeps the session).
+            var headers = HTTPHeaders()
+            if let proof = node.knownSignInProof(login: account.login) {
+                headers.add(name: "Set-Cookie", value: BrowserSecurity.knownSignInCookie(proof))
+            }
+            headers.add(name: "Set-Cookie", value: BrowserSecurity.sessionCookie(secret))
+            return .api(
+                .ok, encoding: APISignedIn(account: APIAccount(account), csrfToken: session.csrfToken), headers: headers)
         } catch {
             switch error.kind {
             case .wrongCredentials: throw RESTError(.unauthorized, error.description)
             case .disabled: throw RESTError(.forbidden, error.description)
-            case .rateLimited(let wait): throw RESTError(.tooManyRequests, error.description, retryAfter: wait)
+            case .rateLimited(let wait):
+                // Held for up to a second (half the block at most, so a client that waits for its answer still
+                // finds the block it was told of): a client that hammers gets about one answer a second per
+                // connection, and the flood's 429s cost the node next to nothing (issue 20, finding 10).
+                var refusal = RESTError(.tooManyRequests, error.description, retryAfter: wait)
+                refusal.delay = min(wait / 2, Self.refusedSignInDelay)
+                throw refusal
             case .busy: throw RESTError(.unavailable, error.description, retryAfter: .seconds(1))
             }
         }
@@ -73,7 +88,7 @@ extension RESTRouter {
         // A full page goes on after its last row; a page cut short by the 20-page bound goes on where reading stopped
         // (so a client is never told the trail ended when it did not).
         let next = events.count == limit ? events.last?.id : (reachedEnd ? nil : cursor)
-        return .json(.ok, encoding: APIAuditPage(events: events.map(APIAuditEvent.init), nextBeforeID: next))
+        return .api(.ok, encoding: APIAuditPage(events: events.map(APIAuditEvent.init), nextBeforeID: next))
     }
 
     /// `GET /events`: Server-Sent Events (``EventFeed``), resuming after `Last-Event-ID` when sent.
@@ -87,7 +102,15 @@ extension RESTRouter {
             }
             lastEventID = Int64(value)
         }
-        let stream = try feed.subscribe(principal, sessionSecret: sessionSecret, lastEventID: lastEventID)
+        let credential: EventFeed.Credential
+        if let sessionSecret {
+            credential = .session(sessionSecret)
+        } else if let token = AuthenticationGuard.bearerToken(request.headers["Authorization"]) {
+            credential = .token(token)
+        } else {
+            throw RESTError(.unauthorized, "missing bearer token: send 'Authorization: Bearer <admin token>'")
+        }
+        let stream = try feed.subscribe(principal, credential: credential, lastEventID: lastEventID)
         return HTTPResponse(
             status: .ok, headers: ["Content-Type": "text/event-stream", "Cache-Control": "no-store"], stream: stream)
     }
@@ -98,13 +121,13 @@ extension RESTRouter {
         do {
             guard let login else {
                 switch request.method {
-                case .get: return .json(.ok, encoding: APIAccountList(users: node.accounts().map(APIAccount.init)))
+                case .get: return .api(.ok, encoding: APIAccountList(users: node.accounts().map(APIAccount.init)))
                 case .post:
                     let input = try StrictJSON.decode(APIAccountCreate.self, from: request.body)
                     let account = try await node.addAccount(
                         login: input.login, displayName: input.displayName, role: input.role, password: input.password,
                         by: principal.actor)
-                    return .json(
+                    return .api(
                         .created, encoding: APIAccount(account), headers: ["Location": "/api/v1/users/\(account.login)"])
                 default:
                     throw RESTError(.methodNotAllowed, "\(request.method) is not allowed here", allowedMethods: "GET, POST")
@@ -113,10 +136,10 @@ extension RESTRouter {
             switch request.method {
             case .get:
                 guard let account = node.account(login) else { throw RESTError(.notFound, "no account '\(login)'") }
-                return .json(.ok, encoding: APIAccount(account))
+                return .api(.ok, encoding: APIAccount(account))
             case .put:
                 let input = try StrictJSON.decode(APIAccountUpdate.self, from: request.body)
-                return .json(.ok, encoding: APIAccount(try await node.changeAccount(login, input.change, by: principal.actor)))
+                return .api(.ok, encoding: APIAccount(try await node.changeAccount(login, input.change, by: principal.actor)))
             default:
                 throw RESTError(.methodNotAllowed, "\(request.method) is not allowed here", allowedMethods: "GET, PUT")
             }
@@ -132,14 +155,14 @@ extension RESTRouter {
             guard let id else {
                 switch request.method {
                 case .get:
-                    return .json(.ok, encoding: APITokenList(tokens: try node.apiTokens().map { APIToken(record: $0) }))
+                    return .api(.ok, encoding: APITokenList(tokens: try node.apiTokens().map { APIToken(record: $0) }))
                 case .post:
                     let input = try StrictJSON.decode(APITokenCreate.self, from: request.body)
                     let token = APITokenStore.makeToken(scope: input.scope)
                     let record = try await node.run { [node] () throws(SupporterNodeError) -> APITokenRecord in
                         try node.addAPIToken(token, scope: input.scope, label: input.label, by: principal.actor)
                     }
-                    return .json(.created, encoding: APIToken(record: record, token: token))
+                    return .api(.created, encoding: APIToken(record: record, token: token))
                 default:
                     throw RESTError(.methodNotAllowed, "\(request.method) is not allowed here", allowedMethods: "GET, POST")
                 }

@@ -17,7 +17,7 @@ extension RESTRouter {
         } catch {
             throw RESTError(error)
         }
-        return .json(
+        return .api(
             .created, encoding: APISession(info), headers: ["Location": "/api/v1/sessions/\(info.record.code)"])
     }
 
@@ -40,14 +40,14 @@ extension RESTRouter {
         }
         if principal.isAdmin {
             let page = node.codes(offset: offset, limit: limit)
-            return .json(
+            return .api(
                 .ok,
                 encoding: APISessionPage(
                     sessions: page.codes.map(APISession.init), total: page.total, offset: offset, limit: limit))
         }
         let visible = node.codes().filter { principal.mayWork(onCodeAssignedTo: $0.record.assignedSupporter) }
         let page = visible.dropFirst(offset).prefix(limit)
-        return .json(
+        return .api(
             .ok,
             encoding: APISessionPage(
                 sessions: page.map(APISession.init), total: visible.count, offset: offset, limit: limit))
@@ -70,7 +70,7 @@ extension RESTRouter {
     }
 
     func get(_ code: String, for principal: RESTPrincipal) throws(RESTError) -> HTTPResponse {
-        .json(.ok, encoding: APISession(try visibleCode(code, for: principal)))
+        .api(.ok, encoding: APISession(try visibleCode(code, for: principal)))
     }
 
     func update(_ code: String, _ request: HTTPRequest, by principal: RESTPrincipal) async throws(RESTError)
@@ -93,7 +93,7 @@ extension RESTRouter {
             throw RESTError(error)
         }
         guard let info = node.code(code) else { throw RESTError(.notFound, "no session code \(code)") }
-        return .json(.ok, encoding: APISession(info))
+        return .api(.ok, encoding: APISession(info))
     }
 
     func delete(_ code: String, by principal: RESTPrincipal) async throws(RESTError) -> HTTPResponse {
@@ -135,6 +135,6 @@ extension RESTRouter {
             throw RESTError(any: error)
         }
         guard let info = node.code(code) else { throw RESTError(.notFound, "no session code \(code)") }
-        return .json(.accepted, encoding: APISession(info))
+        return .api(.accepted, encoding: APISession(info))
     }
 }

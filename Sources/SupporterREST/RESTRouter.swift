@@ -21,6 +21,7 @@ struct RESTRouter: Sendable {
     /// Answers `request` (the HTTP server adds the security headers of ``BrowserSecurity/headers``).
     func handle(_ request: HTTPRequest) async -> HTTPResponse {
         do throws(RESTError) {
+            try BrowserSecurity.checkSingleFields(request)
             return request.pathSegments.first == "api" ? try await route(request) : try serveConsole(request)
         } catch {
             return error.response
@@ -57,7 +58,7 @@ struct RESTRouter: Sendable {
             guard case .account(let account, let session, _) = principal else {
                 throw RESTError(.notFound, "an API token has no account; /me is for signed-in supporters")
             }
-            return .json(.ok, encoding: APISignedIn(account: APIAccount(account), csrfToken: session.csrfToken))
+            return .api(.ok, encoding: APISignedIn(account: APIAccount(account), csrfToken: session.csrfToken))
         case "sessions" where path.count <= 3:
             let (principal, _) = try await authenticate(request)
             return try await sessions(request, Array(path.dropFirst()), as: principal)

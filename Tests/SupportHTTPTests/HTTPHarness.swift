@@ -173,3 +173,70 @@ func eventually(_ what: String, timeout: Duration = .seconds(10), _ condition: (
         try await Task.sleep(for: .milliseconds(10))
     }
 }
+
+/// A Python 3 client script that runs beside the test: it gets `sys.argv[1:] = [port, caPath] + extra` and the
+/// prelude of ``python(_:_:_:)``, and may block on `wait_go()` until the test calls ``go()`` (after waiting for the
+/// server's state the script cannot see). Its last stdout line must be JSON.
+final class PythonClient: Sendable {
+    private let process: ChildProcess
+    private let directory: URL
+
+    init(_ fixture: HTTPFixture, _ script: String, _ extra: [String] = []) throws {
+        let prelude = """
+            import json, socket, ssl, sys, time
+            PORT = int(sys.argv[1]); CA = sys.argv[2]
+            CTX = ssl.create_default_context(cafile=CA)
+            def tcp(source):
+                s = socket.socket(); s.bind((source, 0)); s.connect(("127.0.0.1", PORT)); return s
+            def tls(source="127.0.0.1"):
+                raw = tcp(source); raw.settimeout(10)
+                return CTX.wrap_socket(raw, server_hostname="127.0.0.1")
+            def closed_by_server(s):
+                s.setblocking(False)
+                try:
+                    return s.recv(1) == b""
+                except (BlockingIOError, ssl.SSLWantReadError):
+                    return False
+                except OSError:
+                    return True
+            def wait_go():
+                print("ready", flush=True); sys.stdin.readline()
+
+            """
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("rsup-http-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        process = try ChildProcess(
+            "/usr/bin/env", ["python3", "-c", prelude + script, String(fixture.port), fixture.caPath] + extra,
+            stdin: .pipe, stdout: .file(directory.appendingPathComponent("out").path),
+            stderr: .file(directory.appendingPathComponent("err").path))
+    }
+
+    private func read(_ name: String) -> String {
+        String(decoding: (try? Data(contentsOf: directory.appendingPathComponent(name))) ?? Data(), as: UTF8.self)
+    }
+
+    /// Waits until the script called `wait_go()`.
+    func waitReady() async throws {
+        try await eventually("the client script to be ready", timeout: .seconds(30)) {
+            read("out").contains("ready\n") || process.exitStatus != nil
+        }
+        if let status = process.exitStatus { throw ProcessFailure(description: "python exited \(status): \(read("err"))") }
+    }
+
+    /// Lets the script go on from `wait_go()`.
+    func go() { process.write(Array("go\n".utf8)) }
+
+    /// Waits for the script to end (killing it after `timeout`) and returns its last line.
+    func result(timeout: Duration = .seconds(60)) async throws -> [String: Any] {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        guard let status = await process.waitForExit(timeout: timeout) else {
+            process.signal(SIGKILL)
+            throw ProcessFailure(description: "python did not finish: \(read("out")) \(read("err"))")
+        }
+        process.closeStdin()
+        guard status == 0, let line = read("out").split(separator: "\n").last,
+            let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+        else { throw ProcessFailure(description: "python failed (\(status)): \(read("out")) \(read("err"))") }
+        return object
+    }
+}

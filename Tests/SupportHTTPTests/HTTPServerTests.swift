@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import SupportTransport
+import TestSupport
 @testable import SupportHTTP
 
 /// Splits curl output printed with `-w '\n@@%{http_code} %{num_connects}\n'` into (body, status, connects) per URL.
@@ -378,6 +379,131 @@ extension HTTPIntegration {
                 #expect(result["refused"] as? Int == 0, "\(result)")
                 #expect(result["other"] as? String == "HTTP/1.1 200", "\(result)")
                 #expect(fixture.server.refusedConnections == 0)
+            }
+        }
+    }
+
+    /// Fair shares of the global cap (issue 20, finding 4): when it is full, a newcomer from a smaller holder evicts
+    /// the biggest holder's oldest idle connection instead of being refused.
+    @Suite struct FairShareTests {
+        /// 127.0.0.1 opens 5 connections, 127.0.0.2 opens 3 (`head` sends that much of a request over TLS; empty: plain
+        /// TCP that never starts TLS); the cap is 8. Then a newcomer from 127.0.0.3 asks for `/`, and a newcomer from
+        /// 127.0.0.1 (as big as the biggest holder) tries too.
+        static let fill = """
+            HEAD = sys.argv[3].encode()
+            def open_from(source):
+                if not HEAD: return tcp(source)
+                s = tls(source); s.sendall(HEAD); return s
+            first = [open_from("127.0.0.1") for _ in range(5)]
+            second = [open_from("127.0.0.2") for _ in range(3)]
+            wait_go()
+            s = tls("127.0.0.3"); s.sendall(b"GET / HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
+            newcomer = s.recv(100).decode()[:12]
+            deadline = time.time() + 10
+            while not any(closed_by_server(c) for c in first + second) and time.time() < deadline: time.sleep(0.02)
+            closed_first = [i for i, c in enumerate(first) if closed_by_server(c)]
+            closed_second = [i for i, c in enumerate(second) if closed_by_server(c)]
+            late = tcp("127.0.0.1"); deadline = time.time() + 10
+            while not closed_by_server(late) and time.time() < deadline: time.sleep(0.02)
+            print(json.dumps({"newcomer": newcomer, "closed_first": closed_first, "closed_second": closed_second,
+                              "late_refused": closed_by_server(late)}))
+            """
+
+        static func run(head: String) async throws {
+            try await withServer(configure: {
+                $0.maxConnections = 8
+                $0.headerTimeout = .seconds(60)
+            }) { fixture in
+                let client = try PythonClient(fixture, Self.fill, [head])
+                try await client.waitReady()
+                try await eventually("the cap to fill") { fixture.server.connectionCount == 8 }
+                client.go()
+                let result = try await client.result()
+                #expect(result["newcomer"] as? String == "HTTP/1.1 200", "\(result)")
+                #expect(result["closed_first"] as? [Int] == [0], "the biggest holder's oldest goes: \(result)")
+                #expect(result["closed_second"] as? [Int] == [], "\(result)")
+                #expect(result["late_refused"] as? Bool == true, "no bigger holder than the newcomer: \(result)")
+                #expect(fixture.server.evictedConnections == 1)
+                #expect(fixture.server.refusedConnections == 1)
+            }
+        }
+
+        @Test func aNewcomerTakesTheSlotOfTheBiggestHoldersOldestIdleConnection() async throws {
+            try await Self.run(head: "")
+        }
+
+        @Test func connectionsDribblingARequestHeadAreIdleForThisToo() async throws {
+            try await Self.run(head: "GET / HTTP/1.1\r\nHost: x\r\nX-Slow: a")
+        }
+
+        @Test func connectionsInTheMiddleOfARequestAreNeverEvicted() async throws {
+            let held = Locked([CheckedContinuation<Void, Never>]())
+            let handler: HTTPServer.Handler = { request in
+                if request.path == "/hold" { await withCheckedContinuation { continuation in held.withLock { $0.append(continuation) } } }
+                return .text(.ok, "done")
+            }
+            try await withServer(configure: { $0.maxConnections = 4 }, handler: handler) { fixture in
+                let client = try PythonClient(
+                    fixture,
+                    """
+                    busy = [tls("127.0.0.1") for _ in range(4)]
+                    for s in busy: s.sendall(b"GET /hold HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
+                    wait_go()
+                    late = tcp("127.0.0.2"); deadline = time.time() + 10
+                    while not closed_by_server(late) and time.time() < deadline: time.sleep(0.02)
+                    refused = closed_by_server(late)
+                    wait_go()
+                    answers = []
+                    for s in busy:
+                        s.setblocking(True); s.settimeout(10); answers.append(s.recv(100).decode()[:12])
+                    print(json.dumps({"refused": refused, "answers": answers}))
+                    """)
+                try await client.waitReady()
+                try await eventually("four requests to be in their handler") { held.withLock { $0.count } == 4 }
+                client.go()
+                try await eventually("the newcomer to be refused") { fixture.server.refusedConnections == 1 }
+                for continuation in held.withLock({ $0 }) { continuation.resume() }
+                client.go()
+                let result = try await client.result()
+                #expect(result["refused"] as? Bool == true, "\(result)")
+                #expect(result["answers"] as? [String] == Array(repeating: "HTTP/1.1 200", count: 4), "\(result)")
+                #expect(fixture.server.evictedConnections == 0)
+            }
+        }
+
+        @Test func aHeldAnswerIsWrittenAfterItsDelayAndItsConnectionIsIdleMeanwhile() async throws {
+            let calls = Locked(0)
+            let handler: HTTPServer.Handler = { request in
+                calls.withLock { $0 += 1 }
+                var response = HTTPResponse.text(.tooManyRequests, "held")
+                response.delay = request.path == "/long" ? .seconds(600) : .milliseconds(50)
+                return response
+            }
+            try await withServer(configure: { $0.maxConnections = 2 }, handler: handler) { fixture in
+                let client = try PythonClient(
+                    fixture,
+                    """
+                    held = [tls("127.0.0.1") for _ in range(2)]
+                    held[0].sendall(b"GET /short HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
+                    answer = held[0].recv(1000).decode()[:12]
+                    for s in held: s.sendall(b"GET /long HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
+                    wait_go()
+                    s = tls("127.0.0.2"); s.sendall(b"GET /short HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
+                    newcomer = s.recv(100).decode()[:12]
+                    deadline = time.time() + 10
+                    while not any(closed_by_server(c) for c in held) and time.time() < deadline: time.sleep(0.02)
+                    print(json.dumps({"answer": answer, "newcomer": newcomer,
+                                      "evicted": sum(1 for c in held if closed_by_server(c))}))
+                    """)
+                try await client.waitReady()
+                try await eventually("both held answers to wait") {
+                    calls.withLock { $0 } == 3 && fixture.server.connectionCount == 2
+                }
+                client.go()
+                let result = try await client.result()
+                #expect(result["answer"] as? String == "HTTP/1.1 429", "the held answer comes: \(result)")
+                #expect(result["newcomer"] as? String == "HTTP/1.1 429", "a newcomer is served: \(result)")
+                #expect(result["evicted"] as? Int == 1, "a held connection is idle: \(result)")
             }
         }
     }

@@ -56,6 +56,9 @@ ACCOUNTS = {
 }
 XSS_NAME = "<img src=x onerror=alert(1)>"
 XSS_DESCRIPTION = "<script>alert(2)</script> & <b>bold</b>"
+# C1, bidi and isolate controls (issue 20, finding 12): escaped in the API's JSON, shown visibly escaped in the page.
+CONTROLS_DESCRIPTION = "left\u202eright\u009bend\u2066x\u2028y"
+CONTROLS_SHOWN = "left\\u{202E}right\\x9Bend\\u{2066}x\\u{2028}y"
 
 
 class RunTimeout(Exception):
@@ -438,6 +441,21 @@ def scenario_xss(world):
     screenshot(driver, "console-xss.png")
 
 
+def scenario_controls_escaped(world):
+    driver = world.alice
+    answer = page_fetch(driver, "POST", "/api/v1/sessions", {"description": CONTROLS_DESCRIPTION})
+    check(answer["status"] == 201, f"creating the code: {answer}")
+    raw = answer["body"]
+    check(not any(c in raw for c in "\u202e\u009b\u2066\u2028"), f"a raw control in the JSON body: {raw!r}")
+    check("\\u202e" in raw and "\\u009b" in raw, f"the JSON body does not escape the controls: {raw!r}")
+    code = json.loads(raw)["code"]
+    wait(driver, lambda d: row(d, code) is not None, f"the row of {code} from the event stream")
+    cell = row(driver, code).find_element(By.CSS_SELECTOR, ".c-description")
+    shown = driver.execute_script("return arguments[0].textContent;", cell)
+    check(shown == CONTROLS_SHOWN, f"the description shows as {shown!r}, not {CONTROLS_SHOWN!r}")
+    screenshot(driver, "console-controls.png")
+
+
 def scenario_bob_isolated(world):
     code = world.codes.get("alice")
     check(code, "needs the code of the alice scenario")
@@ -713,6 +731,7 @@ SCENARIOS = [
     ("security-headers", scenario_security_headers),
     ("alice-connects-live", scenario_alice_session),
     ("xss-device-name", scenario_xss),
+    ("controls-shown-escaped", scenario_controls_escaped),
     ("bob-cannot-act-on-alices-code", scenario_bob_isolated),
     ("csrf-cross-origin", scenario_csrf),
     ("admin-users-and-tokens", scenario_admin),

@@ -1,6 +1,9 @@
 // RemoteSupport supporter console. Plain JavaScript, no outside packages, served under a strict CSP:
 // no inline scripts or handlers, no style attributes, no eval, no innerHTML. Every string that comes from the server
-// (names, descriptions, audit details, device names, error messages) reaches the page through textContent only.
+// (names, descriptions, audit details, device names, error messages) reaches the page through textContent only, shown
+// by visibleText (text.js: control, bidi and separator characters escaped visibly, SPEC §4.2).
+
+import { setText, visibleText } from '/text.js';
 
 const API = '/api/v1';
 
@@ -71,15 +74,15 @@ const $ = (id) => document.getElementById(id);
 function el(tag, options = {}, children = []) {
   const node = document.createElement(tag);
   if (options.className) node.className = options.className;
-  if (options.text !== undefined && options.text !== null) node.textContent = String(options.text);
+  if (options.text !== undefined && options.text !== null) setText(node, options.text);
   for (const [name, value] of Object.entries(options.attrs || {})) {
     if (name === 'style' || name.toLowerCase().startsWith('on')) throw new Error(`refusing attribute ${name}`);
-    node.setAttribute(name, String(value));
+    node.setAttribute(name, visibleText(value));
   }
   for (const [key, value] of Object.entries(options.data || {})) node.dataset[key] = String(value);
   for (const child of children) {
     if (child === null || child === undefined) continue;
-    node.append(typeof child === 'string' ? document.createTextNode(child) : child);
+    node.append(typeof child === 'string' ? document.createTextNode(visibleText(child)) : child);
   }
   return node;
 }
@@ -158,13 +161,13 @@ async function api(method, path, body, { quietUnauthorized = false } = {}) {
 // ---------------------------------------------------------------- banner, notes
 
 function showBanner(message) {
-  $('banner-text').textContent = message;
+  setText($('banner-text'), message);
   show($('banner'), true);
 }
 
 function hideBanner() {
   show($('banner'), false);
-  $('banner-text').textContent = '';
+  setText($('banner-text'), '');
 }
 
 function reportError(error) {
@@ -173,7 +176,7 @@ function reportError(error) {
 }
 
 function note(text) {
-  $('live-note').textContent = text;
+  setText($('live-note'), text);
   show($('live-note'), Boolean(text));
 }
 
@@ -185,7 +188,7 @@ function showSignIn(message, { isError = true } = {}) {
   show($('account-box'), false);
   show($('sign-in'), true);
   const error = $('sign-in-error');
-  error.textContent = message || '';
+  setText(error, message || '');
   error.classList.toggle('form-info', !isError);
   show(error, Boolean(message));
   $('sign-in-login').focus();
@@ -197,9 +200,9 @@ function signedIn(account, csrf) {
   hideBanner();
   show($('loading'), false);
   show($('sign-in'), false);
-  $('account-display-name').textContent = account.display_name || account.login;
-  $('account-login').textContent = `(${account.login})`;
-  $('account-role').textContent = account.role;
+  setText($('account-display-name'), account.display_name || account.login);
+  setText($('account-login'), `(${account.login})`);
+  setText($('account-role'), account.role);
   show($('account-box'), true);
   const admin = account.role === 'admin';
   for (const tab of document.querySelectorAll('.admin-only')) show(tab, admin);
@@ -236,7 +239,7 @@ async function onSignIn(event) {
   const error = $('sign-in-error');
   error.classList.remove('form-info');
   if (!login || !password) {
-    error.textContent = 'Enter your login and password.';
+    setText(error, 'Enter your login and password.');
     show(error, true);
     (login ? $('sign-in-password') : $('sign-in-login')).focus();
     return;
@@ -253,7 +256,7 @@ async function onSignIn(event) {
     if (failure instanceof APIError && failure.status === 429 && failure.retryAfter) {
       text += ` (try again in ${failure.retryAfter} s)`;
     }
-    error.textContent = text;
+    setText(error, text);
     error.classList.remove('form-info');
     show(error, true);
     $('sign-in-password').select();
@@ -420,11 +423,11 @@ async function onCodesClick(event) {
   if (action === 'audit') return openAudit(code);
   if (action === 'close' && !target.classList.contains('confirming')) {
     target.classList.add('confirming');
-    target.textContent = 'Confirm close';
+    setText(target, 'Confirm close');
     setTimeout(() => {
       if (target.isConnected && target.classList.contains('confirming')) {
         target.classList.remove('confirming');
-        target.textContent = 'Close';
+        setText(target, 'Close');
       }
     }, 5000);
     return;
@@ -485,7 +488,7 @@ async function onNewCode(event) {
     hideBanner();
     $('new-code-form').reset();
     toggleNewCode(false);
-    $('new-code-value').textContent = session.code;
+    setText($('new-code-value'), session.code);
     show($('new-code-result'), true);
     applyAnswer(session.code, session, seqBefore);
     const first = $('codes-body').querySelector(`tr[data-code="${CSS.escape(session.code)}"] button`);
@@ -502,8 +505,8 @@ async function onNewCode(event) {
 function openConnect(code) {
   const session = state.sessions.get(code);
   state.connectCode = code;
-  $('connect-code').textContent = code;
-  $('connect-device').textContent = session && session.device_name ? `Device: ${session.device_name}` : '';
+  setText($('connect-code'), code);
+  setText($('connect-device'), session && session.device_name ? `Device: ${session.device_name}` : '');
   const assist = session && session.type === 'assist_ar';
   $('connect-type-screen').checked = !assist;
   $('connect-type-assist').checked = Boolean(assist);
@@ -536,7 +539,7 @@ async function onConnect(event) {
     const next = row && row.querySelector('button[data-action="cancel"], button[data-action="end"], button');
     if (next) next.focus();
   } catch (error) {
-    $('connect-error').textContent = error.message;
+    setText($('connect-error'), error.message);
     show($('connect-error'), true);
   } finally {
     submit.disabled = false;
@@ -578,7 +581,7 @@ async function openAudit(code) {
   audit.code = code;
   audit.ids = new Set();
   audit.nextBefore = null;
-  $('audit-code').textContent = code;
+  setText($('audit-code'), code);
   $('audit-body').replaceChildren();
   show($('audit-empty'), false);
   show($('audit-more'), false);
@@ -651,7 +654,7 @@ function openEvents() {
     if (state.events !== source) return;
     state.retryDelay = 1000;
     show($('stream-status'), false);
-    $('stream-status').textContent = 'Reconnecting…';
+    setText($('stream-status'), 'Reconnecting…');
     if (state.streamLost) {
       state.streamLost = false;
       loadSessions();  // whatever the stream could not resume is in the list
@@ -809,7 +812,7 @@ async function onNewUser(event) {
 
 function openPassword(login) {
   state.passwordLogin = login;
-  $('password-login').textContent = login;
+  setText($('password-login'), login);
   $('password-form').reset();
   show($('password-error'), false);
   $('password-dialog').showModal();
@@ -821,7 +824,7 @@ async function onPassword(event) {
   const login = state.passwordLogin;
   const password = $('password-value').value;
   if (!password) {
-    $('password-error').textContent = 'Enter the new password.';
+    setText($('password-error'), 'Enter the new password.');
     show($('password-error'), true);
     return;
   }
@@ -833,7 +836,7 @@ async function onPassword(event) {
     $('password-dialog').close();
     note(`Password of ${login} changed.`);
   } catch (error) {
-    $('password-error').textContent = error.message;
+    setText($('password-error'), error.message);
     show($('password-error'), true);
   } finally {
     submit.disabled = false;
@@ -879,11 +882,11 @@ async function onTokensClick(event) {
   if (!target) return;
   if (!target.classList.contains('confirming')) {
     target.classList.add('confirming');
-    target.textContent = 'Confirm revoke';
+    setText(target, 'Confirm revoke');
     setTimeout(() => {
       if (target.isConnected && target.classList.contains('confirming')) {
         target.classList.remove('confirming');
-        target.textContent = 'Revoke';
+        setText(target, 'Revoke');
       }
     }, 5000);
     return;
@@ -912,8 +915,8 @@ async function onNewToken(event) {
     const answer = await api('POST', '/tokens', body);
     hideBanner();
     $('new-token-form').reset();
-    $('new-token-scope-text').textContent = answer.scope;
-    $('new-token-value').textContent = answer.token;
+    setText($('new-token-scope-text'), answer.scope);
+    setText($('new-token-value'), answer.token);
     show($('new-token-result'), true);
     $('new-token-copy').focus();
     await loadTokens();
@@ -925,7 +928,7 @@ async function onNewToken(event) {
 }
 
 function hideNewToken() {
-  $('new-token-value').textContent = '';
+  setText($('new-token-value'), '');
   show($('new-token-result'), false);
 }
 
@@ -933,16 +936,16 @@ async function onCopyToken() {
   const value = $('new-token-value').textContent;
   try {
     await navigator.clipboard.writeText(value);
-    $('new-token-copy').textContent = 'Copied';
+    setText($('new-token-copy'), 'Copied');
   } catch (error) {
     const selection = window.getSelection();
     const range = document.createRange();
     range.selectNodeContents($('new-token-value'));
     selection.removeAllRanges();
     selection.addRange(range);
-    $('new-token-copy').textContent = 'Selected — press Ctrl+C';
+    setText($('new-token-copy'), 'Selected — press Ctrl+C');
   }
-  setTimeout(() => { $('new-token-copy').textContent = 'Copy'; }, 3000);
+  setTimeout(() => { setText($('new-token-copy'), 'Copy'); }, 3000);
 }
 
 // ---------------------------------------------------------------- start
