@@ -174,7 +174,11 @@ final class HTTPConnectionRegistry: Sendable {
             }
             var victim: HTTPConnection?
             if state.connections.count >= maxConnections {
-                guard let id = state.victim(holdingMoreThan: fromAddress) else {
+                // Most refusals are decided by the per-key counts alone (O(keys)): a newcomer as big as every other
+                // holder — an attacker reconnecting — never reaches the scan of the connections.
+                guard state.perAddress.values.contains(where: { $0 > fromAddress + 1 }),
+                    let id = state.victim(holdingMoreThan: fromAddress)
+                else {
                     state.refused += 1
                     return (false, nil)
                 }

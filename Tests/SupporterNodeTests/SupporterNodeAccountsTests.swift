@@ -47,7 +47,7 @@ import SupportTransport
                             return index
                         }
                     })
-                try await eventually("filler \(index) to wait") { worker.waiting.normal == index + 1 ? true : nil }
+                _ = try await eventually("filler \(index) to wait") { worker.waiting.normal == index + 1 ? true : nil }
             }
             return tasks
         }
@@ -100,7 +100,7 @@ import SupportTransport
         let owner = Task {
             await Self.outcome(fixture.node, "ann", "the right password", from: "10.9.0.1", proof: proof)
         }
-        try await eventually("the owner's check to wait in the reserved lane") {
+        _ = try await eventually("the owner's check to wait in the reserved lane") {
             fixture.node.passwords.waiting.reserved == 1 ? true : nil
         }
         gate.release()
