@@ -4,7 +4,9 @@ import Synchronization
 
 /// A thread for blocking work asked for by async callers — scrypt (hashing and checking passwords, 50–100 ms each) on
 /// the node's password worker, synchronous store writes (API tokens) on its store worker — so that it never runs on an
-/// event loop or holds one of Swift's cooperative threads. One job at a time.
+/// event loop or holds one of Swift's cooperative threads. One job at a time per thread: the worker's thread runs
+/// every lane; the reserved lane has a second thread of its own, so that a reserved job never waits for the normal
+/// job already running (a sign-in with a proof does not wait out a stranger's 100 ms scrypt).
 ///
 /// Admission happens before anything waits (issue 20, finding 2): a job is refused at once (`nil`: the caller
 /// answers "busy, try again") rather than queued without end when
@@ -44,39 +46,18 @@ final class BlockingWorker: Sendable {
         }
     }
 
-    /// A first-in, first-out queue of jobs with an O(1) dequeue (a head index; the storage is compacted when the head
-    /// passes half of it).
-    private struct Queue {
-        private var jobs: [Job] = []
-        private var head = 0
-        var count: Int { jobs.count - head }
-        mutating func append(_ job: @escaping Job) { jobs.append(job) }
-        mutating func popFirst() -> Job? {
-            guard head < jobs.count else { return nil }
-            let job = jobs[head]
-            head += 1
-            if head == jobs.count {
-                jobs.removeAll(keepingCapacity: true)
-                head = 0
-            } else if head > 32, head * 2 > jobs.count {
-                jobs.removeFirst(head)
-                head = 0
-            }
-            return job
-        }
-    }
-
     private typealias Job = @Sendable () -> Void
 
     private struct State {
-        var normal = Queue()
-        var reserved = Queue()
+        var normal = RingBuffer<Job>()
+        var reserved = RingBuffer<Job>()
         /// Jobs waiting or running per key.
         var perKey: [String: Int] = [:]
         var stopping = false
         /// The thread starts with the first job: a worker that never gets one (a node whose init failed after making
         /// it) leaves no thread behind.
         var threadStarted = false
+        var reservedThreadStarted = false
         var completed = 0
         var refused = 0
     }
@@ -86,6 +67,7 @@ final class BlockingWorker: Sendable {
     let name: String
     private let state = Mutex(State())
     private let wake = DispatchSemaphore(value: 0)
+    private let reservedWake = DispatchSemaphore(value: 0)
 
     init(name: String = "rsup-blocking", limits: Limits = Limits()) {
         self.name = name
@@ -102,13 +84,13 @@ final class BlockingWorker: Sendable {
         lane: Lane = .normal, key: String? = nil, _ work: @escaping @Sendable () -> Result
     ) async -> Result? {
         await withCheckedContinuation { (continuation: CheckedContinuation<Result?, Never>) in
-            let (queued, startThread) = state.withLock { state -> (Bool, Bool) in
+            let (queued, startThread, startReservedThread) = state.withLock { state -> (Bool, Bool, Bool) in
                 let waiting = lane == .normal ? state.normal.count : state.reserved.count
                 let room = lane == .normal ? limits.capacity : limits.reservedCapacity
                 guard !state.stopping, waiting < room, key.map({ state.perKey[$0, default: 0] < limits.perKey }) ?? true
                 else {
                     state.refused += 1
-                    return (false, false)
+                    return (false, false, false)
                 }
                 let job: Job = { [self] in
                     let result = work()
@@ -117,15 +99,29 @@ final class BlockingWorker: Sendable {
                 }
                 if lane == .normal { state.normal.append(job) } else { state.reserved.append(job) }
                 if let key { state.perKey[key, default: 0] += 1 }
-                defer { state.threadStarted = true }
-                return (true, !state.threadStarted)
+                let startReserved = lane == .reserved && !state.reservedThreadStarted
+                defer {
+                    state.threadStarted = true
+                    if lane == .reserved { state.reservedThreadStarted = true }
+                }
+                return (true, !state.threadStarted, startReserved)
             }
             if startThread {
-                let thread = Thread { [self] in self.loop() }
+                let thread = Thread { [self] in self.loop(reservedOnly: false) }
                 thread.name = name
                 thread.start()
             }
-            if queued { wake.signal() } else { continuation.resume(returning: nil) }
+            if startReservedThread {
+                let thread = Thread { [self] in self.loop(reservedOnly: true) }
+                thread.name = name + "-reserved"
+                thread.start()
+            }
+            guard queued else {
+                continuation.resume(returning: nil)
+                return
+            }
+            wake.signal()
+            if lane == .reserved { reservedWake.signal() }
         }
     }
 
@@ -142,6 +138,7 @@ final class BlockingWorker: Sendable {
     func stop() {
         state.withLock { $0.stopping = true }
         wake.signal()
+        reservedWake.signal()
     }
 
     /// A job of `key` ran.
@@ -154,10 +151,15 @@ final class BlockingWorker: Sendable {
         }
     }
 
-    private func loop() {
+    /// The worker's thread takes reserved jobs first, then normal ones; the reserved thread only reserved ones. Both
+    /// may wake for a job the other took: they find nothing and wait again.
+    private func loop(reservedOnly: Bool) {
+        let signal = reservedOnly ? reservedWake : wake
         while true {
-            wake.wait()
-            while let job = state.withLock({ state in state.reserved.popFirst() ?? state.normal.popFirst() }) {
+            signal.wait()
+            while let job = state.withLock({ state in
+                reservedOnly ? state.reserved.popFirst() : state.reserved.popFirst() ?? state.normal.popFirst()
+            }) {
                 job()
             }
             if state.withLock({ $0.stopping && $0.normal.count == 0 && $0.reserved.count == 0 }) { return }

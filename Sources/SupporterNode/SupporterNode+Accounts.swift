@@ -170,7 +170,7 @@ extension SupporterNode {
     /// ``BlockingWorker/Limits/capacity`` in all; a sign-in refused for lack of room (``SignInError/Kind/busy``, 503)
     /// counts as a failed attempt for the address and the login, so a flood of them ends in the flood's own block.
     /// A sign-in carrying a valid `knownSignIn` proof for `login` (``knownSignInProof(login:)``, handed out at an
-    /// earlier success) is checked in the reserved lane, before every other waiting check: the owner of an account
+    /// earlier success) is checked in the reserved lane (a thread of its own), before every other waiting check: the owner of an account
     /// signs in promptly while strangers fill the queue. A refused attempt (429) costs no hash, no store write and no
     /// audit row beyond the throttled ones.
     public func signIn(login: String, password: String, address: String, knownSignIn: String? = nil)

@@ -79,17 +79,26 @@ import TestSupport
             try await eventually("job \(value) to wait") { worker.waiting.normal == value + 1 ? true : nil }
         }
         #expect(await worker.run { 99 } == nil, "a full normal lane refuses")
-        let reserved = Task { await worker.run(lane: .reserved) { 100 } }
+        // The reserved lane has a thread of its own: hold it too, and fill its one place.
+        let reservedGate = Gate()
+        let reservedRunning = Locked(false)
+        let reservedHeld = Task {
+            await worker.run(lane: .reserved) { reservedRunning.withLock { $0 = true }; reservedGate.wait(); return 100 }
+        }
+        try await eventually("the reserved thread to be held") { reservedRunning.withLock { $0 } ? true : nil }
+        let reserved = Task { await worker.run(lane: .reserved) { 101 } }
         try await eventually("the reserved job to wait") { worker.waiting.reserved == 1 ? true : nil }
-        #expect(await worker.run(lane: .reserved) { 101 } == nil, "a full reserved lane refuses")
+        #expect(await worker.run(lane: .reserved) { 102 } == nil, "a full reserved lane refuses")
+        reservedGate.release()
+        #expect(await reservedHeld.value == 100)
+        #expect(await reserved.value == 101)
         gate.release()
-        #expect(await reserved.value == 100)
         for task in waiting { #expect(await task.value != nil) }
         _ = await held.value
         worker.stop()
     }
 
-    @Test func reservedJobsRunBeforeEveryWaitingNormalJob() async throws {
+    @Test func aReservedJobWaitsNeitherForTheRunningJobNorForTheWaitingOnes() async throws {
         let worker = BlockingWorker()
         let gate = Gate()
         let held = try await Self.hold(worker, gate)
@@ -99,8 +108,9 @@ import TestSupport
             tasks.append(Task { _ = await worker.run { order.withLock { $0.append("normal \(index)") } } })
             try await eventually("normal \(index) to wait") { worker.waiting.normal == index + 1 ? true : nil }
         }
-        tasks.append(Task { _ = await worker.run(lane: .reserved) { order.withLock { $0.append("reserved") } } })
-        try await eventually("the reserved job to wait") { worker.waiting.reserved == 1 ? true : nil }
+        // The worker's thread is still held (a stranger's scrypt): the reserved job runs now, on its own thread.
+        _ = await worker.run(lane: .reserved) { order.withLock { $0.append("reserved") } }
+        #expect(order.withLock { $0 } == ["reserved"])
         gate.release()
         for task in tasks { await task.value }
         _ = await held.value
