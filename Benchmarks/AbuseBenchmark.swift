@@ -321,7 +321,7 @@ enum AbuseBenchmark {
         }
         print(
             """
-               Method: one node (this process) serves the four conditions in turn. Per condition a fresh child
+               Method: one node (this process) serves the conditions in turn. Per condition a fresh child
                (`/proc/self/exe \(subcommand)`) starts the attack from \(attacker) and prints what it got, then
                registers \(warmUp) unmeasured + \(registrations) measured devices one after another from 127.0.0.1,
                each on its own code with a valid token: raw OpenSSL client, TCP connect → TLS → HELLO / HELLO_ACK →
@@ -332,6 +332,12 @@ enum AbuseBenchmark {
                admitted ones are held open and silent (keepalive 120 s, the cap; deadline not reached during the run);
                the idle attackers connect from 127.0.0.3.
                Idle REST: \(Format.grouped(restIdle)) plain TCP connections to the REST port, never a TLS byte.
+               Pipelining: one connection from \(pipelineAttacker) writes \(Format.grouped(pipelined)) REGISTERs
+               (bad token) without reading. Pool holding: \(poolSources) addresses (127.0.1.x) × 64 TLS + HELLO,
+               held silent. In-session floods (from \(sessionAttacker), valid token, the node connects to them
+               with chat and file_share): SESSION_ERROR alternating with VOIP_STATE without reading; 4,000-byte
+               chats 16 at a time, each batch after its acks; three devices sending two 16 MiB files each.
+               attacker rows: audit rows + less the 2 of each legitimate registration.
                audit rows +: rows the condition added (2 per legitimate registration, device_online and
                device_offline, plus refusals). RSS: this process's VmRSS before the child started / highest seen
                while it ran. writer: node.storeStatistics deltas (jobs applied, transactions, failed jobs), the
