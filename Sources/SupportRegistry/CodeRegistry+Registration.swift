@@ -225,8 +225,8 @@ extension CodeRegistry {
 
     /// Closes refusal windows that have run out: one aggregate row for each that held refusals back (source `*`:
     /// those over the global bounds).
-    mutating func flushRefusalWindows(now: Date) -> [StoreIntent] {
-        refusalAudit.flush(now: Self.clock(now)).map { suppressed in
+    mutating func flushRefusalWindows(now: Date, everything: Bool = false) -> [StoreIntent] {
+        refusalAudit.flush(now: Self.clock(now), everything: everything).map { suppressed in
             .audit(
                 AuditEvent(
                     time: now, code: nil, kind: .error,

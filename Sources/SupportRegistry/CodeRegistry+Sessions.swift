@@ -44,6 +44,12 @@ extension CodeRegistry {
         return deviceTokenAudit.admit(token, now: clock)
     }
 
+    /// Closes every audit window still open, run out or not (refused registrations, repeatable device events): their
+    /// aggregate rows, for a node that stops, so that no count held back is lost.
+    public mutating func closeAuditWindows(now: Date) -> [StoreIntent] {
+        flushRefusalWindows(now: now, everything: true) + flushDeviceEventWindows(now: now, everything: true)
+    }
+
     /// Closes device-event windows that have run out: one `device_events_suppressed` row for each that held events
     /// back, per code (with the code) and per device token (with the token's id), and one for the global excess.
     mutating func flushDeviceEventWindows(now: Date, everything: Bool = false) -> [StoreIntent] {

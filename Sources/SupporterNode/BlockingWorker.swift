@@ -162,7 +162,10 @@ final class BlockingWorker: Sendable {
             }) {
                 job()
             }
-            if state.withLock({ $0.stopping && $0.normal.count == 0 && $0.reserved.count == 0 }) { return }
+            // The reserved thread never runs normal jobs, so it ends once its own lane is empty.
+            if state.withLock({ $0.stopping && $0.reserved.count == 0 && (reservedOnly || $0.normal.count == 0) }) {
+                return
+            }
         }
     }
 }

@@ -41,6 +41,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     /// Repeatable events (SESSION_ERROR, VOIP_STATE) over their audit quota in the current minute of this connection.
     private var suppressedEvents = 0
     private var suppressedSince: Deadline?
+    private var floodDetected = false
     /// What this connection's SESSION_MESSAGEs may still spend (a token bucket per kind, refilled with loop time).
     private var messageTokens = Double(DeviceConnection.messageBurst)
     private var messageByteTokens = Double(DeviceConnection.messageByteBurst)
@@ -173,9 +174,9 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             suppressedSince = now
             suppressedEvents = 1
         }
-        if suppressedEvents >= Self.suppressedEventsBeforeClose {
+        if suppressedEvents >= Self.suppressedEventsBeforeClose, !floodDetected {
             node?.logger.log(.warning, "device at \(sourceAddress) floods SESSION_ERROR/VOIP_STATE; disconnecting it")
-            earnClose(.rateLimited, "too many SESSION_ERROR or VOIP_STATE frames")
+            floodDetected = true  // closed by `perform` after this event's own steps
         }
     }
 
@@ -334,7 +335,9 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     /// Back on the new connection's loop with the decision.
     private func resumeDecided(_ decision: ResumeDecision) {
         resuming = false
-        updateReading()
+        // Reading resumes once the decision is applied: frames already decoded after the RESUME must meet the
+        // resumed machine, not the idle one.
+        defer { updateReading() }
         switch decision {
         case .accepted(let next, let actions, let code):
             registrationTimer?.cancel()
@@ -569,6 +572,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             enqueue(.then(success: { for event in events { node.yield(event) } }, failed: {}))
         }
         if let violation { earnClose(.protocolError, violation) }
+        if floodDetected, !closeEarned { earnClose(.rateLimited, "too many SESSION_ERROR or VOIP_STATE frames") }
         if let code = joinedCode {
             let state = machine.state
             let id = self.id
@@ -665,8 +669,12 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
 
     /// Nothing waiting in the outbox happens: callers hear of the failure and the link closes.
     private func fail(reason: ReasonCode, text: String) {
+        // Like an earned close: nothing the device sends from now on is read or processed (the close itself goes
+        // through the loop's queue, behind frames that may still be delivered meanwhile).
+        closeEarned = true
         let dropped = outbox.removeAll()
         barriers = 0
+        updateReading()
         for case .then(_, let failed) in dropped { failed() }
         link.close(reason: reason, text: text)
     }

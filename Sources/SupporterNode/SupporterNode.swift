@@ -226,6 +226,12 @@ public final class SupporterNode: Sendable {
         }
         group.shutdown()
         stopClusterListener()
+        // What the audit windows held back is written before the store stops (its writer drains what is queued).
+        let now = Date()
+        let closing = state.withLock { $0.registry.closeAuditWindows(now: now) }
+        if !closing.isEmpty, !store.submit(closing, deferrable: false, completion: { _ in }) {
+            logger.log(.warning, "audit trail: the aggregate rows of \(closing.count) open windows could not be queued")
+        }
         store.stop()
         passwords.stop()
         storeWork.stop()
