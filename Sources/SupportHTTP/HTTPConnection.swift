@@ -60,7 +60,7 @@ final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
 
     /// Arms the first request's header timer (from connection start, the TLS handshake included).
     func start() {
-        loop.assertInLoop()
+        loop.preconditionInLoop()
         arm(.header)
     }
 

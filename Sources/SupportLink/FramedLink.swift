@@ -93,13 +93,13 @@ public final class FramedLink: @unchecked Sendable {
     /// completed), else the transport's error, e.g. `unclean_shutdown` when the peer dropped TCP without close_notify,
     /// even after a GOAWAY.
     public var transportCloseError: TransportError? {
-        loop.assertInLoop()
+        loop.preconditionInLoop()
         return transportError
     }
 
     /// What HELLO settled, once open. Loop thread only.
     public var parameters: LinkParameters? {
-        loop.assertInLoop()
+        loop.preconditionInLoop()
         return parametersValue
     }
 

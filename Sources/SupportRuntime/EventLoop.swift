@@ -49,7 +49,7 @@ public final class LoopTimer {
 /// `blocking_on_event_loop` error instead of deadlocking or stalling every connection of the loop.
 public final class EventLoop: @unchecked Sendable {
     // @unchecked: every `var` below is read and written only on the loop's own thread (checked with
-    // `assertInLoop`); the cross-thread entries are `inbox` (a Mutex), the poller's `wake()`, `threadID` and
+    // `preconditionInLoop`); the cross-thread entries are `inbox` (a Mutex), the poller's `wake()`, `threadID` and
     // `stopRequested` (atomics), and the immutable `let`s.
     private let poller: PlatformPoller
     private let inbox = Mutex(Inbox())
@@ -179,8 +179,11 @@ public final class EventLoop: @unchecked Sendable {
     /// Whether the caller runs on the thread of any event loop (where blocking is forbidden).
     public static var isOnLoopThread: Bool { LoopThreadMarker.isSet }
 
-    public func assertInLoop(file: StaticString = #fileID, line: UInt = #line) {
-        assert(inLoop, "not on event loop \(name)", file: file, line: line)
+    /// Stops the process when the caller is not on this loop's thread: state confined to a loop is touched only
+    /// there, and this is the check that proves it — in release builds too (as swift-nio's `NIOLoopBound`), since a
+    /// confinement that only debug builds check is a claim, not a proof. Costs an atomic load and `pthread_self`.
+    public func preconditionInLoop(file: StaticString = #fileID, line: UInt = #line) {
+        precondition(inLoop, "not on event loop \(name)", file: file, line: line)
     }
 
     /// Runs `work` on the loop thread, soon. Safe from any thread.
@@ -256,7 +259,7 @@ public final class EventLoop: @unchecked Sendable {
     /// Watches `fd` for `events`. Throws `poller` with the poller's reason when it refuses (then nothing is
     /// registered).
     package func register(_ fd: Int32, events: PollEvents, handler: Selectable) throws(TransportError) {
-        assertInLoop()
+        preconditionInLoop()
         nextGeneration &+= 1
         if nextGeneration == 0 { nextGeneration = 1 }  // token 0 is the poller's own wake-up
         try poller.add(fd, events: events, token: Self.token(fd, nextGeneration))
@@ -265,7 +268,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Changes the events watched for `fd`. Throws `poller` when the poller refuses.
     package func modify(_ fd: Int32, events: PollEvents) throws(TransportError) {
-        assertInLoop()
+        preconditionInLoop()
         guard let registration = registrations[fd] else { return }
         try poller.modify(fd, events: events, token: Self.token(fd, registration.generation))
     }
@@ -279,7 +282,7 @@ public final class EventLoop: @unchecked Sendable {
     /// Removes `fd` from the loop; call before closing it. A failure (e.g. the fd was closed first) has no caller to
     /// go to and is reported to the loop's `onError`.
     package func unregister(_ fd: Int32) {
-        assertInLoop()
+        preconditionInLoop()
         guard registrations.removeValue(forKey: fd) != nil else { return }
         do throws(TransportError) { try poller.remove(fd) } catch {
             onError?(TransportError(.poller, "\(error.message) on \(name)"))
@@ -289,7 +292,7 @@ public final class EventLoop: @unchecked Sendable {
     /// Runs `work` on the loop at `deadline` unless cancelled first.
     @discardableResult
     public func schedule(at deadline: Deadline, _ work: @escaping () -> Void) -> LoopTimer {
-        assertInLoop()
+        preconditionInLoop()
         let timer = LoopTimer(loop: self, work: work)
         let slot = TimerSlot(deadline: deadline.nanoseconds, timer: timer)
         timers.append(slot)
@@ -299,7 +302,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Timers in the heap (armed and not cancelled). Loop thread only; for tests and diagnostics.
     package var scheduledTimerCount: Int {
-        assertInLoop()
+        preconditionInLoop()
         return timers.count
     }
 
@@ -399,7 +402,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Takes `timer` out of the heap (it is cancelled).
     fileprivate func removeTimer(_ timer: LoopTimer) {
-        assertInLoop()
+        preconditionInLoop()
         let index = timer.heapIndex
         guard index >= 0, index < timers.count, timers[index].timer === timer else { return }
         remove(at: index)

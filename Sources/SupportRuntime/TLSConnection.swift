@@ -83,7 +83,7 @@ package final class TLSConnection: Selectable {
 
     /// Registers with the loop and begins connecting or handshaking. `connectDeadline` bounds a TCP connect.
     package func start(connectDeadline: Deadline? = nil) {
-        loop.assertInLoop()
+        loop.preconditionInLoop()
         Socket.setNoDelay(fd)
         handshakeTimer = loop.schedule(at: loop.now + context.configuration.handshakeTimeout) { [weak self] in
             guard let self, self.state == .handshaking || self.state == .connecting else { return }
@@ -167,7 +167,7 @@ package final class TLSConnection: Selectable {
     /// progress (if any) stops after the record being handled. Only an open connection pauses; a handshake or a
     /// close in progress keeps reading. Loop thread.
     package func pauseReading() {
-        loop.assertInLoop()
+        loop.preconditionInLoop()
         guard !isReadingPaused else { return }
         isReadingPaused = true
         setInterest(interest)
@@ -175,7 +175,7 @@ package final class TLSConnection: Selectable {
 
     /// Reads again: what OpenSSL or the socket hold is read now, then EPOLLIN is watched again. Loop thread.
     package func resumeReading() {
-        loop.assertInLoop()
+        loop.preconditionInLoop()
         guard isReadingPaused else { return }
         isReadingPaused = false
         guard state == .open else { return }
@@ -374,7 +374,7 @@ package final class TLSConnection: Selectable {
     /// Queues `bytes` for sending. Fails with `closed` after close, or closes with `write_buffer_full` when the peer
     /// reads so slowly that more than ``maxBufferedBytes`` wait.
     package func write(_ bytes: [UInt8]) throws(TransportError) {
-        loop.assertInLoop()
+        loop.preconditionInLoop()
         guard state == .open || state == .handshaking || state == .connecting, !closeWhenFlushed else {
             throw TransportError(.closed, "the connection is closed; nothing more can be sent")
         }
@@ -466,7 +466,7 @@ package final class TLSConnection: Selectable {
 
     /// Closes cleanly: queued bytes are sent first, then close_notify; the peer's close_notify (or 2 s) ends it.
     package func close() {
-        loop.assertInLoop()
+        loop.preconditionInLoop()
         switch state {
         case .connecting, .handshaking:
             finish(TransportError(.closed, "closed before the TLS handshake completed"))
@@ -514,7 +514,7 @@ package final class TLSConnection: Selectable {
     /// the socket takes them now (a dead peer's full window drops them), then the socket closes. For a keepalive
     /// timeout (SPEC §7, errata 1.0.1 no. 11): a peer that is slow rather than dead still sees a clean end.
     package func closeImmediately(_ error: TransportError) {
-        loop.assertInLoop()
+        loop.preconditionInLoop()
         if state == .open, let ssl {
             flush()
             if state == .open, outboundStart == outbound.count {

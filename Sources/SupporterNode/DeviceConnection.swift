@@ -12,7 +12,7 @@ import SupportTransport
 /// `internal_error`, callers get an error, and the node logs it.
 final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     // @unchecked: `machine`, the timers, `deviceName`, `joinedCode`, `outbox` and `pendingIntents` are used only on
-    // `link.loop` (every entry point hops there first, and `assertInLoop` checks it); `id`, `link`, `sourceAddress`,
+    // `link.loop` (every entry point hops there first, and `preconditionInLoop` checks it); `id`, `link`, `sourceAddress`,
     // `sourceKey` are immutable and `node` is a weak reference set once.
     let id: ConnectionID
     let link: FramedLink
@@ -139,13 +139,14 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     /// a device that sends them by the thousand is flooding, and the flood should cost it a new connection.
     static let suppressedEventsBeforeClose = 1_000
 
-    /// SESSION_MESSAGEs one device connection may send (SPEC §13.1): 500 per second (a burst of 500) and 8 MiB per
-    /// second (a burst of 2 MiB). Beyond, the node stops reading from it until the budget has refilled: TCP
-    /// back-pressure, nothing refused, so a chat flood costs its sender time instead of costing the node a core.
+    /// SESSION_MESSAGEs one device connection may send (SPEC §13.1): 500 per second (a burst of 500) and 4 MiB of
+    /// message bodies per second (a burst of 1 MiB). Beyond, the node stops reading from it until the budget has
+    /// refilled: TCP back-pressure, nothing refused, so a flood costs its sender time instead of costing the node a
+    /// core (three devices sending files at 8 MiB/s each cost legitimate registrations up to 3× their p99).
     static let messagesPerSecond = 500.0
     static let messageBurst = 500
-    static let messageBytesPerSecond = 8.0 * 1024 * 1024
-    static let messageByteBurst = 2 * 1024 * 1024
+    static let messageBytesPerSecond = 4.0 * 1024 * 1024
+    static let messageByteBurst = 1024 * 1024
 
     /// Charges one SESSION_MESSAGE of `bytes` to the budget; pauses reading while it is overdrawn.
     private func chargeMessage(bytes: Int) {
@@ -505,7 +506,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     // MARK: actions and the outbox
 
     private func perform(_ actions: [SupporterSessionMachine.Action], commandIntents: [StoreIntent] = []) {
-        link.loop.assertInLoop()
+        link.loop.preconditionInLoop()
         guard let node else { return }
         var intents = commandIntents + pendingIntents
         pendingIntents = []
@@ -646,7 +647,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
 
     /// A commit came back (in order). On the loop.
     private func committed(_ error: StoreError?) {
-        link.loop.assertInLoop()
+        link.loop.preconditionInLoop()
         guard barriers > 0, case .barrier = outbox.first else { return }
         outbox.popFirst()
         barriers -= 1
@@ -680,7 +681,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     }
 
     private func enqueue(_ step: Step) {
-        link.loop.assertInLoop()
+        link.loop.preconditionInLoop()
         if outbox.count >= Self.maximumSteps, !closeEarned, !link.isClosed {
             node?.logger.log(.warning, "device at \(sourceAddress): \(outbox.count) answers wait for it; disconnecting it")
             closeEarned = true

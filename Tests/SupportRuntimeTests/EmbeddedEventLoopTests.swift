@@ -29,7 +29,7 @@ import SupportUtilities
         let loop = try EventLoop.embedded()
         let ran = Locked(false)
         loop.execute {
-            loop.assertInLoop()
+            loop.preconditionInLoop()
             ran.withLock { $0 = true }
         }
         #expect(ran.withLock { $0 } == false)
