@@ -108,39 +108,10 @@ enum AbuseBenchmark {
         if options.allocationProbe { return }
         print("== abuse: legitimate registrations on a supporter node under abuse (load in a child process) ==")
         let fileLimit = ProcessInfoLite.raiseFileLimit()
-        guard let directory = NodesBenchmark.makeCertificates() else {
-            print("   abuse: cannot make certificates; skipped\n")
-            return
-        }
-        defer { if let remove = ChildProcess("rm", ["rm", "-rf", "--", directory], captureOutput: false) { remove.wait() } }
-        var configuration = SupporterNodeConfiguration(
-            tls: .makeServerConfiguration(
-                certificateChain: .file(directory + "/supporter.pem"), privateKey: .file(directory + "/supporter.key")))
-        configuration.port = 0
-        configuration.loopCount = 2
-        configuration.storePath = directory + "/node.sqlite"
-        let node: SupporterNode
-        do throws(SupporterNodeError) {
-            node = try SupporterNode(configuration: configuration)
-            try node.start()
-        } catch {
-            print("   abuse: cannot start the supporter node: \(error)\n")
-            return
-        }
-        defer { node.shutdown() }
-        // The REST API beside the node, as `rsup-supporter serve --api-listen` runs it.
-        let rest: RESTServer
-        do throws(TransportError) {
-            rest = try RESTServer(node: node, configuration: RESTServerConfiguration(host: "127.0.0.1", port: 0))
-        } catch {
-            print("   abuse: cannot start the REST server: \(error)\n")
-            return
-        }
-        defer { blockingAwait { await rest.shutdown() } }
-        let restPort = rest.port
-        let events = node.events
-        let drain = Task.detached { for await _ in events {} }  // an owner that reads its events
-        defer { drain.cancel() }
+        guard let target = AbuseTarget.start(group: "abuse", loopCount: 2) else { return }
+        defer { target.stop() }
+        let (node, directory, configuration) = (target.node, target.directory, target.configuration)
+        let restPort = target.rest.port
         guard let port = node.port, let token = try? node.issueAPIToken() else {
             print("   abuse: the node has no port or cannot issue a token\n")
             return

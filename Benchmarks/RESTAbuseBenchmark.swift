@@ -87,36 +87,9 @@ enum RESTAbuseBenchmark {
         if options.allocationProbe { return }
         print("== abuse-rest: the REST API and web console under abuse (load in a child process) ==")
         let fileLimit = ProcessInfoLite.raiseFileLimit()
-        guard let directory = NodesBenchmark.makeCertificates() else {
-            print("   abuse-rest: cannot make certificates; skipped\n")
-            return
-        }
-        defer { if let remove = ChildProcess("rm", ["rm", "-rf", "--", directory], captureOutput: false) { remove.wait() } }
-        var configuration = SupporterNodeConfiguration(
-            tls: .makeServerConfiguration(
-                certificateChain: .file(directory + "/supporter.pem"), privateKey: .file(directory + "/supporter.key")))
-        configuration.port = 0
-        configuration.storePath = directory + "/node.sqlite"
-        let node: SupporterNode
-        do throws(SupporterNodeError) {
-            node = try SupporterNode(configuration: configuration)
-            try node.start()
-        } catch {
-            print("   abuse-rest: cannot start the supporter node: \(error)\n")
-            return
-        }
-        defer { node.shutdown() }
-        let rest: RESTServer
-        do throws(TransportError) {
-            rest = try RESTServer(node: node, configuration: RESTServerConfiguration(host: "127.0.0.1", port: 0))
-        } catch {
-            print("   abuse-rest: cannot start the REST server: \(error)\n")
-            return
-        }
-        defer { blockingAwait { await rest.shutdown() } }
-        let events = node.events
-        let drain = Task.detached { for await _ in events {} }
-        defer { drain.cancel() }
+        guard let target = AbuseTarget.start(group: "abuse-rest") else { return }
+        defer { target.stop() }
+        let (node, rest) = (target.node, target.rest)
         let ready: Bool = blockingAwait {
             for login in ["owner", "newcomer", "viewer", "mallory"] {
                 guard (try? await node.addAccount(login: login, displayName: login, password: password)) != nil else {
