@@ -171,7 +171,7 @@ final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
         inFlight = InFlight(
             id: id, task: task, keepAlive: request.keepAlive, version: request.version, isHead: request.method == .head)
         let timeout = configuration.handlerTimeout
-        handlerTimer = loop.schedule(at: Deadline.now() + timeout) { [weak self] in
+        handlerTimer = loop.schedule(at: loop.now + timeout) { [weak self] in
             guard let self, let current = self.inFlight, current.id == id else { return }
             current.task.cancel()
             self.inFlight = nil
@@ -193,7 +193,7 @@ final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
             setBusy(false)
             var held = handlerResponse
             held.delay = nil
-            holdTimer = loop.schedule(at: Deadline.now() + delay) { [weak self] in
+            holdTimer = loop.schedule(at: loop.now + delay) { [weak self] in
                 guard let self, self.holding == id else { return }
                 self.holding = nil
                 self.holdTimer = nil
@@ -285,7 +285,7 @@ final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
             case .idle: configuration.idleTimeout
             }
         readTimerKind = kind
-        readTimer = loop.schedule(at: Deadline.now() + timeout) { [weak self] in self?.readTimerFired(kind) }
+        readTimer = loop.schedule(at: loop.now + timeout) { [weak self] in self?.readTimerFired(kind) }
     }
 
     private func readTimerFired(_ kind: TimerKind) {

@@ -80,20 +80,14 @@ public struct PasswordHash: Sendable, Hashable, CustomStringConvertible {
     public func verify(_ password: String) -> Bool {
         guard let candidate = try? Self.derive(password: password, salt: salt, parameters: parameters, length: key.count)
         else { return false }
-        var difference: UInt8 = 0
-        for (a, b) in zip(candidate, key) { difference |= a ^ b }
-        return difference == 0
+        return ConstantTime.equal(candidate, key)
     }
 
     /// HMAC-SHA256 (RFC 2104) of `message` keyed by this hash's derived key: a proof that whoever made it could read
     /// the stored hash (the node), which no one can make without it, and which a new password (a new salt and key)
     /// invalidates. Cheap (two SHA-256): it costs nothing like checking a password.
     public func authenticationCode(for message: [UInt8]) -> [UInt8] {
-        let blockSize = 64
-        var block = key.count > blockSize ? SHA256.hash(key) : key
-        block += [UInt8](repeating: 0, count: blockSize - block.count)
-        let inner = SHA256.hash(block.map { $0 ^ 0x36 } + message)
-        return SHA256.hash(block.map { $0 ^ 0x5C } + inner)
+        SHA256.authenticationCode(key: key, message: message)
     }
 
     /// Whether this hash was made with weaker parameters than `parameters`: re-hash the password after a sign-in.

@@ -439,7 +439,7 @@ extension SupporterSessionMachine {
         by resume: Resume, extensions newExtensions: ProtocolExtensions, peerMaxFrameSize: Int, now: Deadline
     ) -> ResumeOutcome {
         let secretMatches = [resumeSecret, previousResumeSecret].contains { known in
-            known.map { Self.constantTimeEqual($0, resume.resumeSecret) } ?? false
+            known.map { ConstantTime.equal($0, resume.resumeSecret) } ?? false
         }
         guard resumeSecret != nil, secretMatches, newExtensions.contains(.sessionResume) else {
             return .rejected(
@@ -515,17 +515,6 @@ extension SupporterSessionMachine {
 
     private func stateMismatch() -> ResumeOutcome {
         .rejected(ResumeResult(reason: .resumeRejected, text: "state mismatch"), endsRegistration: true)
-    }
-
-    /// Compares two secrets without an early exit on the first difference.
-    static func constantTimeEqual(_ lhs: String, _ rhs: String) -> Bool {
-        let a = Array(lhs.utf8)
-        let b = Array(rhs.utf8)
-        var difference = UInt8(truncatingIfNeeded: a.count ^ b.count)
-        for index in 0..<max(a.count, b.count) {
-            difference |= (index < a.count ? a[index] : 0) ^ (index < b.count ? b[index] : 0)
-        }
-        return difference == 0
     }
 }
 

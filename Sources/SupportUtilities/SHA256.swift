@@ -16,6 +16,15 @@ public enum SHA256 {
         precondition(ok == 1 && length == 32, "EVP_Digest(SHA-256) failed")  // safe: only memory exhaustion fails
         return digest
     }
+
+    /// HMAC-SHA256 (RFC 2104) of `message` under `key`.
+    public static func authenticationCode(key: [UInt8], message: [UInt8]) -> [UInt8] {
+        let blockSize = 64
+        var block = key.count > blockSize ? hash(key) : key
+        block += [UInt8](repeating: 0, count: blockSize - block.count)
+        let inner = hash(block.map { $0 ^ 0x36 } + message)
+        return hash(block.map { $0 ^ 0x5C } + inner)
+    }
 }
 
 private final class FetchedAlgorithm: @unchecked Sendable {

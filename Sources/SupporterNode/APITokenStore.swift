@@ -111,13 +111,3 @@ public struct APITokenStore: Sendable {
         records.values.sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
     }
 }
-
-/// Comparisons whose time does not depend on where the inputs differ.
-public enum ConstantTime {
-    public static func equal(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
-        guard lhs.count == rhs.count else { return false }
-        var difference: UInt8 = 0
-        for index in 0..<lhs.count { difference |= lhs[index] ^ rhs[index] }
-        return difference == 0
-    }
-}

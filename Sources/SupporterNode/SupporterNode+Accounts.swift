@@ -262,11 +262,7 @@ extension SupporterNode {
         guard parts.count == 3, parts[0] == login, let expiry = Int64(parts[1]),
             Double(expiry) > now.timeIntervalSince1970, let given = Hex.decode(String(parts[2]))
         else { return false }
-        let wanted = knownSignInCode(login: login, expiry: expiry, hash: hash)
-        guard given.count == wanted.count else { return false }
-        var difference: UInt8 = 0
-        for (a, b) in zip(given, wanted) { difference |= a ^ b }
-        return difference == 0
+        return ConstantTime.equal(given, knownSignInCode(login: login, expiry: expiry, hash: hash))
     }
 
     /// Stores `password` hashed with today's parameters for `login` (its old hash was weaker); sessions stay.

@@ -98,11 +98,7 @@ enum BrowserSecurity {
 
     /// Refuses (403) a state-changing request with the login cookie whose `X-CSRF-Token` is not the session's.
     static func checkCSRF(_ request: HTTPRequest, expected: String) throws(RESTError) {
-        let given = Array((request.headers[csrfHeader] ?? "").utf8)
-        let wanted = Array(expected.utf8)
-        var difference = given.count == wanted.count ? 0 : 1
-        for (a, b) in zip(given, wanted) { difference |= Int(a ^ b) }
-        guard difference == 0 else {
+        guard ConstantTime.equal(request.headers[csrfHeader] ?? "", expected) else {
             throw RESTError(.forbidden, "missing or wrong \(csrfHeader): send the csrf_token of your sign-in")
         }
     }
