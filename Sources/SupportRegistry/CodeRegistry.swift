@@ -125,7 +125,7 @@ public struct CodeRegistry: Sendable {
     var deviceEventAudit: AuditThrottle
     var deviceTokenAudit: AuditThrottle
     /// Admission budget (tokens, last refill on the back-off clock) of addresses blocked by their back-off.
-    var blockedAdmissions: [String: (tokens: Double, at: Duration)] = [:]
+    var blockedAdmissions: [String: TokenBucket] = [:]
 
     public init(policy: Policy = Policy()) {
         self.policy = policy
@@ -258,15 +258,12 @@ public struct CodeRegistry: Sendable {
             blockedAdmissions[address] = nil
             return true
         }
-        let rate = policy.blockedAddressAdmissionsPerSecond
-        let burst = max(1, policy.blockedAddressBurst)
-        var budget = blockedAdmissions[address] ?? (tokens: burst, at: now)
-        budget.tokens = min(burst, budget.tokens + max(0, (now - budget.at).seconds) * rate)
-        budget.at = now
-        let admitted = budget.tokens >= 1
-        if admitted { budget.tokens -= 1 }
+        var budget =
+            blockedAdmissions[address]
+            ?? TokenBucket(rate: policy.blockedAddressAdmissionsPerSecond, burst: max(1, policy.blockedAddressBurst))
+        let admitted = budget.take(now: now)
         if blockedAdmissions[address] == nil, blockedAdmissions.count >= policy.blockedAddressesTracked,
-            let oldest = blockedAdmissions.min(by: { $0.value.at < $1.value.at })?.key
+            let oldest = blockedAdmissions.min(by: { ($0.value.updated ?? .zero) < ($1.value.updated ?? .zero) })?.key
         {
             blockedAdmissions[oldest] = nil
         }

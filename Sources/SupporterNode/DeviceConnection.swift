@@ -11,9 +11,9 @@ import SupportTransport
 /// back to this loop. If the commit fails, nothing behind the barrier happens: the device gets GOAWAY
 /// `internal_error`, callers get an error, and the node logs it.
 final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
-    // @unchecked: `machine`, the timers, `deviceName`, `joinedCode`, `outbox` and `pendingIntents` are used only on
-    // `link.loop` (every entry point hops there first, and `preconditionInLoop` checks it); `id`, `link`, `sourceAddress`,
-    // `sourceKey` are immutable and `node` is a weak reference set once.
+    // @unchecked: `machine`, the timers, `deviceName`, `joinedCode`, `outbox`, the budgets and `pendingIntents` are
+    // used only on `link.loop` (every entry point hops there first, and `preconditionInLoop` checks it); `id`, `link`,
+    // `sourceAddress`, `sourceKey` are immutable and `node` is a weak reference set once.
     let id: ConnectionID
     let link: FramedLink
     /// The peer's address, for logs.
@@ -42,10 +42,11 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     private var suppressedEvents = 0
     private var suppressedSince: Deadline?
     private var floodDetected = false
-    /// What this connection's SESSION_MESSAGEs may still spend (a token bucket per kind, refilled with loop time).
-    private var messageTokens = Double(DeviceConnection.messageBurst)
-    private var messageByteTokens = Double(DeviceConnection.messageByteBurst)
-    private var messageTokensAt: Deadline?
+    /// What this connection's SESSION_MESSAGEs may still spend: messages and body bytes, refilled with loop time.
+    private var messageBudget = TokenBucket(
+        rate: DeviceConnection.messagesPerSecond, burst: Double(DeviceConnection.messageBurst))
+    private var messageByteBudget = TokenBucket(
+        rate: DeviceConnection.messageBytesPerSecond, burst: Double(DeviceConnection.messageByteBurst))
     /// Reading waits for the message budget to refill.
     private var throttled = false
     private var throttleTimer: LoopTimer?
@@ -151,16 +152,12 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     /// Charges one SESSION_MESSAGE of `bytes` to the budget; pauses reading while it is overdrawn.
     private func chargeMessage(bytes: Int) {
         let now = self.now
-        let elapsed = messageTokensAt.map { now.since($0) / .seconds(1) } ?? 0
-        messageTokensAt = now
-        messageTokens = min(Double(Self.messageBurst), messageTokens + elapsed * Self.messagesPerSecond) - 1
-        messageByteTokens =
-            min(Double(Self.messageByteBurst), messageByteTokens + elapsed * Self.messageBytesPerSecond) - Double(bytes)
-        guard messageTokens < 0 || messageByteTokens < 0, !throttled else { return }
-        let wait = max(-messageTokens / Self.messagesPerSecond, -messageByteTokens / Self.messageBytesPerSecond)
+        let messageWait = messageBudget.spend(1, now: now.sinceOrigin)
+        let byteWait = messageByteBudget.spend(Double(bytes), now: now.sinceOrigin)
+        guard let wait = [messageWait, byteWait].compactMap({ $0 }).max(), !throttled else { return }
         throttled = true
         updateReading()
-        throttleTimer = link.loop.schedule(at: now + .nanoseconds(Int64(wait * 1e9) + 1)) { [weak self] in
+        throttleTimer = link.loop.schedule(at: now + wait) { [weak self] in
             guard let self else { return }
             self.throttleTimer = nil
             self.throttled = false
@@ -683,7 +680,8 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     private func enqueue(_ step: Step) {
         link.loop.preconditionInLoop()
         if outbox.count >= Self.maximumSteps, !closeEarned, !link.isClosed {
-            node?.logger.log(.warning, "device at \(sourceAddress): \(outbox.count) answers wait for it; disconnecting it")
+            node?.logger.log(
+                .warning, "device at \(sourceAddress): \(outbox.count) answers wait for it; disconnecting it")
             closeEarned = true
             failAfterThisEvent(reason: .rateLimited, text: "too many answers waiting")
         }
