@@ -25,15 +25,32 @@ struct LoginSessionTable: Sendable {
 
     private var sessions: [[UInt8]: LoginSession] = [:]
 
-    /// A new session for `login`; returns it with its secret (the cookie value), shown to nobody else.
-    mutating func open(login: String, now: Date) -> (secret: String, session: LoginSession, record: LoginSessionRecord) {
+    /// A session being opened: decided, not yet in effect (``insert(_:)`` puts it in once it is stored).
+    struct Opening: Sendable {
+        /// The cookie value, shown to nobody else.
+        let secret: String
+        let session: LoginSession
+        let record: LoginSessionRecord
+    }
+
+    /// A new session for `login`, not yet in the table.
+    static func makeSession(login: String, now: Date) -> Opening {
         let secret = Self.random()
         let digest = SHA256.hash(Array(secret.utf8))
         let id = digest.prefix(6).map { String(format: "%02x", $0) }.joined()
         let session = LoginSession(id: id, login: login, csrfToken: Self.random(), createdAt: now, lastUsed: now)
-        insert(session, digest: digest)
         let record = LoginSessionRecord(digest: digest, id: id, login: login, csrfToken: session.csrfToken, createdAt: now)
-        return (secret, session, record)
+        return Opening(secret: secret, session: session, record: record)
+    }
+
+    /// Puts a session made by ``makeSession(login:now:)`` in effect (once it is stored).
+    mutating func insert(_ opening: Opening) { insert(opening.session, digest: opening.record.digest) }
+
+    /// A new session for `login`, in effect at once; returns it with its secret (the cookie value).
+    mutating func open(login: String, now: Date) -> (secret: String, session: LoginSession, record: LoginSessionRecord) {
+        let opening = Self.makeSession(login: login, now: now)
+        insert(opening)
+        return (opening.secret, opening.session, opening.record)
     }
 
     /// A stored session, unless it is past its lifetime at `now`.
@@ -77,6 +94,9 @@ struct LoginSessionTable: Sendable {
 
     /// Whether a session with this digest is held.
     func contains(digest: [UInt8]) -> Bool { sessions[digest] != nil }
+
+    /// The session whose secret has `digest`, as it is (not marked used).
+    func session(digest: [UInt8]) -> LoginSession? { sessions[digest] }
 
     /// Keeps only sessions whose digest is in `digests` or that began after `date` (read again from the store).
     mutating func retain(digests: Set<[UInt8]>, orBegunAfter date: Date) {

@@ -77,21 +77,17 @@ extension SupporterNode {
         let record = SupporterAccountRecord(
             login: login, displayName: displayName, role: role, state: .active, passwordHash: hash, createdAt: now,
             updatedAt: now)
-        let taken = state.withLock { state -> Bool in
-            guard state.accounts[login] == nil else { return true }
-            state.accounts[login] = record
-            return false
-        }
-        guard !taken else { throw SupporterNodeError("an account with the login '\(login)' exists", kind: .conflict) }
         var details = actor.details
         details["account"] = login
         details["display_name"] = displayName
         details["role"] = role.rawValue
-        do {
+        // Decide → commit → apply → answer, one account change at a time (the last-admin rule spans accounts).
+        try await changingAccounts { () throws(SupporterNodeError) in
+            guard account(login) == nil else {
+                throw SupporterNodeError("an account with the login '\(login)' exists", kind: .conflict)
+            }
             try await commit([.saveAccount(record), .audit(AuditEvent(time: now, kind: .accountCreated, details: details))])
-        } catch {
-            _ = state.withLock { $0.accounts.removeValue(forKey: login) }
-            throw error
+            state.withLock { $0.accounts[login] = record }
         }
         logger.log(.info, "account \(login) created (\(role.rawValue))")
         return SupporterAccount(record)
@@ -107,58 +103,70 @@ extension SupporterNode {
         guard account(login) != nil else { throw SupporterNodeError("no account has the login '\(login)'", kind: .notFound) }
         let hash: String?
         if let password = change.password { hash = try await hashPassword(password) } else { hash = nil }
-        let now = Date()
-        let result = state.withLock { state -> Result<(SupporterAccountRecord, SupporterAccountRecord), SupporterNodeError> in
-            guard var record = state.accounts[login] else {
-                return .failure(SupporterNodeError("no account has the login '\(login)'", kind: .notFound))
+        return try await changingAccounts { () throws(SupporterNodeError) in
+            let now = Date()
+            let result = state.withLock { state -> Result<(SupporterAccountRecord, SupporterAccountRecord), SupporterNodeError> in
+                guard var record = state.accounts[login] else {
+                    return .failure(SupporterNodeError("no account has the login '\(login)'", kind: .notFound))
+                }
+                let before = record
+                if let name = change.displayName { record.displayName = name }
+                if let role = change.role { record.role = role }
+                if let newState = change.state { record.state = newState }
+                if let hash { record.passwordHash = hash }
+                let losesAdmin = before.role == .admin && before.state == .active && (record.role != .admin || record.state != .active)
+                if losesAdmin, !state.accounts.values.contains(where: { $0.login != login && $0.role == .admin && $0.state == .active }) {
+                    return .failure(
+                        SupporterNodeError("'\(login)' is the last active admin; make another admin first", kind: .conflict))
+                }
+                record.updatedAt = now
+                return .success((before, record))
             }
-            let before = record
-            if let name = change.displayName { record.displayName = name }
-            if let role = change.role { record.role = role }
-            if let newState = change.state { record.state = newState }
-            if let hash { record.passwordHash = hash }
-            let losesAdmin = before.role == .admin && before.state == .active && (record.role != .admin || record.state != .active)
-            if losesAdmin, !state.accounts.values.contains(where: { $0.login != login && $0.role == .admin && $0.state == .active }) {
-                return .failure(
-                    SupporterNodeError("'\(login)' is the last active admin; make another admin first", kind: .conflict))
+            let (before, record): (SupporterAccountRecord, SupporterAccountRecord)
+            switch result {
+            case .success(let pair): (before, record) = pair
+            case .failure(let error): throw error
             }
-            record.updatedAt = now
-            state.accounts[login] = record
-            if record.state == .disabled || hash != nil { state.loginSessions.closeAll(of: login) }
-            return .success((before, record))
-        }
-        let (before, record): (SupporterAccountRecord, SupporterAccountRecord)
-        switch result {
-        case .success(let pair): (before, record) = pair
-        case .failure(let error): throw error
-        }
-        var details = actor.details
-        details["account"] = login
-        var changed: [String] = []
-        if before.displayName != record.displayName {
-            changed.append("display_name")
-            details["display_name"] = record.displayName
-        }
-        if before.role != record.role {
-            changed.append("role")
-            details["role"] = record.role.rawValue
-        }
-        if before.state != record.state {
-            changed.append("state")
-            details["state"] = record.state.rawValue
-        }
-        if hash != nil { changed.append("password") }
-        details["changed"] = changed.joined(separator: ",")
-        var intents: [StoreIntent] = [.saveAccount(record)]
-        if record.state == .disabled || hash != nil { intents.append(.deleteLoginSessions(login: login)) }
-        intents.append(.audit(AuditEvent(time: now, kind: .accountChanged, details: details)))
-        do {
+            var details = actor.details
+            details["account"] = login
+            var changed: [String] = []
+            if before.displayName != record.displayName {
+                changed.append("display_name")
+                details["display_name"] = record.displayName
+            }
+            if before.role != record.role {
+                changed.append("role")
+                details["role"] = record.role.rawValue
+            }
+            if before.state != record.state {
+                changed.append("state")
+                details["state"] = record.state.rawValue
+            }
+            if hash != nil { changed.append("password") }
+            details["changed"] = changed.joined(separator: ",")
+            let endsSessions = record.state == .disabled || hash != nil
+            var intents: [StoreIntent] = [.saveAccount(record)]
+            if endsSessions { intents.append(.deleteLoginSessions(login: login)) }
+            intents.append(.audit(AuditEvent(time: now, kind: .accountChanged, details: details)))
             try await commit(intents)
-        } catch {
-            state.withLock { $0.accounts[login] = before }
-            throw error
+            state.withLock { state in
+                state.accounts[login] = record
+                if endsSessions { state.loginSessions.closeAll(of: login) }
+            }
+            return SupporterAccount(record)
         }
-        return SupporterAccount(record)
+    }
+
+    /// Runs a change of the accounts from its decision to its answer after every earlier one (``ChangeLanes``): the
+    /// last-admin rule is about all accounts at once.
+    func changingAccounts<Result: Sendable>(_ body: () async throws(SupporterNodeError) -> Result)
+        async throws(SupporterNodeError) -> Result
+    {
+        guard let result = try await changes.run("accounts", body) else {
+            throw SupporterNodeError(
+                "\(ChangeLanes.waitingLimit) account changes are waiting already; try again", kind: .busy)
+        }
+        return result
     }
 
     /// Checks `login` and `password` from `address` and opens a login session. Rate-limited per address and account
@@ -212,20 +220,19 @@ extension SupporterNode {
             throw SignInError(kind: .disabled)
         }
         let account = SupporterAccount(record)
-        let opened = state.withLock { state in
-            state.loginGuard.finishAttempt(login: login, address: address, .right, now: Self.clock(now))
-            return state.loginSessions.open(login: login, now: now)
-        }
+        state.withLock { $0.loginGuard.finishAttempt(login: login, address: address, .right, now: Self.clock(now)) }
+        let opened = LoginSessionTable.makeSession(login: login, now: now)
         let actor = account.actor(kind: "rest", address: address, loginSession: opened.session.id)
-        // Stored before the cookie is handed out, so a restart right after still knows the session.
+        // Stored before it is in effect and the cookie is handed out, so a restart right after still knows the
+        // session, and a failed write leaves no session anywhere.
         do {
             try await commit([
                 .saveLoginSession(opened.record), .audit(AuditEvent(time: now, kind: .signedIn, details: actor.details)),
             ])
         } catch {
-            _ = state.withLock { $0.loginSessions.close(secret: opened.secret) }
             throw SignInError(kind: .busy)
         }
+        state.withLock { $0.loginSessions.insert(opened) }
         logger.log(.info, "\(login) signed in from \(address)")
         if let stored, stored.needsUpgrade() {
             // Hashed with weaker parameters than today's: hash the password again now that we have it.
@@ -295,20 +302,23 @@ extension SupporterNode {
         }
     }
 
-    /// Ends the login session whose secret is `secret` (audited).
-    public func signOut(secret: String, address: String? = nil) async {
-        let closed = state.withLock { state -> (LoginSession, SupporterAccountRecord?)? in
-            guard let session = state.loginSessions.close(secret: secret) else { return nil }
+    /// Ends the login session whose secret is `secret` (audited). It ends once its end is stored: when the store
+    /// cannot record it, the session stays as it was and the error is thrown (the caller may try again).
+    public func signOut(secret: String, address: String? = nil) async throws(SupporterNodeError) {
+        let digest = LoginSessionTable.digest(of: secret)
+        let found = state.withLock { state -> (LoginSession, SupporterAccountRecord?)? in
+            guard let session = state.loginSessions.session(digest: digest) else { return nil }
             return (session, state.accounts[session.login])
         }
-        guard let (session, record) = closed else { return }
+        guard let (session, record) = found else { return }
         let actor = AuditActor(
             kind: "rest", address: address, account: session.login, accountName: record?.displayName,
             loginSession: session.id)
-        try? await commit([
-            .deleteLoginSession(digest: LoginSessionTable.digest(of: secret)),
+        try await commit([
+            .deleteLoginSession(digest: digest),
             .audit(AuditEvent(time: Date(), kind: .signedOut, details: actor.details)),
         ])
+        state.withLock { _ = $0.loginSessions.close(secret: secret) }
     }
 
     /// Sends a connection request on `code` as `account`: the device's user sees the account's display name. A

@@ -77,7 +77,9 @@ extension SupporterNode {
         let now = Date()
         let life = lifetime ?? configuration.defaultCodeLifetime
         let seconds = life.seconds
-        let (record, intents) = try state.withLock { state throws(SupporterNodeError) in
+        // Decided here, applied once stored: a code appears in the registry only when its row and audit are durable.
+        // Two nodes (or two callers) drawing the same text meanwhile are told apart by the store: one insert wins.
+        let (record, change, intents) = try state.withLock { state throws(SupporterNodeError) in
             var code = proposed ?? SessionCodeFormat.generate()
             while state.registry.contains(code) { code = SessionCodeFormat.generate() }
             let record = SessionCodeRecord(
@@ -86,23 +88,14 @@ extension SupporterNode {
                 createdAt: now, validUntil: validUntil ?? now.addingTimeInterval(seconds), closedAt: nil,
                 assignedSupporter: details.assignedSupporter, featureRules: details.featureRules)
             do throws(RegistryError) {
-                return (record, try state.registry.createCode(record, by: actor))
+                let (change, intents) = try state.registry.planCreateCode(record, by: actor)
+                return (record, change, intents)
             } catch {
                 throw SupporterNodeError(registry: error)
             }
         }
-        do {
-            try await commit(intents)
-        } catch {
-            // Not stored: the code does not exist here — unless another node's code of the same text has replaced
-            // this entry meanwhile (its notification), which stays.
-            state.withLock { state in
-                if state.registry.info(record.code, now: now)?.record == record {
-                    _ = try? state.registry.deleteCode(record.code, by: .node, now: now)
-                }
-            }
-            throw error
-        }
+        try await commit(intents)
+        state.withLock { _ = $0.registry.apply(change, now: now) }
         logger.log(.info, "code \(Redact.code(record.code)) created (\(type))")
         return SessionCodeInfo(record: record, state: .open, deviceName: nil)
     }
@@ -132,16 +125,19 @@ extension SupporterNode {
     public func updateCode(
         _ code: String, by actor: AuditActor = .local, _ change: @Sendable (inout SessionCodeRecord) -> Void
     ) async throws(SupporterNodeError) -> SessionCodeInfo {
-        let now = Date()
-        let (info, intents) = try state.withLock { state throws(SupporterNodeError) in
-            do throws(RegistryError) {
-                return try state.registry.updateCode(code, by: actor, now: now, change)
-            } catch {
-                throw SupporterNodeError(registry: error)
+        try await changingCode(code) { () throws(SupporterNodeError) in
+            let now = Date()
+            let (decided, info, intents) = try state.withLock { state throws(SupporterNodeError) in
+                do throws(RegistryError) {
+                    return try state.registry.planUpdateCode(code, by: actor, now: now, change)
+                } catch {
+                    throw SupporterNodeError(registry: error)
+                }
             }
+            try await commit(intents)
+            state.withLock { _ = $0.registry.apply(decided, now: now) }
+            return info
         }
-        try await commit(intents)
-        return info
     }
 
     /// Replaces a code's rules (SPEC §15.3); returns once stored and audited (`code_updated`, `what:
@@ -163,44 +159,45 @@ extension SupporterNode {
     public func changeFeatureRules(
         _ code: String, by actor: AuditActor = .local, _ change: (inout FeatureRules) -> Void
     ) async throws(SupporterNodeError) -> SessionCodeInfo {
-        let now = Date()
-        let (info, previous, rules, intents) = try state.withLock { state throws(SupporterNodeError) in
-            guard let previous = state.registry.featureRules(of: code) else {
-                throw SupporterNodeError(registry: RegistryError(.notFound, "no such code"))
+        try await changingCode(code) { () throws(SupporterNodeError) in
+            let now = Date()
+            let (decided, info, rules, intents) = try state.withLock { state throws(SupporterNodeError) in
+                guard var rules = state.registry.featureRules(of: code) else {
+                    throw SupporterNodeError(registry: RegistryError(.notFound, "no such code"))
+                }
+                change(&rules)
+                do throws(RegistryError) {
+                    let (decided, info, intents) = try state.registry.planFeatureRules(code, rules, by: actor, now: now)
+                    return (decided, info, rules, intents)
+                } catch {
+                    throw SupporterNodeError(registry: error)
+                }
             }
-            var rules = previous
-            change(&rules)
-            do throws(RegistryError) {
-                let (info, intents) = try state.registry.setFeatureRules(code, rules, by: actor, now: now)
-                return (info, previous, rules, intents)
-            } catch {
-                throw SupporterNodeError(registry: error)
-            }
-        }
-        guard !intents.isEmpty else { return info }
-        do {
+            guard let decided else { return info }
             try await commit(intents)
-        } catch {
-            // Not stored, so not in effect: put the previous rules back (unless a later change replaced them).
-            state.withLock { $0.registry.revertFeatureRules(code, to: previous, ifStill: rules) }
-            throw error
+            state.withLock { _ = $0.registry.apply(decided, now: now) }
+            logger.log(.info, "code \(Redact.code(code)): code rules now \(rules.auditText)")
+            return info
         }
-        logger.log(.info, "code \(Redact.code(code)): code rules now \(rules.auditText)")
-        return info
     }
 
     /// Deletes a code. Refused while a device is on it: close it first. Its audit history stays.
     public func deleteCode(_ code: String, by actor: AuditActor = .local) async throws(SupporterNodeError) {
-        let now = Date()
-        let intents = try state.withLock { state throws(SupporterNodeError) in
-            do throws(RegistryError) {
-                return try state.registry.deleteCode(code, by: actor, now: now)
-            } catch {
-                throw SupporterNodeError(registry: error)
+        let late = try await changingCode(code) { () throws(SupporterNodeError) -> DeviceConnection? in
+            let now = Date()
+            let (decided, intents) = try state.withLock { state throws(SupporterNodeError) in
+                do throws(RegistryError) {
+                    return try state.registry.planDeleteCode(code, by: actor, now: now)
+                } catch {
+                    throw SupporterNodeError(registry: error)
+                }
             }
+            try await commit(intents)
+            return state.withLock { state in state.registry.apply(decided, now: now).flatMap { state.links[$0] } }
         }
-        try await commit(intents)
         logger.log(.info, "code \(Redact.code(code)) deleted")
+        // A device that registered on the code while its deletion was being stored: the code is gone, so is it.
+        late?.closeLink(reason: .invalidSessionCode, text: "the session code was deleted")
     }
 
     /// Closes a code for good: a device on it is told (SESSION_END `session_code_closed`).
@@ -214,21 +211,40 @@ extension SupporterNode {
     }
 
     private func finishCode(_ code: String, closing: Bool, by actor: AuditActor) async throws(SupporterNodeError) {
-        let now = Date()
-        let (connection, intents) = try state.withLock { state throws(SupporterNodeError) in
-            do throws(RegistryError) {
-                let (holder, intents) = try state.registry.finishCode(code, closing: closing, by: actor, now: now)
-                return (holder.flatMap { state.links[$0] }, intents)
-            } catch {
-                throw SupporterNodeError(registry: error)
+        let connection = try await changingCode(code) { () throws(SupporterNodeError) -> DeviceConnection? in
+            let now = Date()
+            let (decided, intents) = try state.withLock { state throws(SupporterNodeError) in
+                do throws(RegistryError) {
+                    return try state.registry.planFinishCode(code, closing: closing, by: actor, now: now)
+                } catch {
+                    throw SupporterNodeError(registry: error)
+                }
             }
+            // Closing a closed code: nothing to store; a device still on it is told again.
+            guard let decided else {
+                return state.withLock { state in state.registry.holder(of: code).flatMap { state.links[$0] } }
+            }
+            try await commit(intents)
+            // The device on the code now, after the commit: one that registered meanwhile is told too.
+            return state.withLock { state in state.registry.apply(decided, now: now).flatMap { state.links[$0] } }
         }
-        try await commit(intents)
         logger.log(.info, "code \(Redact.code(code)) \(closing ? "closed" : "expired")")
         guard let connection else { return }
         let reason: ReasonCode = closing ? .sessionCodeClosed : .sessionCodeExpired
         _ = try? await connection.run { machine throws(SupporterSessionMachine.Refusal) in
             (try machine.end(reason: reason), ())
         }
+    }
+
+    /// Runs a change of `code` from its decision to its answer after every earlier change of it (``ChangeLanes``).
+    func changingCode<Result: Sendable>(
+        _ code: String, _ body: () async throws(SupporterNodeError) -> Result
+    ) async throws(SupporterNodeError) -> Result {
+        guard let result = try await changes.run("code:" + code, body) else {
+            throw SupporterNodeError(
+                "\(ChangeLanes.waitingLimit) changes of code \(Redact.code(code)) are waiting already; try again",
+                kind: .busy)
+        }
+        return result
     }
 }

@@ -30,6 +30,9 @@ public final class SupporterNode: Sendable {
     /// Other blocking work of async callers (synchronous store writes: API tokens), on a thread of its own, so that it
     /// never waits behind password hashing (issue 20, finding 2).
     let storeWork = BlockingWorker(name: "rsup-store-work")
+    /// Changes of one code, or of the accounts, run one after another from decision to answer (decide → commit →
+    /// apply → answer).
+    let changes = ChangeLanes()
     let state: Mutex<NodeState>
     let handshakeLog: RateLimitedLog
     private let eventContinuation: AsyncStream<SupporterNodeEvent>.Continuation

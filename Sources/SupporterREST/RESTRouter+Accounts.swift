@@ -42,7 +42,14 @@ extension RESTRouter {
 
     func signOut(_ request: HTTPRequest) async throws(RESTError) -> HTTPResponse {
         let (principal, secret) = try await authenticate(request)
-        if let secret { await node.signOut(secret: secret, address: clientAddress(request)) }
+        if let secret {
+            do throws(SupporterNodeError) {
+                try await node.signOut(secret: secret, address: clientAddress(request))
+            } catch {
+                // Not recorded, so not in effect: the session stays valid, and the caller hears it (503).
+                throw RESTError(.unavailable, "the sign-out could not be recorded; try again", retryAfter: .seconds(1))
+            }
+        }
         _ = principal
         return HTTPResponse(status: .noContent, headers: ["Set-Cookie": BrowserSecurity.clearedCookie])
     }

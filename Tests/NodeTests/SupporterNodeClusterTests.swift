@@ -219,7 +219,7 @@ extension NodeIntegration {
             _ = try await first.supporter.addAccount(login: "carol", displayName: "Carol", password: "a long password 3")
             let secret = try await first.supporter.signIn(login: "carol", password: "a long password 3", address: "::1").secret
             #expect(await waitUntil { second.supporter.loginSession(secret: secret)?.account.login == "carol" })
-            await first.supporter.signOut(secret: secret)
+            try await first.supporter.signOut(secret: secret)
             #expect(await waitUntil { second.supporter.loginSession(secret: secret) == nil })
         }
 

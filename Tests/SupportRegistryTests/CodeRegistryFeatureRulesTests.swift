@@ -81,16 +81,39 @@ import Testing
         #expect(audits(strict).first?.details["feature_rules"] == "default=deny")
     }
 
-    @Test func aRevertPutsThePreviousRulesBackUnlessReplacedMeanwhile() throws {
+    @Test func aPlannedChangeChangesNothingUntilApplied() throws {
         var registry = try registry()
-        let first = FeatureRules(default: .confirm)
-        _ = try registry.setFeatureRules("123-456-789", first, by: .local, now: start)
-        registry.revertFeatureRules("123-456-789", to: .codeDefault, ifStill: first)
+        let rules = FeatureRules(default: .confirm)
+        let (change, info, intents) = try registry.planFeatureRules("123-456-789", rules, by: .local, now: start)
+        // Decided, with what to store and what the caller will be told, and nothing in effect yet.
+        #expect(info.record.featureRules == rules)
+        #expect(!intents.isEmpty)
         #expect(registry.featureRules(of: "123-456-789") == .codeDefault)
-        _ = try registry.setFeatureRules("123-456-789", first, by: .local, now: start)
-        let second = FeatureRules(default: .deny)
-        _ = try registry.setFeatureRules("123-456-789", second, by: .local, now: start)
-        registry.revertFeatureRules("123-456-789", to: .codeDefault, ifStill: first)
-        #expect(registry.featureRules(of: "123-456-789") == second)
+        registry.apply(try #require(change), now: start)
+        #expect(registry.featureRules(of: "123-456-789") == rules)
+    }
+
+    @Test func plannedCodeChangesLeaveTheRegistryAsItWas() throws {
+        let registry = try registry()
+        _ = try registry.planUpdateCode("123-456-789", by: .local, now: start) { $0.description = "new" }
+        _ = try registry.planFinishCode("123-456-789", closing: true, by: .local, now: start)
+        _ = try registry.planDeleteCode("123-456-789", by: .local, now: start)
+        let info = try #require(registry.info("123-456-789", now: start))
+        #expect(info.record.description == nil)
+        #expect(info.state != .closed)
+    }
+
+    @Test func anUpdateKeepsAnAssigneeSetWhileItWasStored() throws {
+        var registry = try registry()
+        let (change, _, _) = try registry.planUpdateCode("123-456-789", by: .local, now: start) {
+            $0.description = "printer"
+        }
+        // Meanwhile a supporter's request assigned the code (the device's path).
+        _ = registry.requestSent(
+            code: "123-456-789", requestID: 1, supporterName: "Alice", type: .screenShare, by: .local, now: start)
+        registry.apply(change, now: start)
+        let record = try #require(registry.info("123-456-789", now: start)).record
+        #expect(record.description == "printer")
+        #expect(record.assignedSupporter == "Alice")
     }
 }
