@@ -1,7 +1,8 @@
 /// The supporter node's session state machine for one device connection (SPEC §9). Sans-I/O; time is an input.
 ///
-/// Which codes exist and who may join is the node's policy: REGISTER is answered through the `authorize` function the
-/// caller passes with each frame, so the machine stays a value with no registry inside.
+/// Which codes exist and who may join is the node's policy: a REGISTER gives the action ``Action/authorize(_:)``, and
+/// the caller answers it with its registry's decision as the next event (``registrationDecided(_:)``). The machine
+/// never calls back into its caller and holds no registry.
 public struct SupporterSessionMachine: Sendable {
     public enum State: Sendable, Hashable {
         case idle
@@ -15,6 +16,10 @@ public struct SupporterSessionMachine: Sendable {
         case report(SupporterSessionEvent)
         /// The device broke SPEC §9: close its link with GOAWAY `protocol_error` and this text.
         case protocolViolation(String)
+        /// The device asks to join with this REGISTER: decide it (which codes exist and who may join is the node's
+        /// policy) and pass the decision to ``registrationDecided(_:)`` before the next frame. Nothing is sent until
+        /// then.
+        case authorize(Register)
     }
 
     /// A local command the current state does not allow; nothing was sent.
@@ -56,6 +61,8 @@ public struct SupporterSessionMachine: Sendable {
     private var lastEndedRequest: (id: UInt32, reason: ReasonCode)?
     private let secretSource: @Sendable () -> String
     private var peerMaxFrameSize = WireLimits.defaultMaxFrameSize
+    /// The REGISTER given to the caller to decide (``Action/authorize(_:)``), until ``registrationDecided(_:)``.
+    public private(set) var registrationAwaitingDecision: Register?
 
     /// `secretSource` makes resume secrets (SPEC §15.2: at least 128 random bits, printable ASCII, 32–64 bytes); the
     /// node passes a cryptographic one, tests a predictable one.
@@ -287,15 +294,51 @@ public struct SupporterSessionMachine: Sendable {
         }
     }
 
+    /// The caller's decision on the REGISTER of ``Action/authorize(_:)``: the answer to send and what to report. A
+    /// decision with no REGISTER waiting changes nothing.
+    public mutating func registrationDecided(_ decision: RegistrationDecision) -> [Action] {
+        guard let register = registrationAwaitingDecision, state == .idle else {
+            registrationAwaitingDecision = nil
+            return []
+        }
+        registrationAwaitingDecision = nil
+        switch decision {
+        case .accept(let codeType, let waitingMessage):
+            state = .online(code: register.sessionCode)
+            deviceCapabilities = register.capabilities
+            channel = MessageChannel(peerMaxFrameSize: peerMaxFrameSize)
+            registrationExtensions = extensions
+            let text = waitingMessage.flatMap(Self.wireText)
+            var result = RegisterResult(reason: .success, text: text, codeType: codeType)
+            if extensions.contains(.sessionResume) {
+                resumeSecret = secretSource()
+                result.resumeSecret = resumeSecret
+            }
+            return [
+                .send(.registerResult(result)),
+                .report(.deviceOnline(code: register.sessionCode, capabilities: register.capabilities)),
+            ]
+        case .refuse(var reason, let text, let retryAfter):
+            // A refusal never says `success` (the device would go online while this side stays idle), and a text
+            // the wire cannot carry (empty, over 256 bytes) is dropped rather than sending an unencodable frame.
+            if reason == .success { reason = .internalError }
+            var result = RegisterResult(reason: reason, text: text, retryAfterMilliseconds: retryAfter)
+            if !Message.registerResult(result).encodesWithinDefaultLimit { result.text = nil }
+            return [
+                .send(.registerResult(result)),
+                .report(.registrationRefused(code: register.sessionCode, reason: reason)),
+            ]
+        }
+    }
+
     // MARK: frames
 
-    /// A session frame from the device. `authorize` decides a REGISTER (the node's registry).
+    /// A session frame from the device. A REGISTER in `idle` gives ``Action/authorize(_:)``, answered with
+    /// ``registrationDecided(_:)``.
     ///
     /// Total over `Message`: connection-level frames get §7's rule for an open connection (HELLO / HELLO_ACK are a
     /// protocol error in every session state; PING, PONG, GOAWAY give no session action).
-    public mutating func received(
-        _ message: Message, now: Deadline, authorize: (Register) -> RegistrationDecision
-    ) -> [Action] {
+    public mutating func received(_ message: Message, now: Deadline) -> [Action] {
         switch FrameRouting(message) {
         case .session: break
         case .connectionOnly: return []
@@ -314,33 +357,11 @@ public struct SupporterSessionMachine: Sendable {
                         + "(SPEC §5.11)")
             ]
         case (.idle, .register(let register)):
-            switch authorize(register) {
-            case .accept(let codeType, let waitingMessage):
-                state = .online(code: register.sessionCode)
-                deviceCapabilities = register.capabilities
-                channel = MessageChannel(peerMaxFrameSize: peerMaxFrameSize)
-                registrationExtensions = extensions
-                let text = waitingMessage.flatMap(Self.wireText)
-                var result = RegisterResult(reason: .success, text: text, codeType: codeType)
-                if extensions.contains(.sessionResume) {
-                    resumeSecret = secretSource()
-                    result.resumeSecret = resumeSecret
-                }
-                return [
-                    .send(.registerResult(result)),
-                    .report(.deviceOnline(code: register.sessionCode, capabilities: register.capabilities)),
-                ]
-            case .refuse(var reason, let text, let retryAfter):
-                // A refusal never says `success` (the device would go online while this side stays idle), and a text
-                // the wire cannot carry (empty, over 256 bytes) is dropped rather than sending an unencodable frame.
-                if reason == .success { reason = .internalError }
-                var result = RegisterResult(reason: reason, text: text, retryAfterMilliseconds: retryAfter)
-                if !Message.registerResult(result).encodesWithinDefaultLimit { result.text = nil }
-                return [
-                    .send(.registerResult(result)),
-                    .report(.registrationRefused(code: register.sessionCode, reason: reason)),
-                ]
+            guard registrationAwaitingDecision == nil else {
+                return [.protocolViolation("a second REGISTER before the first was answered (SPEC §9)")]
             }
+            registrationAwaitingDecision = register
+            return [.authorize(register)]
         case (.idle, .sessionEnd):
             deviceSentSessionEnd = true
             return []  // crossed our SESSION_END

@@ -126,10 +126,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             resumeArrived(resume, node: node)
             return
         }
-        let actions = machine.received(message, now: now) { register in
-            self.authorize(register, node: node)
-        }
-        perform(actions)
+        perform(machine.received(message, now: now))
         if closeAfterAnswer {
             closeAfterAnswer = false
             earnClose(.rateLimited, "too many refused registrations on this connection")
@@ -390,35 +387,49 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         if resumeRefusals >= 5 { earnClose(.rateLimited, "too many refused resumes on this connection") }
     }
 
-    /// Decides a REGISTER with the registry. The answer's frame leaves only after the intents commit.
-    private func authorize(_ register: Register, node: SupporterNode) -> RegistrationDecision {
-        let now = Date()
-        let digest = APITokenStore.digest(of: register.apiToken)
-        let outcome = node.state.withLock { state -> RegistrationOutcome in
-            let record = state.tokens.record(digest: digest)
-            let tokenID = record?.scope == .device ? record?.id : nil
-            return state.registry.register(
-                RegistrationAttempt(
-                    connection: id, code: register.sessionCode, deviceTokenID: tokenID, deviceName: deviceName),
-                now: now)
-        }
+    /// Decides a REGISTER with the registry (under the node's lock, taken by ``perform(_:commandIntents:)`` for the
+    /// whole step). The answer's frame leaves only after the intents commit.
+    private func decide(_ register: Register, in state: inout SupporterNode.NodeState, now: Date)
+        -> RegistrationDecision
+    {
+        let record = state.tokens.record(digest: APITokenStore.digest(of: register.apiToken))
+        let tokenID = record?.scope == .device ? record?.id : nil
+        let outcome = state.registry.register(
+            RegistrationAttempt(connection: id, code: register.sessionCode, deviceTokenID: tokenID, deviceName: deviceName),
+            now: now)
         pendingIntents = outcome.intents
         switch outcome {
         case .accepted:
+            registrationAccepted = true
+        case .refused(let refusal):
+            closeAfterAnswer = refusal.closeConnection
+            refusalAudited = refusal.audited
+            registrationRefusal = refusal.reason
+        }
+        return outcome.decision
+    }
+
+    /// Logs the registry's decision on `register`, after the lock.
+    private func logDecision(on register: Register, node: SupporterNode) {
+        if registrationAccepted {
+            registrationAccepted = false
             registrationTimer?.cancel()
             registrationTimer = nil
             node.logger.log(
                 .info,
                 "code \(Redact.code(register.sessionCode)) online: device '\(deviceName ?? "?")' from \(sourceAddress)")
-        case .refused(let refusal):
-            closeAfterAnswer = refusal.closeConnection
-            refusalAudited = refusal.audited
+        }
+        if let reason = registrationRefusal {
+            registrationRefusal = nil
             node.handshakeLog.log(
                 .warning, key: "register:" + sourceKey,
-                "registration of code \(Redact.code(register.sessionCode)) from \(sourceAddress) refused: \(refusal.reason)")
+                "registration of code \(Redact.code(register.sessionCode)) from \(sourceAddress) refused: \(reason)")
         }
-        return outcome.decision
     }
+
+    /// What the registry decided on the REGISTER of the current step, for the logs written after the lock.
+    private var registrationAccepted = false
+    private var registrationRefusal: ReasonCode?
 
     // MARK: commands (hop to the loop)
 
@@ -505,34 +516,56 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     private func perform(_ actions: [SupporterSessionMachine.Action], commandIntents: [StoreIntent] = []) {
         link.loop.preconditionInLoop()
         guard let node else { return }
-        var intents = commandIntents + pendingIntents
-        pendingIntents = []
+        var actions = actions
+        var intents = commandIntents
         var events: [SupporterNodeEvent] = []
         var registered: String?
         var left = false
-        // Reports first: what they record must be durable before any frame of the same event leaves.
-        for case .report(let event) in actions {
-            if case .deviceOnline(let code, _) = event {
-                joinedCode = code
-                registered = code
-                everRegistered = true
-            }
-            guard let code = joinedCode ?? event.code else { continue }
-            if case .registrationRefused = event, !refusalAudited { continue }  // counted, not reported one by one
-            let now = Date()
-            let outcome = node.state.withLock { $0.registry.sessionEventOutcome(event, on: id, now: now) }
-            intents += outcome.intents
-            // Over its audit quota a repeatable device event is only counted (an aggregate row follows).
-            if outcome.reported {
-                events.append(SupporterNodeEvent(code: code, event: event, deviceName: deviceName))
-            } else {
-                countSuppressedEvent()
-            }
-            if case .ended = event, joinedCode != nil {
-                joinedCode = nil
-                left = true
+        var suppressed = 0
+        var register: Register?
+        let now = Date()
+        let recordsState = joinedCode != nil || actions.contains { if case .report = $0 { true } else { false } }
+        let decides = actions.contains { if case .authorize = $0 { true } else { false } }
+        if decides || recordsState {
+            // One take of the node's lock for the whole step: the registry's decision on a REGISTER, its outcome for
+            // each report, and the machine's new state.
+            node.state.withLock { state in
+                if decides {
+                    actions = actions.flatMap { action -> [SupporterSessionMachine.Action] in
+                        guard case .authorize(let asked) = action else { return [action] }
+                        register = asked
+                        return machine.registrationDecided(decide(asked, in: &state, now: now))
+                    }
+                    intents += pendingIntents
+                    pendingIntents = []
+                }
+                // Reports first: what they record must be durable before any frame of the same event leaves.
+                for case .report(let event) in actions {
+                    if case .deviceOnline(let code, _) = event {
+                        joinedCode = code
+                        registered = code
+                        everRegistered = true
+                    }
+                    guard let code = joinedCode ?? event.code else { continue }
+                    if case .registrationRefused = event, !refusalAudited { continue }  // counted, not reported one by one
+                    let outcome = state.registry.sessionEventOutcome(event, on: id, now: now)
+                    intents += outcome.intents
+                    // Over its audit quota a repeatable device event is only counted (an aggregate row follows).
+                    if outcome.reported {
+                        events.append(SupporterNodeEvent(code: code, event: event, deviceName: deviceName))
+                    } else {
+                        suppressed += 1
+                    }
+                    if case .ended = event, joinedCode != nil {
+                        joinedCode = nil
+                        left = true
+                    }
+                }
+                if joinedCode != nil { state.registry.machineState(machine.state, on: id) }
             }
         }
+        for _ in 0..<suppressed { countSuppressedEvent() }
+        if let register { logDecision(on: register, node: node) }
         if let code = joinedCode, node.cluster != nil {
             // What another node needs to take this session over if this one dies, durable with the event.
             let stored = machine.resumeSnapshot.map { StoredResumeState($0).json }
@@ -561,6 +594,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             switch action {
             case .send(let message): enqueue(.send(message))
             case .report: break
+            case .authorize: break  // decided above, in the step's lock take
             case .protocolViolation(let text):
                 node.logger.log(.warning, "device at \(sourceAddress) broke the protocol: \(text)")
                 violation = text
@@ -571,12 +605,6 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         }
         if let violation { earnClose(.protocolError, violation) }
         if floodDetected, !closeEarned { earnClose(.rateLimited, "too many SESSION_ERROR or VOIP_STATE frames") }
-        if let code = joinedCode {
-            let state = machine.state
-            let id = self.id
-            _ = code
-            node.state.withLock { $0.registry.machineState(state, on: id) }
-        }
         if left, !link.isClosed { armRegistrationDeadline() }
         if parked, machine.state == .idle {
             // The parked session ended (grace period, the supporter ended it, the code closed): this connection is

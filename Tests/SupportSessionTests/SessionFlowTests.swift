@@ -48,6 +48,7 @@ struct SessionPair {
             case .send(let message): inFlight.append((true, message))
             case .report(let event): supporterReports.append(event)
             case .protocolViolation(let text): violations.append("supporter: \(text)")
+            case .authorize(let register): violations.append("supporter: REGISTER \(register) left undecided")
             }
         }
         pump()

@@ -413,3 +413,38 @@ enum SupporterExpectation: Equatable {
         #expect(machine.nextDeadline != nil)
     }
 }
+
+@Suite struct SupporterSessionMachineAuthorizeTests {
+    @Test func aRegisterIsAnsweredOnlyWithTheCallersDecision() throws {
+        var machine = SupporterSessionMachine()
+        machine.linkOpened(extensions: .none, peerMaxFrameSize: WireLimits.defaultMaxFrameSize)
+        let register = Register(sessionCode: "s12-345", apiToken: "t")
+        // The machine asks; it sends nothing and stays idle until the decision arrives as the next event.
+        #expect(machine.received(.register(register), now: .seconds(1)) == [.authorize(register)])
+        #expect(machine.state == .idle)
+        #expect(machine.registrationAwaitingDecision == register)
+        let actions = machine.registrationDecided(.refuse(.invalidSessionCode))
+        #expect(actions.count == 2)
+        guard case .send(.registerResult(let result)) = actions.first else {
+            Issue.record("no REGISTER_RESULT: \(actions)")
+            return
+        }
+        #expect(result.reason == .invalidSessionCode)
+        #expect(machine.state == .idle)
+        // A decision with nothing to decide changes nothing.
+        #expect(machine.registrationDecided(.accept(codeType: .remoteSupport)).isEmpty)
+        #expect(machine.state == .idle)
+    }
+
+    @Test func aSecondRegisterBeforeTheDecisionBreaksTheProtocol() {
+        var machine = SupporterSessionMachine()
+        machine.linkOpened(extensions: .none, peerMaxFrameSize: WireLimits.defaultMaxFrameSize)
+        let register = Register(sessionCode: "s12-345", apiToken: "t")
+        _ = machine.received(.register(register), now: .seconds(1))
+        let second = machine.received(.register(register), now: .seconds(1))
+        guard case .protocolViolation = second.first else {
+            Issue.record("a second REGISTER gave \(second)")
+            return
+        }
+    }
+}

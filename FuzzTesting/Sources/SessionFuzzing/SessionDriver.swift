@@ -302,6 +302,7 @@ public struct SessionDriver {
                 if !linkDown { toDevice.append(message) }
             case .protocolViolation: violation = true
             case .report: break
+            case .authorize: fail("an authorize action left undecided: \(action)")
             }
         }
         return violation
@@ -1284,9 +1285,11 @@ public struct SessionDriver {
         let grantBefore = supporter.granted
         var asked = 0
         let decision = decision
-        let actions = supporter.received(message, now: now) { _ in
+        // The machine asks (an `authorize` action) and the driver answers at once, as the node's glue does.
+        let actions = supporter.received(message, now: now).flatMap { action -> [SupporterSessionMachine.Action] in
+            guard case .authorize = action else { return [action] }
             asked += 1
-            return decision
+            return supporter.registrationDecided(decision)
         }
         var isRegisterInIdle = false
         if case .register = message, Self.isIdle(before), !ended { isRegisterInIdle = true }
