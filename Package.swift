@@ -81,6 +81,12 @@ let package = Package(
         .testTarget(name: "DeviceNodeTests", dependencies: ["DeviceNode"]),
         .testTarget(name: "SupportHTTPTests", dependencies: ["SupportHTTP", "TestSupport"]),
         .testTarget(name: "SupportUtilitiesTests", dependencies: ["SupportUtilities"]),
+        // Every Swift snippet of README.md and docs/*.md, type-checked against the built modules. Its dependencies are
+        // the modules the snippets import, so that SwiftPM builds them before the test runs; the test itself takes
+        // the module search path, not a list of modules.
+        .testTarget(
+            name: "DocumentationTests",
+            dependencies: ["DeviceNode", "SupportSession", "SupportRuntime", "SupportWire", "SupporterNode", "SupporterREST"]),
         // The two CLIs run as real processes against real TLS on loopback (SwiftPM builds them for this target).
         .testTarget(
             name: "CLITests", dependencies: ["rsup-supporter", "rsup-device", "DeviceNode", "SupportTransport", "TestSupport"], path: "Tests/CLITests"),
