@@ -54,7 +54,7 @@ let package = Package(
         .executableTarget(
             name: "rsup-supporter", dependencies: ["CLIKit", "SupporterNode", "SupporterREST"], path: "examples/SupporterCLI"),
         .executableTarget(name: "rsup-device", dependencies: ["CLIKit", "DeviceNode"], path: "examples/DeviceCLI"),
-        // The sample app of the README's device SDK section: its app-wide model (a library, driven by NodeTests) and
+        // The sample app of the device SDK guide (docs/sdk.md): its app-wide model (a library, driven by NodeTests) and
         // a tiny terminal front end standing in for its views.
         .target(name: "SampleAppModel", dependencies: ["DeviceNode"], path: "examples/SampleApp/Model"),
         .executableTarget(name: "rsup-sample", dependencies: ["SampleAppModel"], path: "examples/SampleApp/CLI"),
