@@ -54,7 +54,7 @@ let package = Package(
         .executableTarget(
             name: "rsup-supporter", dependencies: ["CLIKit", "SupporterNode", "SupporterREST"], path: "examples/SupporterCLI"),
         .executableTarget(name: "rsup-device", dependencies: ["CLIKit", "DeviceNode"], path: "examples/DeviceCLI"),
-        // The sample app of the README's device SDK section: its app-wide model (a library, driven by NodeTests) and
+        // The sample app of the device SDK guide (docs/sdk.md): its app-wide model (a library, driven by NodeTests) and
         // a tiny terminal front end standing in for its views.
         .target(name: "SampleAppModel", dependencies: ["DeviceNode"], path: "examples/SampleApp/Model"),
         .executableTarget(name: "rsup-sample", dependencies: ["SampleAppModel"], path: "examples/SampleApp/CLI"),
@@ -81,6 +81,12 @@ let package = Package(
         .testTarget(name: "DeviceNodeTests", dependencies: ["DeviceNode"]),
         .testTarget(name: "SupportHTTPTests", dependencies: ["SupportHTTP", "TestSupport"]),
         .testTarget(name: "SupportUtilitiesTests", dependencies: ["SupportUtilities"]),
+        // Every Swift snippet of README.md and docs/*.md, type-checked against the built modules. Its dependencies are
+        // the modules the snippets import, so that SwiftPM builds them before the test runs; the test itself takes
+        // the module search path, not a list of modules.
+        .testTarget(
+            name: "DocumentationTests",
+            dependencies: ["DeviceNode", "SupportSession", "SupportRuntime", "SupportWire", "SupporterNode", "SupporterREST"]),
         // The two CLIs run as real processes against real TLS on loopback (SwiftPM builds them for this target).
         .testTarget(
             name: "CLITests", dependencies: ["rsup-supporter", "rsup-device", "DeviceNode", "SupportTransport", "TestSupport"], path: "Tests/CLITests"),

@@ -224,7 +224,7 @@ public final class TLSContext: @unchecked Sendable {
     package var checksChain: Bool { verifier.checksChain }
 }
 
-/// Checks a peer's certificate, by these rules (documented in README "Trusting the node"):
+/// Checks a peer's certificate, by these rules (documented in docs/security.md, "Trusting the node"):
 /// - CA only (`trustRoots`): OpenSSL's chain verification, with the host name and every certificate's validity window.
 /// - Pins only: the leaf's public key must match a pin, and the leaf must be inside its validity window (an expired or
 ///   not-yet-valid certificate is refused even with the right key); host names are not checked: the key is the

@@ -4,7 +4,7 @@ import SupporterNode
 import Testing
 
 extension NodeIntegration {
-    /// The sample app (examples/SampleApp), written as the README tells app developers to write theirs, against a
+    /// The sample app (examples/SampleApp), written as docs/sdk.md tells app developers to write theirs, against a
     /// real supporter node: async join, the allow prompt, connected, a broken link shown as reconnecting, resumed.
     @Suite(.serialized) struct SampleAppTests {
         @MainActor @Test func theSampleAppJoinsAllowsAndShowsTheReconnectAndTheResume() async throws {

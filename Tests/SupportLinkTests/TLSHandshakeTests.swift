@@ -124,7 +124,7 @@ extension TransportIntegration {
             }
         }
 
-        // The combination rules (README "Trusting the node"): a pin never waives the CA or the validity window.
+        // The combination rules (docs/security.md, "Trusting the node"): a pin never waives the CA or the validity window.
 
         @Test func aPinAloneStillRefusesAnExpiredCertificate() async throws {
             try await withTransport { fixture in

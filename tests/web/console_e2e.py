@@ -5,7 +5,7 @@ Starts everything itself: development certificates (certs/make-dev-certs.sh), `r
 API and the console, accounts made with `rsup-supporter user add`, a device token, `rsup-device connect` processes,
 headless Chromium through chromedriver (Selenium), and a small HTTPS page on another port for the CSRF scenario.
 Prints `PASS name` or `FAIL name: why` per scenario and exits 1 if any failed. Screenshots go to
-.build/screenshots/ (console-active.png is the README's).
+.build/screenshots/ (console-active.png is the one docs/rest.md shows).
 
 Usage: RSUP_BIN_DIR=.build/debug python3 tests/web/console_e2e.py
 Needs Debian's chromium and chromium-driver and Python's selenium (scripts/install-deps.sh installs them).

@@ -1,7 +1,7 @@
 import DeviceNode
 import Observation
 
-/// The sample app's one app-wide model, written the way the README tells app developers to write theirs.
+/// The sample app's one app-wide model, written the way docs/sdk.md tells app developers to write theirs.
 ///
 /// It owns the ``DeviceNode`` and the ``DeviceSessionModel`` and lives as long as the app (SwiftUI: a `@State` of the
 /// `App`, passed to views with `.environment(model)`); views come and go without ending the user's session. Its
