@@ -3,15 +3,17 @@ import SupportRegistry
 import SupportSession
 import SupportTransport
 
-/// One device's link on the supporter node: its session machine, driven on the link's loop, and its outbox.
+/// One device's link on the supporter node: glue between the link, its session machine, its connection machine
+/// (``DeviceConnectionMachine``: the outbox, commit barriers, reading back-pressure, earned closes) and the node.
 ///
 /// Audit before acknowledgement: the actions of one event are carried out reports first. When the registry returns
 /// store intents for them, the intents go to the store writer and everything after them in the outbox — frames to
 /// the device, events for supporters, answers to API callers — waits behind a barrier until the writer's commit comes
 /// back to this loop. If the commit fails, nothing behind the barrier happens: the device gets GOAWAY
-/// `internal_error`, callers get an error, and the node logs it.
+/// `internal_error`, callers get an error, and the node logs it. The connection machine decides all of that; this
+/// class carries out its effects.
 final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
-    // @unchecked: `machine`, the timers, `deviceName`, `joinedCode`, `outbox`, the budgets and `pendingIntents` are
+    // @unchecked: `machine`, `connection`, the timers, `deviceName`, `joinedCode`, the budgets and `pendingIntents` are
     // used only on `link.loop` (every entry point hops there first, and `preconditionInLoop` checks it); `id`, `link`,
     // `sourceAddress`, `sourceKey` are immutable and `node` is a weak reference set once.
     let id: ConnectionID
@@ -27,16 +29,11 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     private(set) var deviceName: String?
     /// The code this device joined, from `deviceOnline` until `ended`.
     private var joinedCode: String?
-    /// What waits to happen, in order; a barrier holds back everything after it until its commit returns. Bounded:
-    /// reading pauses at ``pauseReadingAtSteps`` (``updateReading()``), and past ``maximumSteps`` the connection is
-    /// closed (GOAWAY `rate_limited`).
-    private var outbox = RingBuffer<Step>()
+    /// The outbox and what it decides (barriers, back-pressure, earned closes).
+    private var connection = DeviceConnectionMachine<Completion>()
     /// Store intents of the REGISTER being answered (from the registry's decision).
     private var pendingIntents: [StoreIntent] = []
     private var closeAfterAnswer = false
-    /// The connection earned a close (too many refusals, a protocol violation): nothing it sends from then on is read
-    /// or processed; the GOAWAY follows the answers it is owed, or comes after ``earnedCloseWait`` without them.
-    private var closeEarned = false
     private var earnedCloseTimer: LoopTimer?
     /// Repeatable events (SESSION_ERROR, VOIP_STATE) over their audit quota in the current minute of this connection.
     private var suppressedEvents = 0
@@ -47,49 +44,27 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         rate: DeviceConnection.messagesPerSecond, burst: Double(DeviceConnection.messageBurst))
     private var messageByteBudget = TokenBucket(
         rate: DeviceConnection.messageBytesPerSecond, burst: Double(DeviceConnection.messageByteBurst))
-    /// Reading waits for the message budget to refill.
-    private var throttled = false
     private var throttleTimer: LoopTimer?
     /// Whether the last refusal has its own audit row (only those are reported as events).
     private var refusalAudited = true
-    private var barriers = 0
     /// The link is lost and the session waits for the device's RESUME (SPEC §15.5).
     private var parked = false
     /// The registration moved to another connection by a resume: this one ends nothing when it closes.
     private var movedAway = false
     private var graceTimer: LoopTimer?
     private var linkParameters: LinkParameters?
-    /// A RESUME is being decided by the connection that holds the code; reading waits.
-    private var resuming = false
     private var everRegistered = false
-    private var resumeRefusals = 0
     /// The resume state last written for other nodes (several nodes on one database).
     private var storedResumeState: String?
 
-    private enum Step {
-        case barrier
-        case send(Message)
-        /// Runs after every barrier before it committed; `failed` runs instead when one of them did not.
-        case then(success: () -> Void, failed: () -> Void)
-        case close(ReasonCode, String)
+    /// What runs after the barriers before it committed (``DeviceConnectionMachine/Step/then(_:)``).
+    struct Completion {
+        let success: () -> Void
+        let failed: () -> Void
     }
 
-    /// Commits one connection may wait for before the node stops reading from it (back-pressure; reading resumes
-    /// below half of it). Supporter commands can still add a few: at ``maximumBarriers`` the connection is closed
-    /// (GOAWAY `rate_limited`).
-    static let pauseReadingAt = 16
-    static let maximumBarriers = 64
-    /// Steps (answers, events, barriers) waiting in the outbox at which the node stops reading from the device, audited
-    /// or not: a peer that pipelines frames faster than their answers can leave waits in the kernel, not in memory.
-    /// Reading resumes below half of it.
-    static let pauseReadingAtSteps = 64
-    /// Steps at which the connection is closed instead (GOAWAY `rate_limited`): only supporter commands can add
-    /// steps while reading is paused, so this is reached only by a connection the node cannot serve.
-    static let maximumSteps = 1024
-    /// How long an earned close waits for the answers owed before it (their audit rows committing) before the link
-    /// closes without them (SPEC §13.1).
-    static let earnedCloseWait: Duration = .seconds(1)
-    private var readingPaused = false
+    /// The limits of the connection machine (SPEC §13.1), named here for the node's docs and tests.
+    static let limits = DeviceConnectionMachine<Completion>.Limits()
 
     init(id: ConnectionID, link: FramedLink, node: SupporterNode, sourceAddress: String, sourceKey: String) {
         self.id = id
@@ -120,7 +95,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
 
     func link(_ link: FramedLink, didReceive message: Message) {
         // Nothing a connection sends after it earned its close is processed (frames of the same read included).
-        guard let node, !closeEarned else { return }
+        guard let node, connection.processesFrames else { return }
         if case .sessionMessage(let sessionMessage) = message { chargeMessage(bytes: sessionMessage.body.count) }
         if case .resume(let resume) = message {
             resumeArrived(resume, node: node)
@@ -151,14 +126,12 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         let now = self.now
         let messageWait = messageBudget.spend(1, now: now.sinceOrigin)
         let byteWait = messageByteBudget.spend(Double(bytes), now: now.sinceOrigin)
-        guard let wait = [messageWait, byteWait].compactMap({ $0 }).max(), !throttled else { return }
-        throttled = true
-        updateReading()
+        guard let wait = [messageWait, byteWait].compactMap({ $0 }).max(), !connection.throttled else { return }
+        carryOut(connection.throttle(true))
         throttleTimer = link.loop.schedule(at: now + wait) { [weak self] in
             guard let self else { return }
             self.throttleTimer = nil
-            self.throttled = false
-            self.updateReading()
+            self.carryOut(self.connection.throttle(false))
         }
     }
 
@@ -176,24 +149,12 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     }
 
     /// The connection has earned its close: stop reading now, drop whatever it sends from here on, and close once the
-    /// answers already owed have left — or after ``earnedCloseWait`` if their audit rows have not committed by then.
-    private func earnClose(_ reason: ReasonCode, _ text: String) {
-        guard !closeEarned else { return }
-        closeEarned = true
-        updateReading()
-        enqueue(.close(reason, text))
-        guard !link.isClosed else { return }
-        earnedCloseTimer = link.loop.schedule(at: now + Self.earnedCloseWait) { [weak self] in
-            guard let self else { return }
-            self.earnedCloseTimer = nil
-            guard !self.link.isClosed else { return }
-            self.node?.logger.log(
-                .debug, "device at \(self.sourceAddress): closing without the answers still waiting for the store")
-            self.link.close(reason: reason, text: text)
-        }
-    }
+    /// answers already owed have left — or after the machine's earned-close wait if their audit rows have not
+    /// committed by then.
+    private func earnClose(_ reason: ReasonCode, _ text: String) { carryOut(connection.earnClose(reason, text)) }
 
     func linkDidClose(_ link: FramedLink, reason: LinkCloseReason) {
+        connection.linkDidClose()
         node?.logger.log(
             .debug,
             "device at \(sourceAddress) disconnected: \(reason)"
@@ -244,7 +205,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             perform([.protocolViolation("RESUME needs session_resume, which is not in effect (SPEC §15.1)")])
             return
         }
-        guard machine.state == .idle, !everRegistered, !resuming else {
+        guard machine.state == .idle, !everRegistered, !connection.resuming else {
             perform([.protocolViolation("RESUME on a connection that registered or is resuming (SPEC §15.5)")])
             return
         }
@@ -254,8 +215,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         // A code this node does not know is nobody's session anywhere (every node knows every code): no database read.
         if holder == nil, node.cluster != nil, node.state.withLock({ $0.registry.contains(resume.sessionCode) }) {
             // Several nodes: the session may be one whose node died (docs/cluster.md).
-            resuming = true
-            updateReading()
+            carryOut(connection.resume(deciding: true))
             let loop = link.loop
             Task { [self] in
                 let decision = await node.takeOver(
@@ -269,8 +229,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             refuseResume(ResumeResult(reason: .resumeRejected, text: "no resumable session for that code and secret"))
             return
         }
-        resuming = true
-        updateReading()
+        carryOut(connection.resume(deciding: true))
         let newID = id
         let name = deviceName
         holder.offerResume(
@@ -329,10 +288,9 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
 
     /// Back on the new connection's loop with the decision.
     private func resumeDecided(_ decision: ResumeDecision) {
-        resuming = false
         // Reading resumes once the decision is applied: frames already decoded after the RESUME must meet the
         // resumed machine, not the idle one.
-        defer { updateReading() }
+        defer { carryOut(connection.resume(deciding: false)) }
         switch decision {
         case .accepted(let next, let actions, let code):
             registrationTimer?.cancel()
@@ -368,11 +326,12 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             perform(actions, commandIntents: intents)
             enqueue(
                 .then(
-                    success: { node.state.withLock { _ = $0.registry.registrationCommitted(id, code: code) } },
-                    failed: { [self] in
-                        node.state.withLock { $0.registry.registrationFailed(id, code: code) }
-                        self.joinedCode = nil
-                    }))
+                    Completion(
+                        success: { node.state.withLock { _ = $0.registry.registrationCommitted(id, code: code) } },
+                        failed: { [self] in
+                            node.state.withLock { $0.registry.registrationFailed(id, code: code) }
+                            self.joinedCode = nil
+                        })))
         case .rejected(let result):
             refuseResume(result)
         }
@@ -380,11 +339,9 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
 
     /// A refused RESUME counts toward the refusals on this connection (§13.1: the 5th closes it).
     private func refuseResume(_ result: ResumeResult) {
-        resumeRefusals += 1
-        enqueue(.send(.resumeResult(result)))
         node?.handshakeLog.log(
             .warning, key: "resume:" + sourceKey, "resume from \(sourceAddress) refused: \(result.reason)")
-        if resumeRefusals >= 5 { earnClose(.rateLimited, "too many refused resumes on this connection") }
+        carryOut(connection.resumeRefused(.resumeResult(result)))
     }
 
     /// Decides a REGISTER with the registry (under the node's lock, taken by ``perform(_:commandIntents:)`` for the
@@ -460,14 +417,15 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
                     self.perform(actions, commandIntents: intents)
                     self.enqueue(
                         .then(
-                            success: { resume.resume(.success(result)) },
-                            failed: {
-                                resume.resume(
-                                    .failure(
-                                        SupporterNodeError(
-                                            "the node could not record this in its audit trail; nothing was sent",
-                                            kind: .store)))
-                            }))
+                            Completion(
+                                success: { resume.resume(.success(result)) },
+                                failed: {
+                                    resume.resume(
+                                        .failure(
+                                            SupporterNodeError(
+                                                "the node could not record this in its audit trail; nothing was sent",
+                                                kind: .store)))
+                                })))
                 } catch {
                     // The session's state forbids the command (a request already pending, a session already active,
                     // no request to cancel): a conflict with the code's state, which the REST API answers with 409.
@@ -579,13 +537,14 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             let id = self.id
             enqueue(
                 .then(
-                    success: { node.state.withLock { _ = $0.registry.registrationCommitted(id, code: registered) } },
-                    failed: { [self] in
-                        // Never recorded, so it never happened: free the code now, and the closing link ends no
-                        // session (no `device_offline` row, no `ended` event for a registration nobody heard of).
-                        node.state.withLock { $0.registry.registrationFailed(id, code: registered) }
-                        self.joinedCode = nil
-                    }))
+                    Completion(
+                        success: { node.state.withLock { _ = $0.registry.registrationCommitted(id, code: registered) } },
+                        failed: { [self] in
+                            // Never recorded, so it never happened: free the code now, and the closing link ends no
+                            // session (no `device_offline` row, no `ended` event for a registration nobody heard of).
+                            node.state.withLock { $0.registry.registrationFailed(id, code: registered) }
+                            self.joinedCode = nil
+                        })))
         }
         // The device's frames before the node's own observers: the frames go out as soon as the commit is back, and
         // waking an `events` consumer (another thread) does not delay them.
@@ -601,10 +560,10 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             }
         }
         if !events.isEmpty {
-            enqueue(.then(success: { for event in events { node.yield(event) } }, failed: {}))
+            enqueue(.then(Completion(success: { for event in events { node.yield(event) } }, failed: {})))
         }
         if let violation { earnClose(.protocolError, violation) }
-        if floodDetected, !closeEarned { earnClose(.rateLimited, "too many SESSION_ERROR or VOIP_STATE frames") }
+        if floodDetected, connection.processesFrames { earnClose(.rateLimited, "too many SESSION_ERROR or VOIP_STATE frames") }
         if left, !link.isClosed { armRegistrationDeadline() }
         if parked, machine.state == .idle {
             // The parked session ended (grace period, the supporter ended it, the code closed): this connection is
@@ -620,9 +579,9 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     /// Hands `intents` to the store writer and puts a barrier in the outbox until they commit.
     private func submit(_ intents: [StoreIntent]) {
         guard let node else { return }
-        guard barriers < Self.maximumBarriers else {
-            node.logger.log(.warning, "device at \(sourceAddress) outruns the store writer; disconnecting it")
-            failAfterThisEvent(reason: .rateLimited, text: "too many events in flight")
+        let (admitted, refusal) = connection.mayCommit()
+        guard admitted else {
+            carryOut(refusal)
             return
         }
         let loop = link.loop
@@ -632,104 +591,61 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             let delivered = loop.execute { self.committed(error) }
             if !delivered { self.node?.logger.log(.debug, "commit for \(self.sourceAddress) after its loop stopped") }
         }
-        guard queued else {
-            node.logger.log(.error, "store writer full: refusing an event of the device at \(sourceAddress)")
-            failAfterThisEvent(reason: .internalError, text: "the node is overloaded and cannot record this event")
-            return
-        }
-        barriers += 1
-        outbox.append(.barrier)
-        updateReading()
-    }
-
-    /// Pauses reading from the device while too much waits for it (barriers or steps), after an earned close, and
-    /// while a RESUME is decided; resumes once all of that is below half again.
-    private func updateReading() {
-        let mustPause =
-            closeEarned || resuming || throttled || barriers >= Self.pauseReadingAt
-            || outbox.count >= Self.pauseReadingAtSteps
-        let mayRead =
-            !closeEarned && !resuming && !throttled && barriers < Self.pauseReadingAt / 2
-            && outbox.count < Self.pauseReadingAtSteps / 2
-        if !readingPaused, mustPause {
-            readingPaused = true
-            link.pauseReading()
-        } else if readingPaused, mayRead {
-            readingPaused = false
-            link.resumeReading()
-        }
-    }
-
-    /// Intents that cannot be queued fail the connection — but only once the caller has put the rest of the event's
-    /// steps in the outbox, behind a barrier that never commits, so that they fail with it. Failing at once would
-    /// leave them behind no barrier, and they would run (the code online, supporters told) as if written.
-    private func failAfterThisEvent(reason: ReasonCode, text: String) {
-        barriers += 1
-        outbox.append(.barrier)
-        let scheduled = link.loop.execute { [self] in self.fail(reason: reason, text: text) }
-        if !scheduled { fail(reason: reason, text: text) }
+        carryOut(queued ? connection.commitQueued() : connection.commitRefused())
     }
 
     /// A commit came back (in order). On the loop.
     private func committed(_ error: StoreError?) {
         link.loop.preconditionInLoop()
-        guard barriers > 0, case .barrier = outbox.first else { return }
-        outbox.popFirst()
-        barriers -= 1
-        if let error, error.kind == .heldElsewhere {
-            // Several nodes on one database: another node's device holds the code. Refused as REGISTER_RESULT
-            // would refuse it; nothing of the registration was stored.
+        let failure: DeviceConnectionMachine<Completion>.CommitFailure?
+        switch error {
+        case nil: failure = nil
+        case let error? where error.kind == .heldElsewhere:
             node?.logger.log(.info, "device at \(sourceAddress): another node holds a device on its code; refused")
-            fail(reason: .sessionCodeInUse, text: "another device is on this code (on another node)")
-            return
-        }
-        guard error == nil else {
+            failure = .heldElsewhere
+        case let error?:
             node?.logger.log(
                 .error,
-                "audit trail: cannot record an event of the device at \(sourceAddress); it did not happen: \(error!)")
-            fail(reason: .internalError, text: "the node cannot record this event")
-            return
+                "audit trail: cannot record an event of the device at \(sourceAddress); it did not happen: \(error)")
+            failure = .failed(error.description)
         }
-        drain()
+        carryOut(connection.committed(failure))
     }
 
-    /// Nothing waiting in the outbox happens: callers hear of the failure and the link closes.
-    private func fail(reason: ReasonCode, text: String) {
-        // Like an earned close: nothing the device sends from now on is read or processed (the close itself goes
-        // through the loop's queue, behind frames that may still be delivered meanwhile).
-        closeEarned = true
-        let dropped = outbox.removeAll()
-        barriers = 0
-        updateReading()
-        for case .then(_, let failed) in dropped { failed() }
-        link.close(reason: reason, text: text)
-    }
-
-    private func enqueue(_ step: Step) {
+    private func enqueue(_ step: DeviceConnectionMachine<Completion>.Step) {
         link.loop.preconditionInLoop()
-        if outbox.count >= Self.maximumSteps, !closeEarned, !link.isClosed {
-            node?.logger.log(
-                .warning, "device at \(sourceAddress): \(outbox.count) answers wait for it; disconnecting it")
-            closeEarned = true
-            failAfterThisEvent(reason: .rateLimited, text: "too many answers waiting")
-        }
-        outbox.append(step)
-        drain()
+        carryOut(connection.enqueue(step))
     }
 
-    private func drain() {
-        defer { updateReading() }
-        while let step = outbox.first {
-            if case .barrier = step { return }
-            outbox.popFirst()
-            switch step {
-            case .barrier: return
+    /// Carries out the connection machine's effects, in order. On the loop.
+    private func carryOut(_ effects: [DeviceConnectionMachine<Completion>.Effect]) {
+        for effect in effects {
+            switch effect {
             case .send(let message):
                 do { try link.send(message) } catch {
                     node?.logger.log(.debug, "cannot send \(message.frameType.specName) to \(sourceAddress): \(error)")
                 }
-            case .then(let success, _): success()
+            case .succeed(let completion): completion.success()
+            case .fail(let completion): completion.failed()
             case .close(let reason, let text): link.close(reason: reason, text: text)
+            case .pauseReading: link.pauseReading()
+            case .resumeReading: link.resumeReading()
+            case .armEarnedClose(let reason, let text):
+                earnedCloseTimer = link.loop.schedule(at: now + Self.limits.earnedCloseWait) { [weak self] in
+                    guard let self else { return }
+                    self.earnedCloseTimer = nil
+                    if !self.link.isClosed {
+                        self.node?.logger.log(
+                            .debug, "device at \(self.sourceAddress): closing without the answers still waiting for the store")
+                    }
+                    self.carryOut(self.connection.earnedCloseTimedOut(reason, text))
+                }
+            case .failSoon(let reason, let text):
+                // Behind the frames of this event, which go behind the barrier that never commits and fail with it.
+                let scheduled = link.loop.execute { [self] in self.carryOut(self.connection.fail(reason: reason, text: text)) }
+                if !scheduled { carryOut(connection.fail(reason: reason, text: text)) }
+            case .warn(let text):
+                node?.logger.log(.warning, "device at \(sourceAddress): \(text)")
             }
         }
     }
