@@ -109,16 +109,14 @@ struct DurabilityTests {
                     requestRounds.increment()
                 }
             }
-            let deadline = ContinuousClock.now + patience
-            while churnRounds.value < 2 || requestRounds.value < 3 {
-                guard ContinuousClock.now < deadline else {
-                    churn.cancel()
-                    requests.cancel()
-                    throw HarnessError("the loops made no progress\n\(node.process.transcript)")
-                }
-                try await Task.sleep(for: .milliseconds(20))
+            // A random moment in the churn: after a random number of further rounds, not a random wall-clock delay.
+            let rounds = (churn: 2 + Int.random(in: 0...3), requests: 3 + Int.random(in: 0...3))
+            guard await waitUntil(timeout: patience, { churnRounds.value >= rounds.churn && requestRounds.value >= rounds.requests })
+            else {
+                churn.cancel()
+                requests.cancel()
+                throw HarnessError("the loops made no progress\n\(node.process.transcript)")
             }
-            try await Task.sleep(for: .milliseconds(Int.random(in: 0...200)))
             node.process.signal(SIGKILL)
             #expect(await node.process.waitForExit() == 128 + SIGKILL, "\(node.process.transcript)")
             churn.cancel()

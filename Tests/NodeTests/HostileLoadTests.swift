@@ -147,8 +147,9 @@ extension NodeIntegration {
             let sent = all.map(\.registersSent).reduce(0, +)
             let refusals = all.map(\.refusalsSeen).reduce(0, +)
             let closedAtAccept = all.map(\.closedAtAccept).reduce(0, +)
-            // Let the last commits land before counting rows.
-            try await Task.sleep(for: .milliseconds(300))
+            // A code made now is acknowledged once committed, behind every commit queued before it: the last rows
+            // have landed.
+            _ = try await harness.supporter.createCode()
             let rows = try auditRows(after: before, from: Self.attacker, harness)
             print(
                 "register spam: \(spammers) peers, \(connections) connections, \(closedAtAccept) closed at accept, "
@@ -225,11 +226,9 @@ extension NodeIntegration {
 
             // Each idle one is closed at its registration deadline, with GOAWAY protocol_error.
             let lifetimes = await blocking { () -> [(lifetime: Duration?, reason: ReasonCode?)] in
-                let clock = ContinuousClock()
-                let end = clock.now + deadline + .seconds(5)
-                while clock.now < end, opened.admitted.contains(where: { !$0.peer.isClosed }) {
+                _ = waitUntilBlocking(timeout: deadline + waitDeadline) {
                     for (peer, _) in opened.admitted where !peer.isClosed { peer.poll() }
-                    Thread.sleep(forTimeInterval: 0.005)
+                    return !opened.admitted.contains(where: { !$0.peer.isClosed })
                 }
                 return opened.admitted.map { entry in
                     (entry.peer.closedAt.map { $0 - entry.openedAt }, entry.peer.goAway?.reason)
@@ -247,17 +246,16 @@ extension NodeIntegration {
             let again = await blocking { () -> Duration? in
                 let clock = ContinuousClock()
                 let start = clock.now
-                while clock.now - start < .seconds(4) {
-                    if let peer = try? RawDevicePeer.helloed(port: port, from: Self.attacker) {
-                        peer.close()
-                        return clock.now - start
-                    }
-                    Thread.sleep(forTimeInterval: 0.1)
+                let admitted = waitUntilBlocking {
+                    guard let peer = try? RawDevicePeer.helloed(port: port, from: Self.attacker) else { return false }
+                    peer.close()
+                    return true
                 }
-                return nil
+                return admitted ? clock.now - start : nil
             }
             print("the attacker's address admitted again \(again.map(milliseconds) ?? "never") after the last close")
-            #expect(again != nil && again! < .seconds(3))
+            // At most 2 s of close_notify wait; 10 s is generous on a loaded machine and far below a held slot.
+            #expect(again != nil && again! < .seconds(10))
         }
 
         // MARK: lock-out
