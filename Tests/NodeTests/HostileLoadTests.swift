@@ -139,6 +139,7 @@ extension NodeIntegration {
                     return await group.reduce(into: []) { $0.append($1) }
                 }
             }
+            // wall clock: the spam runs for 3 s of real time and the device must join in its middle; no event says "in full swing"
             try await Task.sleep(for: .milliseconds(800))  // the spam is in full swing
             let (joined, device) = try await join(harness, code: legitimate)
             defer { withExtendedLifetime(device) {} }
@@ -320,6 +321,7 @@ extension NodeIntegration {
             _ peer: RawDevicePeer, code: String, token: String, after delay: Duration
         ) async -> RegistrationOutcome {
             await blocking {
+                // wall clock: the three REGISTERs are ordered 300 ms apart against a real SQLite lock and its 5 s busy_timeout
                 Thread.sleep(forTimeInterval: delay / .seconds(1))
                 var outcome = RegistrationOutcome(sentAt: ContinuousClock.now)
                 peer.send(.register(Register(sessionCode: code, apiToken: token)))
@@ -439,10 +441,12 @@ extension NodeIntegration {
                     }
                     roundTrips.append(answered)
                     nonce += 1
+                    // wall clock: a PING every 200 ms samples round trips over the lock's real duration (a measurement, not a wait)
                     Thread.sleep(forTimeInterval: 0.2)
                 }
                 return roundTrips
             }
+            // wall clock: the store lock is held for a real duration, past the node's real-time busy_timeout
             try await clock.sleep(until: lockedAt + holdFor)
             let releasedAt = clock.now
             #expect(await store.release(), "python3 could not commit its lock transaction: \(store.pythonLog)")
@@ -470,6 +474,7 @@ extension NodeIntegration {
 
             // Let the node finish with the registrant's connection (it waits up to 2 s for a close_notify this peer
             // never sends) and write whatever queued behind the lock.
+            // wall clock: the node waits up to 2 s of real time for a close_notify this peer never sends; no event marks the end
             try await Task.sleep(for: .milliseconds(2500))
             let trail = try harness.supporter.auditEvents(code: lockedCode)
             #expect(!trail.contains { $0.kind == .deviceOnline })
@@ -519,6 +524,7 @@ extension NodeIntegration {
             async let queued = Self.register(queuedPeer, code: queuedCode, token: token, after: .milliseconds(600))
             async let refused = Self.register(refusedPeer, code: refusedCode, token: token, after: .milliseconds(900))
             let refusal = await refused
+            // wall clock: the store lock is held past the node's real-time 5 s busy_timeout
             try await clock.sleep(until: lockedAt + .seconds(7))
             let releasedAt = clock.now
             #expect(await store.release(), "python3 could not commit its lock transaction: \(store.pythonLog)")
@@ -535,6 +541,7 @@ extension NodeIntegration {
             #expect(second.result?.reason == .success)
             #expect(second.resultAt.map { $0 >= releasedAt } == true, "success before the lock was released")
 
+            // wall clock: the node waits up to 2 s of real time for close_notify from these peers; no event marks the end
             try await Task.sleep(for: .milliseconds(2500))  // the closing connections are done with
             for (code, recorded) in zip(codes, [false, true, false]) {
                 let trail = try harness.supporter.auditEvents(code: code).map(\.kind)
@@ -582,6 +589,7 @@ extension NodeIntegration {
             }
             // 16 frames fill the connection's waiting commits; the rest, and the PING, arrive after reading stopped.
             peer.send(Array(voip[..<16]))
+            // wall clock: the first 16 frames must be read before the rest arrive; the node shows no event when reading stops
             try await Task.sleep(for: .milliseconds(400))
             peer.send(Array(voip[16...]) + [.ping(Ping(nonce: 77))])
             let pongWhileStalled = await blocking { () -> Bool in
