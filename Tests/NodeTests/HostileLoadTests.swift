@@ -175,7 +175,9 @@ extension NodeIntegration {
         // MARK: idle connections after HELLO
 
         @Test func idleConnectionsAfterHelloAreCappedPerAddressAndClosedAtTheRegistrationDeadline() async throws {
-            let deadline: Duration = .seconds(2)
+            // 6 s: opening the 200 attempts must end before the first idle one's deadline; that took 2.3 s with a CPU
+            // hog on both cores.
+            let deadline: Duration = .seconds(6)
             let harness = try NodeHarness(registrationDeadline: deadline)
             defer { harness.shutdown() }
             let cap = CodeRegistry.Policy().unauthenticatedPerAddress
@@ -459,10 +461,12 @@ extension NodeIntegration {
                 "locked store: REGISTER → \(outcome.summary); lock released at \(outcome.after(releasedAt));"
                     + " \(answered.count)/\(pings.count) PINGs answered, slowest \(milliseconds(slowest))")
 
-            // The loops never waited: every PING answered within 200 ms throughout the lock.
+            // The loops never waited: every PING answered throughout the lock. A loop that waited on the lock would
+            // answer after the 5 s busy_timeout; 2 s is far below that and generous for a CPU hog on both cores
+            // (282 ms seen; 200 ms was the bound before).
             #expect(pings.count >= 20)
             #expect(answered.count == pings.count, "PINGs unanswered during the lock")
-            #expect(slowest < .milliseconds(200))
+            #expect(slowest < .seconds(2))
 
             // Never success before the row: the node gave up after busy_timeout with GOAWAY internal_error, before
             // the lock was released, and sent no REGISTER_RESULT at all.

@@ -95,7 +95,7 @@ struct ProcessFailure: Error, CustomStringConvertible { let description: String 
 /// waits for it without blocking a thread; kills it after `timeout`.
 func run(
     _ executable: String, _ arguments: [String], input: [UInt8] = [], holdStdinOpen: Bool = false,
-    timeout: Duration = .seconds(30)
+    timeout: Duration = waitDeadline
 ) async throws -> ProcessResult {
     guard FileManager.default.isExecutableFile(atPath: executable) else {
         throw ProcessFailure(description: "\(executable) is missing (scripts/install-deps.sh installs it)")

@@ -238,7 +238,6 @@ extension TransportIntegration {
                 ["--testing-library", "swift-testing", "--filter", "acceptResumesAfterDescriptorExhaustionInAChildProcess"],
                 environment: environment, stdout: .pipe, stderr: .sameAsStdout)
             let output = await Task.detached { String(decoding: ChildProcess.readAll(child.stdoutFD), as: UTF8.self) }.value
-            close(child.stdoutFD)
             let status = await child.waitForExit(timeout: .seconds(90))
             #expect(status == 0, "\(output)")
             #expect(output.contains(Self.childDone), "the child did not run the scenario:\n\(output)")
