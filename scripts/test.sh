@@ -7,28 +7,19 @@ cd "$(dirname "$0")/.."
 mkdir -p .build
 
 echo "== swift test"
-# The whole run takes about 3 minutes once built. A run that has not finished in time is stuck; it is stopped, its
-# last lines shown, and the suite runs again — loudly. (The hang seen in clean-clone CI runs was found: two
-# virtual-time link tests stopped driving their embedded loop after 10 s of wall time and then awaited a dial that
-# only driving could finish; on a loaded machine the dial missed that limit. Their driver now drives until the task
-# ends. The guard stays, so that any other hang is shown and survived rather than eating the CI budget.)
-run_tests() {
-  set +e
-  # Line-buffered, so that a stuck run still shows the test it was in.
-  timeout --signal=KILL "$1" stdbuf -oL -eL swift test --disable-xctest > .build/test-output.txt 2>&1
-  status=$?
-  set -e
-}
-# The first run builds too (about 10 minutes here); a stuck run is tried again, at most three more times, 8 minutes each.
-run_tests 1200
-for attempt in 2 3 4; do
-  if [ "$status" -ne 137 ] && [ "$status" -ne 124 ]; then break; fi
-  echo "swift test did not finish in time: a hang (run $((attempt - 1))). Its last lines:"
+# The whole run takes a few minutes once built; the first run builds too (about 10 minutes here). It runs once: the
+# tests wait on events, not on the wall clock, so a loaded machine makes them slower, not red. A run that has not
+# finished in time is stuck: it is stopped, fails, and its last lines show the test it was in.
+set +e
+# Line-buffered, so that a stuck run still shows the test it was in.
+timeout --signal=KILL 1800 stdbuf -oL -eL swift test --disable-xctest > .build/test-output.txt 2>&1
+status=$?
+set -e
+if [ "$status" -eq 137 ] || [ "$status" -eq 124 ]; then
+  echo "swift test did not finish in time: a hang. Its last lines:"
   tail -c 600 .build/test-output.txt | tail -n 4
   echo
-  echo "running the tests again (run $attempt)"
-  run_tests 480
-done
+fi
 # Show failures and the summary, not one line per passing test.
 grep -vE 'passed after|started\.?$|^Test Case .* (started|passed)|^\[[0-9]+/[0-9]+\] (Compiling|Emitting)' \
   .build/test-output.txt | tail -n 150

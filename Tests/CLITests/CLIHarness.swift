@@ -51,6 +51,8 @@ final class CLIProcess: Sendable {
     let name: String
     private let process: ChildProcess
     private let output = Mutex<(stdout: [String], stderr: [String], open: Int)>(([], [], 2))
+    /// Bumped at every new line, pipe close and the exit; the waiters of ``wait(timeout:until:)`` wake at each.
+    private let changes = Mutex<(generation: Int, waiters: [CheckedContinuation<Void, Never>])>((0, []))
 
     /// Starts it; with `keepStdinOpen` its stdin is a pipe left open (so a prompt waits for an answer).
     init(_ executable: String, _ arguments: [String], keepStdinOpen: Bool = false) throws {
@@ -59,6 +61,37 @@ final class CLIProcess: Sendable {
             executable, arguments, stdin: keepStdinOpen ? .pipe : .null, stdout: .pipe, stderr: .pipe)
         startReading(process.stdoutFD, isStdout: true)
         startReading(process.stderrFD, isStdout: false)
+        process.onExit { [self] _ in changed() }
+    }
+
+    private func changed() {
+        let woken = changes.withLock { changes -> [CheckedContinuation<Void, Never>] in
+            changes.generation += 1
+            defer { changes.waiters = [] }
+            return changes.waiters
+        }
+        for waiter in woken { waiter.resume() }
+    }
+
+    /// Waits until `condition` holds, looking again at each line, pipe close and the exit (no polling); false once
+    /// `timeout` has passed without it.
+    private func wait(timeout: Duration, until condition: () -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        let timer = afterDeadline(timeout) { [self] in changed() }
+        defer { timer.cancel() }
+        while true {
+            let seen = changes.withLock { $0.generation }
+            if condition() { return true }
+            if ContinuousClock.now >= deadline { return false }
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = changes.withLock { changes -> Bool in
+                    if changes.generation != seen { return true }
+                    changes.waiters.append(continuation)
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        }
     }
 
     private func startReading(_ fd: Int32, isStdout: Bool) {
@@ -74,6 +107,7 @@ final class CLIProcess: Sendable {
                     let line = String(decoding: pending[..<newline], as: UTF8.self)
                     pending.removeSubrange(...newline)
                     output.withLock { isStdout ? $0.stdout.append(line) : $0.stderr.append(line) }
+                    changed()
                 }
             }
             let rest = pending.isEmpty ? nil : String(decoding: pending, as: UTF8.self)
@@ -81,6 +115,7 @@ final class CLIProcess: Sendable {
                 if let rest { isStdout ? $0.stdout.append(rest) : $0.stderr.append(rest) }
                 $0.open -= 1
             }
+            changed()
             close(fd)
         }
         thread.start()
@@ -109,42 +144,40 @@ final class CLIProcess: Sendable {
     func waitForEvent(
         _ event: String, timeout: Duration = patience, matching: ([String: Any]) -> Bool = { _ in true }
     ) async -> [String: Any]? {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            for line in stdoutLines {
+        var found: [String: Any]?
+        var checked = 0
+        _ = await wait(timeout: timeout) {
+            let lines = stdoutLines
+            for line in lines[checked...] {
                 if let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
                     object["event"] as? String == event, matching(object)
                 {
-                    return object
+                    found = object
+                    return true
                 }
             }
-            let closed = output.withLock { $0.open == 0 }
-            if closed || ContinuousClock.now > deadline { return nil }
-            try? await Task.sleep(for: .milliseconds(20))
+            checked = lines.count
+            return output.withLock { $0.open == 0 }
         }
+        return found
     }
 
     /// Waits for a stdout line that satisfies `matching`; nil after `timeout` or at exit.
     func waitForLine(timeout: Duration = patience, _ matching: (String) -> Bool) async -> String? {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            if let line = stdoutLines.first(where: matching) { return line }
-            let closed = output.withLock { $0.open == 0 }
-            if closed || ContinuousClock.now > deadline { return nil }
-            try? await Task.sleep(for: .milliseconds(20))
+        var found: String?
+        _ = await wait(timeout: timeout) {
+            found = stdoutLines.first(where: matching)
+            return found != nil || output.withLock { $0.open == 0 }
         }
+        return found
     }
 
     func signal(_ number: Int32) { process.signal(number) }
 
     /// Waits for the exit and for both pipes to close; nil if the program still runs after `timeout`.
     func waitForExit(timeout: Duration = patience) async -> Int32? {
-        let deadline = ContinuousClock.now + timeout
-        while process.exitStatus == nil || output.withLock({ $0.open > 0 }) {
-            if ContinuousClock.now > deadline { return nil }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return process.exitStatus
+        let ended = await wait(timeout: timeout) { process.exitStatus != nil && output.withLock { $0.open == 0 } }
+        return ended ? process.exitStatus : nil
     }
 
     /// Writes `text` to its standard input (started with `keepStdinOpen`).
@@ -233,6 +266,15 @@ func freeLoopbackPort() -> UInt16 {
 }
 
 /// A plain TCP socket connected to 127.0.0.1:`port` (blocking; -1 when `socket` fails). The caller closes it.
+/// Whether the peer closes any of `fds` (sockets the peer sends nothing on) within `timeout`: poll(2) wakes at the
+/// FIN or reset, no polling loop. Runs off the cooperative pool.
+func anyClosedByPeer(_ fds: [Int32], timeout: Duration = waitDeadline) async -> Bool {
+    await Task.detached { () -> Bool in
+        var entries = fds.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+        return poll(&entries, nfds_t(entries.count), Int32(timeout.components.seconds * 1000)) > 0
+    }.value
+}
+
 func connectedLoopbackSocket(port: Int) -> Int32 {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     var address = sockaddr_in()

@@ -20,16 +20,16 @@ struct ControlSocketTests {
                 let fd = connectedLoopbackSocket(port: server.port)
                 sockets.append(fd)
             }
-            try await Task.sleep(for: .milliseconds(500))
+            // At its budget the node closes new connections at once: one of ours closed is the event that says so.
+            let ours = sockets
+            #expect(await anyClosedByPeer(ours), "the node never reached its descriptor budget")
             // While exhausted a command may fail, but it ends (the client's timeout), and the node lives.
             let during = try await runCommand(Binaries.supporter, ["list", "--data", server.data], timeout: .seconds(30))
             #expect(during.exitCode != nil, "\(during)")
             for fd in sockets { close(fd) }
-            var recovered = false
-            for _ in 0..<40 where !recovered {
-                try await Task.sleep(for: .milliseconds(250))
-                recovered = (try? await server.control(["list"])) != nil
-            }
+            let recovered = (try? await retrying("a command once descriptors are free") {
+                try await server.control(["list"])
+            }) != nil
             #expect(recovered, "\(server.process.transcript)")
             // It never reached its limit: past its descriptor budget it closed new connections at once, keeping
             // descriptors for its store, its control socket and the runtime (libdispatch stops a process whose
@@ -52,12 +52,10 @@ struct ControlSocketTests {
         let silent = try CLIProcess(
             "/usr/bin/env",
             ["python3", "-c",
-             "import socket,sys,time\ns=socket.socket(socket.AF_UNIX)\ns.bind(sys.argv[1])\ns.listen(8)\n"
-                + "c=s.accept()\nprint('ready',flush=True)\ntime.sleep(60)", socketPath])
+             "import socket,sys\ns=socket.socket(socket.AF_UNIX)\ns.bind(sys.argv[1])\ns.listen(8)\n"
+                + "print('ready',flush=True)\nc=s.accept()[0]\nwhile c.recv(4096): pass", socketPath])  // reads, never answers
         defer { Task { await silent.stop() } }
-        for _ in 0..<100 where !FileManager.default.fileExists(atPath: socketPath) {
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        #expect(await silent.waitForLine { $0 == "ready" } != nil, "\(silent.transcript)")
         let started = ContinuousClock.now
         let result = try await runCommand(Binaries.supporter, ["list", "--data", folder.path], timeout: .seconds(30))
         let elapsed = ContinuousClock.now - started

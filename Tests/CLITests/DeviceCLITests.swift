@@ -297,12 +297,8 @@ extension DeviceCLITests {
             }.count
         }
         func until(_ what: String, _ condition: @escaping () -> Bool) async throws {
-            let deadline = ContinuousClock.now + patience
-            while !condition() {
-                guard ContinuousClock.now < deadline else {
-                    throw HarnessError("run \(run): no \(what)\n\(server.process.transcript)")
-                }
-                try await Task.sleep(for: .milliseconds(20))
+            guard await waitUntil(timeout: patience, condition) else {
+                throw HarnessError("run \(run): no \(what)\n\(server.process.transcript)")
             }
         }
         var disconnects: [String] {
@@ -357,17 +353,17 @@ final class ExpiredCertificateServer: Sendable {
             TestCertificates.opensslPath,
             ["s_server", "-accept", address, "-cert", certificate.certificatePath, "-key", certificate.keyPath, "-quiet",
              "-alpn", "rsup/1"], stdin: .pipe)
-        for _ in 0..<100 {
+        // s_server says nothing when it listens (-quiet): it is ready once a connect succeeds.
+        let target = bound
+        _ = await waitUntil {
             let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var target = bound
-            let connected = withUnsafePointer(to: &target) {
+            defer { close(client) }
+            var address = target
+            return withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                     connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
                 }
-            }
-            close(client)
-            if connected == 0 { return }
-            try await Task.sleep(for: .milliseconds(50))
+            } == 0
         }
     }
 

@@ -109,16 +109,14 @@ struct DurabilityTests {
                     requestRounds.increment()
                 }
             }
-            let deadline = ContinuousClock.now + patience
-            while churnRounds.value < 2 || requestRounds.value < 3 {
-                guard ContinuousClock.now < deadline else {
-                    churn.cancel()
-                    requests.cancel()
-                    throw HarnessError("the loops made no progress\n\(node.process.transcript)")
-                }
-                try await Task.sleep(for: .milliseconds(20))
+            // A random moment in the churn: after a random number of further rounds, not a random wall-clock delay.
+            let rounds = (churn: 2 + Int.random(in: 0...3), requests: 3 + Int.random(in: 0...3))
+            guard await waitUntil(timeout: patience, { churnRounds.value >= rounds.churn && requestRounds.value >= rounds.requests })
+            else {
+                churn.cancel()
+                requests.cancel()
+                throw HarnessError("the loops made no progress\n\(node.process.transcript)")
             }
-            try await Task.sleep(for: .milliseconds(Int.random(in: 0...200)))
             node.process.signal(SIGKILL)
             #expect(await node.process.waitForExit() == 128 + SIGKILL, "\(node.process.transcript)")
             churn.cancel()
@@ -198,6 +196,7 @@ struct DurabilityTests {
                     throw HarnessError("neither refused nor rate limited\n\(result)")
                 }
                 if wait >= 30_000 { break }
+                // wall clock: waits out the block the node announced (its own real-time back-off), as a client must
                 try await Task.sleep(for: .milliseconds(wait + 50))
             }
             // Blocked is the address: another invalid-token registration, on another code, is refused as well (a
@@ -234,6 +233,7 @@ struct DurabilityTests {
                     throw HarnessError("neither 401 nor 429 with Retry-After: \(blocked)")
                 }
                 if retryAfter >= 4 { break }
+                // wall clock: waits out the Retry-After the node announced (its own real-time back-off), as a client must
                 try await Task.sleep(for: .seconds(retryAfter))
             }
             // The block is on guesses: a good token is served.
@@ -267,6 +267,7 @@ struct DurabilityTests {
             let second = try await node.createCode()
             // Three phases, a little apart: a session on the first code, one on the second, then the first again.
             for code in [first, second, first] {
+                // wall clock: the three phases need audit times milliseconds apart for the --from/--to windows
                 try await Task.sleep(for: .milliseconds(30))
                 let device = try node.startDevice(code: code, token: token, trust: trust, extra: ["--auto-accept"])
                 _ = try #require(await device.waitForEvent("online"), "\(device.transcript)")

@@ -53,10 +53,13 @@ struct ServeStoreTests {
                     .first { $0["code"] as? String == code }
             }
             func waitFor(_ state: String, on node: SupporterServer) async throws -> [String: Any]? {
-                for _ in 0..<100 {
-                    if let found = try await entry(on: node), found["state"] as? String == state { return found }
-                    try await Task.sleep(for: .milliseconds(100))
+                let found = try? await retrying("the code \(state) on the node") { () async throws -> [String: Any] in
+                    guard let found = try await entry(on: node), found["state"] as? String == state else {
+                        throw WaitTimeout(description: "not \(state) yet")
+                    }
+                    return found
                 }
+                if let found { return found }
                 return try await entry(on: node)
             }
             let online = try await waitFor("online", on: other)

@@ -31,6 +31,7 @@ struct SourceAddressKeyTests {
                 states[source] = "open"
             except (OSError, ssl.SSLError):
                 states[source] = "closed"
+        # wall clock: the sources beyond the limit are closed at once; a second shows which ones stay open (outside process)
         time.sleep(1)
         for source, tls in kept.items():
             if select.select([tls], [], [], 0)[0]:

@@ -78,10 +78,12 @@ struct StandardStreamsTests {
                  "--json"])
             defer { Task { await device.stop() } }
             #expect(await device.waitForEvent("online") != nil, "\(device.transcript)")
-            try await Task.sleep(for: .milliseconds(300))
+            func log() -> String { (try? String(contentsOfFile: folder.file("node.log"), encoding: .utf8)) ?? "" }
+            // The node tried to print the event (and logged that it cannot) before it is asked anything else.
+            _ = await waitUntil { log().contains("standard output cannot be written (Broken pipe)") }
             let listed = try await supporter("list", "--data", data)
             #expect(listed.exitCode == 0 && listed.stdout.first?.contains("online") == true, "the node still answers: \(listed)")
-            let log = (try? String(contentsOfFile: folder.file("node.log"), encoding: .utf8)) ?? ""
+            let log = log()
             #expect(log.components(separatedBy: "standard output cannot be written (Broken pipe)").count == 2, "\(log)")
         }
     }

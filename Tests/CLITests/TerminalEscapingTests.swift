@@ -48,12 +48,13 @@ struct TerminalEscapingTests {
     /// Runs `command` until one of its stdout lines satisfies `matching` (the audit trail is written a moment after
     /// the event), or `patience` runs out.
     static func commandUntil(_ arguments: [String], _ matching: (String) -> Bool) async throws -> CommandResult {
-        let deadline = ContinuousClock.now + patience
-        while true {
+        let found = try? await retrying("a matching line from \(arguments)") { () async throws -> CommandResult in
             let result = try await runCommand(Binaries.supporter, arguments)
-            if result.stdout.contains(where: matching) || ContinuousClock.now > deadline { return result }
-            try await Task.sleep(for: .milliseconds(100))
+            guard result.stdout.contains(where: matching) else { throw WaitTimeout(description: "\(result)") }
+            return result
         }
+        if let found { return found }
+        return try await runCommand(Binaries.supporter, arguments)
     }
 
     @Test("a hostile device name reaches the supporter's console, log, list and audit escaped, one line each")

@@ -3,14 +3,13 @@ import Foundation
 import Synchronization
 import SupporterNode
 import SupportTransport
+import TestSupport
 import Testing
 
 /// Polls a main-actor condition (the main actor stays free between polls).
 @MainActor
-func eventually(timeout: Duration = .seconds(10), _ condition: @MainActor () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while !condition(), ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
-    return condition()
+func eventually(timeout: Duration = waitDeadline, _ condition: @MainActor () -> Bool) async -> Bool {
+    await waitUntil(timeout: timeout, condition)
 }
 
 extension NodeIntegration {

@@ -2,6 +2,7 @@ import DeviceNode
 import SupporterNode
 import SupportTransport
 import SupportWire
+import TestSupport
 import Testing
 
 extension NodeIntegration {

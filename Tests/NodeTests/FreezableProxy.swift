@@ -8,6 +8,7 @@ final class FreezableProxy: Sendable {
     let port: UInt16
     private let listener: Int32
     private let frozen = Atomic<Bool>(false)
+    private let relayed = Atomic<Int>(0)
     private let stopped = Atomic<Bool>(false)
     private let sockets = Mutex<[Int32]>([])
 
@@ -79,9 +80,13 @@ final class FreezableProxy: Sendable {
                     if written <= 0 { return }
                     sent += written
                 }
+                relayed.add(1, ordering: .relaxed)
             }
         }.start()
     }
+
+    /// How many reads it has relayed (either way): keepalive traffic shows up here while nothing else is sent.
+    var relayedChunks: Int { relayed.load(ordering: .relaxed) }
 
     /// From now on nothing crosses.
     func freeze() { frozen.store(true, ordering: .relaxed) }

@@ -139,6 +139,7 @@ extension NodeIntegration {
                     return await group.reduce(into: []) { $0.append($1) }
                 }
             }
+            // wall clock: the spam runs for 3 s of real time and the device must join in its middle; no event says "in full swing"
             try await Task.sleep(for: .milliseconds(800))  // the spam is in full swing
             let (joined, device) = try await join(harness, code: legitimate)
             defer { withExtendedLifetime(device) {} }
@@ -147,8 +148,9 @@ extension NodeIntegration {
             let sent = all.map(\.registersSent).reduce(0, +)
             let refusals = all.map(\.refusalsSeen).reduce(0, +)
             let closedAtAccept = all.map(\.closedAtAccept).reduce(0, +)
-            // Let the last commits land before counting rows.
-            try await Task.sleep(for: .milliseconds(300))
+            // A code made now is acknowledged once committed, behind every commit queued before it: the last rows
+            // have landed.
+            _ = try await harness.supporter.createCode()
             let rows = try auditRows(after: before, from: Self.attacker, harness)
             print(
                 "register spam: \(spammers) peers, \(connections) connections, \(closedAtAccept) closed at accept, "
@@ -173,7 +175,9 @@ extension NodeIntegration {
         // MARK: idle connections after HELLO
 
         @Test func idleConnectionsAfterHelloAreCappedPerAddressAndClosedAtTheRegistrationDeadline() async throws {
-            let deadline: Duration = .seconds(2)
+            // 6 s: opening the 200 attempts must end before the first idle one's deadline; that took 2.3 s with a CPU
+            // hog on both cores.
+            let deadline: Duration = .seconds(6)
             let harness = try NodeHarness(registrationDeadline: deadline)
             defer { harness.shutdown() }
             let cap = CodeRegistry.Policy().unauthenticatedPerAddress
@@ -225,11 +229,9 @@ extension NodeIntegration {
 
             // Each idle one is closed at its registration deadline, with GOAWAY protocol_error.
             let lifetimes = await blocking { () -> [(lifetime: Duration?, reason: ReasonCode?)] in
-                let clock = ContinuousClock()
-                let end = clock.now + deadline + .seconds(5)
-                while clock.now < end, opened.admitted.contains(where: { !$0.peer.isClosed }) {
+                _ = waitUntilBlocking(timeout: deadline + waitDeadline) {
                     for (peer, _) in opened.admitted where !peer.isClosed { peer.poll() }
-                    Thread.sleep(forTimeInterval: 0.005)
+                    return !opened.admitted.contains(where: { !$0.peer.isClosed })
                 }
                 return opened.admitted.map { entry in
                     (entry.peer.closedAt.map { $0 - entry.openedAt }, entry.peer.goAway?.reason)
@@ -247,17 +249,16 @@ extension NodeIntegration {
             let again = await blocking { () -> Duration? in
                 let clock = ContinuousClock()
                 let start = clock.now
-                while clock.now - start < .seconds(4) {
-                    if let peer = try? RawDevicePeer.helloed(port: port, from: Self.attacker) {
-                        peer.close()
-                        return clock.now - start
-                    }
-                    Thread.sleep(forTimeInterval: 0.1)
+                let admitted = waitUntilBlocking {
+                    guard let peer = try? RawDevicePeer.helloed(port: port, from: Self.attacker) else { return false }
+                    peer.close()
+                    return true
                 }
-                return nil
+                return admitted ? clock.now - start : nil
             }
             print("the attacker's address admitted again \(again.map(milliseconds) ?? "never") after the last close")
-            #expect(again != nil && again! < .seconds(3))
+            // At most 2 s of close_notify wait; 10 s is generous on a loaded machine and far below a held slot.
+            #expect(again != nil && again! < .seconds(10))
         }
 
         // MARK: lock-out
@@ -322,6 +323,7 @@ extension NodeIntegration {
             _ peer: RawDevicePeer, code: String, token: String, after delay: Duration
         ) async -> RegistrationOutcome {
             await blocking {
+                // wall clock: the three REGISTERs are ordered 300 ms apart against a real SQLite lock and its 5 s busy_timeout
                 Thread.sleep(forTimeInterval: delay / .seconds(1))
                 var outcome = RegistrationOutcome(sentAt: ContinuousClock.now)
                 peer.send(.register(Register(sessionCode: code, apiToken: token)))
@@ -441,10 +443,12 @@ extension NodeIntegration {
                     }
                     roundTrips.append(answered)
                     nonce += 1
+                    // wall clock: a PING every 200 ms samples round trips over the lock's real duration (a measurement, not a wait)
                     Thread.sleep(forTimeInterval: 0.2)
                 }
                 return roundTrips
             }
+            // wall clock: the store lock is held for a real duration, past the node's real-time busy_timeout
             try await clock.sleep(until: lockedAt + holdFor)
             let releasedAt = clock.now
             #expect(await store.release(), "python3 could not commit its lock transaction: \(store.pythonLog)")
@@ -457,10 +461,12 @@ extension NodeIntegration {
                 "locked store: REGISTER → \(outcome.summary); lock released at \(outcome.after(releasedAt));"
                     + " \(answered.count)/\(pings.count) PINGs answered, slowest \(milliseconds(slowest))")
 
-            // The loops never waited: every PING answered within 200 ms throughout the lock.
+            // The loops never waited: every PING answered throughout the lock. A loop that waited on the lock would
+            // answer after the 5 s busy_timeout; 2 s is far below that and generous for a CPU hog on both cores
+            // (282 ms seen; 200 ms was the bound before).
             #expect(pings.count >= 20)
             #expect(answered.count == pings.count, "PINGs unanswered during the lock")
-            #expect(slowest < .milliseconds(200))
+            #expect(slowest < .seconds(2))
 
             // Never success before the row: the node gave up after busy_timeout with GOAWAY internal_error, before
             // the lock was released, and sent no REGISTER_RESULT at all.
@@ -472,6 +478,7 @@ extension NodeIntegration {
 
             // Let the node finish with the registrant's connection (it waits up to 2 s for a close_notify this peer
             // never sends) and write whatever queued behind the lock.
+            // wall clock: the node waits up to 2 s of real time for a close_notify this peer never sends; no event marks the end
             try await Task.sleep(for: .milliseconds(2500))
             let trail = try harness.supporter.auditEvents(code: lockedCode)
             #expect(!trail.contains { $0.kind == .deviceOnline })
@@ -521,6 +528,7 @@ extension NodeIntegration {
             async let queued = Self.register(queuedPeer, code: queuedCode, token: token, after: .milliseconds(600))
             async let refused = Self.register(refusedPeer, code: refusedCode, token: token, after: .milliseconds(900))
             let refusal = await refused
+            // wall clock: the store lock is held past the node's real-time 5 s busy_timeout
             try await clock.sleep(until: lockedAt + .seconds(7))
             let releasedAt = clock.now
             #expect(await store.release(), "python3 could not commit its lock transaction: \(store.pythonLog)")
@@ -537,6 +545,7 @@ extension NodeIntegration {
             #expect(second.result?.reason == .success)
             #expect(second.resultAt.map { $0 >= releasedAt } == true, "success before the lock was released")
 
+            // wall clock: the node waits up to 2 s of real time for close_notify from these peers; no event marks the end
             try await Task.sleep(for: .milliseconds(2500))  // the closing connections are done with
             for (code, recorded) in zip(codes, [false, true, false]) {
                 let trail = try harness.supporter.auditEvents(code: code).map(\.kind)
@@ -584,6 +593,7 @@ extension NodeIntegration {
             }
             // 16 frames fill the connection's waiting commits; the rest, and the PING, arrive after reading stopped.
             peer.send(Array(voip[..<16]))
+            // wall clock: the first 16 frames must be read before the rest arrive; the node shows no event when reading stops
             try await Task.sleep(for: .milliseconds(400))
             peer.send(Array(voip[16...]) + [.ping(Ping(nonce: 77))])
             let pongWhileStalled = await blocking { () -> Bool in

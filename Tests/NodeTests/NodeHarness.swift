@@ -32,9 +32,10 @@ final class EventLog<Event: Sendable>: Sendable {
 
     var all: [Event] { state.withLock { $0.events } }
 
-    /// Waits until an event satisfies `predicate`; returns it, or nil after `timeout`.
+    /// Waits until an event satisfies `predicate`; returns it, or nil after `timeout` (a deadline: it returns the
+    /// moment the event is appended).
     func waitFor(
-        timeout: Duration = .seconds(10), _ predicate: @escaping @Sendable (Event) -> Bool
+        timeout: Duration = waitDeadline, _ predicate: @escaping @Sendable (Event) -> Bool
     ) async -> Event? {
         await withCheckedContinuation { (continuation: CheckedContinuation<Event?, Never>) in
             let id = state.withLock { state -> Int? in
@@ -48,27 +49,18 @@ final class EventLog<Event: Sendable>: Sendable {
                 return id
             }
             guard let id else { return }
-            Task {
-                try? await Task.sleep(for: timeout)
+            _ = afterDeadline(timeout) {
                 let expired = self.state.withLock { $0.waiters.removeValue(forKey: id) }
                 expired?.continuation.resume(returning: nil)
             }
         }
     }
 
-    /// Waits `settle`, then returns whether any event satisfies `predicate` (for "nothing happened" checks).
-    func contains(after settle: Duration, _ predicate: @escaping @Sendable (Event) -> Bool) async -> Bool {
-        try? await Task.sleep(for: settle)
-        return state.withLock { $0.events.contains(where: predicate) }
+    /// Whether any event so far satisfies `predicate` (for "nothing happened" checks, made after a later event that
+    /// proves the one in question would have been seen by now).
+    func contains(_ predicate: (Event) -> Bool) -> Bool {
+        state.withLock { $0.events.contains(where: predicate) }
     }
-}
-
-/// Polls `condition` until it holds or `timeout` passes; whether it held.
-func waitUntil(timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
-    let clock = ContinuousClock()
-    let deadline = clock.now + timeout
-    while !condition(), clock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
-    return condition()
 }
 
 /// A supporter node on loopback with real certificates, and device nodes that reach it.
@@ -152,9 +144,25 @@ final class NodeHarness: Sendable {
 
     /// Waits for the supporter's event on `code` that `predicate` accepts.
     func supporterEvent(
-        on code: String, timeout: Duration = .seconds(10), _ predicate: @escaping @Sendable (SupporterSessionEvent) -> Bool
+        on code: String, timeout: Duration = waitDeadline, _ predicate: @escaping @Sendable (SupporterSessionEvent) -> Bool
     ) async -> SupporterSessionEvent? {
         await supporterEvents.waitFor(timeout: timeout) { $0.code == code && predicate($0.event) }?.event
+    }
+
+    /// Asks for another connection on `code`, has `device` refuse it and waits for the supporter to see the refusal
+    /// (or the device's prompt timing out): an event after everything the device sent before it.
+    func laterRequestIsRefused(code: String, device: JoinedDevice) async -> Bool {
+        guard let later = try? await supporter.requestConnection(code: code, supporterName: "Later", type: .screenShare),
+            await device.event({
+                if case .connectionRequest(let info) = $0 { return info.requestID == later }
+                return false
+            }) != nil
+        else { return false }
+        device.session.answer(requestID: later, allow: false)
+        return await supporterEvent(on: code) {
+            if case .rejected(requestID: later, _) = $0 { return true }
+            return false
+        } != nil
     }
 
     func shutdown() {

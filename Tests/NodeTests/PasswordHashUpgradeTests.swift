@@ -1,6 +1,7 @@
 import Foundation
 import SupporterNode
 import SupportTransport
+import TestSupport
 import Testing
 
 extension NodeIntegration {
@@ -25,11 +26,9 @@ extension NodeIntegration {
             let harness = try NodeHarness(storePath: path)
             defer { harness.shutdown() }
             _ = try await harness.supporter.signIn(login: "old", password: "an old password", address: "127.0.0.1")
-            var upgraded = false
-            for _ in 0..<100 where !upgraded {
-                try await Task.sleep(for: .milliseconds(50))
-                let stored = try SessionStore(path: path).accounts().first { $0.login == "old" }
-                upgraded = stored?.passwordHash.hasPrefix("$scrypt$ln=15,") == true
+            let upgraded = await waitUntil {
+                let stored = (try? SessionStore(path: path).accounts())?.first { $0.login == "old" }
+                return stored?.passwordHash.hasPrefix("$scrypt$ln=15,") == true
             }
             #expect(upgraded, "the weak hash stayed")
             _ = try await harness.supporter.signIn(login: "old", password: "an old password", address: "127.0.0.1")

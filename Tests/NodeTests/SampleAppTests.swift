@@ -1,6 +1,7 @@
 import DeviceNode
 import SampleAppModel
 import SupporterNode
+import TestSupport
 import Testing
 
 extension NodeIntegration {

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Synchronization
 import SupporterNode
+import TestSupport
 import Testing
 
 extension NodeIntegration {

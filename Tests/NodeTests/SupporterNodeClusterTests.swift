@@ -165,17 +165,12 @@ extension NodeIntegration {
             try cluster.database.restart()
             // A code made after the restart reaches the other node (its listener reconnected), and a request from
             // node 2 reaches the device on node 1 (both engines reconnected).
-            var later: String?
-            for _ in 0..<50 where later == nil {
-                later = try? await second.supporter.createCode(description: "after the restart").code
-                if later == nil { try await Task.sleep(for: .milliseconds(200)) }
+            let made = try await retrying("a code made on node 2 after the restart") {
+                try await second.supporter.createCode(description: "after the restart").code
             }
-            let made = try #require(later)
-            #expect(await waitUntil(timeout: .seconds(15)) { first.supporter.code(made) != nil })
-            var id: UInt32?
-            for _ in 0..<50 where id == nil {
-                id = try? await second.supporter.requestConnection(code: code, supporterName: "Dora", type: .screenShare)
-                if id == nil { try await Task.sleep(for: .milliseconds(200)) }
+            #expect(await waitUntil { first.supporter.code(made) != nil })
+            let id = try await retrying("a request from node 2 after the restart") {
+                try await second.supporter.requestConnection(code: code, supporterName: "Dora", type: .screenShare)
             }
             let request = try #require(await device.request())
             #expect(request.requestID == id)
@@ -208,7 +203,10 @@ extension NodeIntegration {
             #expect(reasons.last == .rateLimited, "\(reasons)")
             // Node 2 never saw a failure from this address, and refuses its very first attempt (a failure counted there
             // would not block it before its own free failures).
-            try await Task.sleep(for: .milliseconds(500))  // the block's NOTIFY arrives in milliseconds
+            // NOTIFYs arrive in commit order: once a code made on node 1 after the block is known on node 2, so is
+            // the block.
+            let after = try await first.supporter.createCode(description: "made after the block").code
+            #expect(await waitUntil { second.supporter.code(after) != nil })
             #expect(await attempt(second) == .rateLimited)
         }
 

@@ -47,7 +47,7 @@ extension HTTPIntegration {
                 Task {
                     for index in 0..<3 {
                         stream.send(Array("data: \(index)\n\n".utf8))
-                        try? await Task.sleep(for: .milliseconds(50))
+                        await Task.yield()  // pieces sent one by one, as events come; no pacing needed to prove it
                     }
                     stream.finish()
                 }
@@ -84,25 +84,22 @@ extension HTTPIntegration {
                 }.start()
                 return HTTPResponse(status: .ok, headers: ["Content-Type": "text/event-stream"], stream: stream)
             }) { fixture in
-                // A client that sends the request and then never reads, for longer than the test waits.
-                let client = Task {
-                    _ = try await python(
-                        fixture,
-                        """
-                        s = tls()
-                        s.sendall(b"GET /events HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
-                        time.sleep(40)
-                        print(json.dumps({"ok": True}))
-                        """)
-                    return true
-                }
-                defer { client.cancel() }
+                // A client that sends the request and then never reads, until the test lets it go.
+                let client = try PythonClient(
+                    fixture,
+                    """
+                    s = tls()
+                    s.sendall(b"GET /events HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
+                    wait_go()
+                    print(json.dumps({"ok": True}))
+                    """)
+                try await client.waitReady()
                 // Dropped by the server while the client still holds its socket open.
-                try await eventually("the server drops the stalled client", timeout: .seconds(25)) {
-                    box.state.withLock { $0.refused }
-                }
-                try await eventually("the connection closes", timeout: .seconds(2)) { fixture.server.connectionCount == 0 }
+                try await eventually("the server drops the stalled client") { box.state.withLock { $0.refused } }
+                try await eventually("the connection closes") { fixture.server.connectionCount == 0 }
                 #expect(box.state.withLock { $0.sent } < 64 << 20, "the server kept sending into a client that reads nothing")
+                client.go()
+                _ = try await client.result()
             }
         }
     }

@@ -95,7 +95,7 @@ struct ProcessFailure: Error, CustomStringConvertible { let description: String 
 /// waits for it without blocking a thread; kills it after `timeout`.
 func run(
     _ executable: String, _ arguments: [String], input: [UInt8] = [], holdStdinOpen: Bool = false,
-    timeout: Duration = .seconds(30)
+    timeout: Duration = waitDeadline
 ) async throws -> ProcessResult {
     guard FileManager.default.isExecutableFile(atPath: executable) else {
         throw ProcessFailure(description: "\(executable) is missing (scripts/install-deps.sh installs it)")
@@ -111,10 +111,7 @@ func run(
         executable, arguments, stdin: .pipe, stdout: .file(outPath), stderr: .file(errPath))
     if !input.isEmpty { process.write(input) }
     if !holdStdinOpen { process.closeStdin() }
-    let watchdog = Task {
-        guard (try? await Task.sleep(for: timeout)) != nil else { return }  // cancelled: the process ended
-        process.signal(SIGKILL)
-    }
+    let watchdog = afterDeadline(timeout) { process.signal(SIGKILL) }  // cancelled when the process ends
     defer { watchdog.cancel() }
     let status: Int32 = await withCheckedContinuation { continuation in
         process.onExit { continuation.resume(returning: $0) }
@@ -131,18 +128,38 @@ func run(
 /// curl against the fixture: HTTP/1.1 over TLS verified with the test CA, quiet but showing errors.
 func curl(_ fixture: HTTPFixture, _ arguments: [String]) async throws -> ProcessResult {
     try await run(
-        "/usr/bin/curl", ["--silent", "--show-error", "--cacert", fixture.caPath, "--max-time", "20"] + arguments)
+        "/usr/bin/curl", ["--silent", "--show-error", "--cacert", fixture.caPath, "--max-time", "60"] + arguments)
 }
 
 /// Runs a Python 3 script with `sys.argv[1:] = [port, caPath] + extra`; its last stdout line must be JSON.
 func python(_ fixture: HTTPFixture, _ script: String, _ extra: [String] = []) async throws -> [String: Any] {
     let prelude = """
-        import json, socket, ssl, sys, time
+        import json, select, socket, ssl, sys, time
         PORT = int(sys.argv[1]); CA = sys.argv[2]
         CTX = ssl.create_default_context(cafile=CA)
         def tls():
-            raw = socket.create_connection(("127.0.0.1", PORT), timeout=10)
+            raw = socket.create_connection(("127.0.0.1", PORT), timeout=60)
             return CTX.wrap_socket(raw, server_hostname="127.0.0.1")
+        def closed_by_server(s):
+            s.setblocking(False)
+            try:
+                return s.recv(1) == b""
+            except (BlockingIOError, ssl.SSLWantReadError):
+                return False
+            except OSError:
+                return True
+        def wait_closes(socks, count=1, timeout=60):
+            # Until the server has closed `count` of `socks`: select wakes at a FIN, RST or close_notify (no polling).
+            end = time.time() + timeout; pending = list(socks); closed = 0
+            while True:
+                still = []
+                for c in pending:
+                    if closed_by_server(c): closed += 1
+                    else: still.append(c)
+                pending = still
+                if closed >= count: return True
+                if not pending or end <= time.time(): return False
+                select.select(pending, [], [], end - time.time())
         def read_all(s):
             chunks = []
             while True:
@@ -165,12 +182,9 @@ func python(_ fixture: HTTPFixture, _ script: String, _ extra: [String] = []) as
 }
 
 /// Polls `condition` until true or `timeout` passes.
-func eventually(_ what: String, timeout: Duration = .seconds(10), _ condition: () -> Bool) async throws {
-    let clock = ContinuousClock()
-    let end = clock.now + timeout
-    while !condition() {
-        if clock.now >= end { throw ProcessFailure(description: "timed out waiting for \(what)") }
-        try await Task.sleep(for: .milliseconds(10))
+func eventually(_ what: String, timeout: Duration = waitDeadline, _ condition: () -> Bool) async throws {
+    guard await waitUntil(timeout: timeout, condition) else {
+        throw ProcessFailure(description: "timed out after \(timeout) waiting for \(what)")
     }
 }
 
@@ -183,13 +197,13 @@ final class PythonClient: Sendable {
 
     init(_ fixture: HTTPFixture, _ script: String, _ extra: [String] = []) throws {
         let prelude = """
-            import json, socket, ssl, sys, time
+            import json, select, socket, ssl, sys, time
             PORT = int(sys.argv[1]); CA = sys.argv[2]
             CTX = ssl.create_default_context(cafile=CA)
             def tcp(source):
                 s = socket.socket(); s.bind((source, 0)); s.connect(("127.0.0.1", PORT)); return s
             def tls(source="127.0.0.1"):
-                raw = tcp(source); raw.settimeout(10)
+                raw = tcp(source); raw.settimeout(60)
                 return CTX.wrap_socket(raw, server_hostname="127.0.0.1")
             def closed_by_server(s):
                 s.setblocking(False)
@@ -201,6 +215,18 @@ final class PythonClient: Sendable {
                     return True
             def wait_go():
                 print("ready", flush=True); sys.stdin.readline()
+            def wait_closes(socks, count=1, timeout=60):
+                # Until the server has closed `count` of `socks`: select wakes at a FIN, RST or close_notify (no polling).
+                end = time.time() + timeout; pending = list(socks); closed = 0
+                while True:
+                    still = []
+                    for c in pending:
+                        if closed_by_server(c): closed += 1
+                        else: still.append(c)
+                    pending = still
+                    if closed >= count: return True
+                    if not pending or end <= time.time(): return False
+                    select.select(pending, [], [], end - time.time())
 
             """
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("rsup-http-\(UUID().uuidString)")

@@ -11,6 +11,9 @@ extension TransportIntegration {
     /// Happy Eyeballs for a node's addresses (RFC 8305), over real sockets: an address that never answers costs the
     /// stagger, not the connect timeout, and only the winner's link reaches the caller's delegate.
     @Suite struct ConnectionRaceTests {
+        /// The handshake deadline of dials to a silent port: ten times the longest wait of a test.
+        static let silentDeadline: Duration = .seconds(600)
+
         /// A TCP port that completes the TCP handshake (the kernel's backlog) and then says nothing: a TLS handshake
         /// to it hangs until its timeout, as a black-holed address does.
         final class SilentPort: Sendable {
@@ -34,6 +37,14 @@ extension TransportIntegration {
                 self.port = UInt16(bigEndian: address.sin_port)
             }
             deinit { close(fd) }
+
+            /// Whether a dialler's connection is waiting in the backlog within `limit` (not accepted). Blocks, as
+            /// ``peerClosed(within:)`` does.
+            func connectionArrives(within limit: Duration) -> Bool {
+                var listening = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                let milliseconds = Int32(limit.components.seconds * 1000)
+                return poll(&listening, 1, milliseconds) == 1
+            }
 
             /// Whether the dialler's connection waiting in the backlog is closed by the dialler (EOF or reset) within
             /// `limit`: accepts it, then reads (the ClientHello) until the end. Blocks the calling thread (use it through
@@ -68,7 +79,8 @@ extension TransportIntegration {
                     try await resolver.resolve(host: "127.0.0.1", port: silent.port)
                     + resolver.resolve(host: "127.0.0.1", port: server.port)
                 let recorder = LinkRecorder()
-                let context = try fixture.clientContext()
+                // A silent address waited for would hold the dial for this handshake deadline: far beyond any bound below.
+                let context = try fixture.clientContext { $0.handshakeTimeout = Self.silentDeadline }
                 let loop = fixture.clientLoop
                 let started = ContinuousClock.now
                 let link = try await ConnectionRace.run(addresses) { address, claim throws(TransportError) in
@@ -80,12 +92,13 @@ extension TransportIntegration {
                 }
                 let elapsed = ContinuousClock.now - started
                 #expect(link.peerAddress?.port == server.port)
-                // The silent address would hold the dial for its 10 s handshake deadline were it waited for.
-                #expect(elapsed < .seconds(6), "took \(elapsed): the silent address was waited for")
+                // The silent address would hold the dial for its 600 s handshake deadline were it waited for; 60 s
+                // is generous for a stagger of 250 ms and a loopback handshake on a loaded machine.
+                #expect(elapsed < waitDeadline, "took \(elapsed): the silent address was waited for")
                 #expect(elapsed >= ConnectionRace.attemptDelay)
                 #expect(recorder.parameters != nil)  // the winner's linkDidOpen reached the caller's delegate
-                // The losing attempt is cancelled, its socket closed now, not at its 10 s handshake deadline.
-                let losingClosed = await blockingWork { silent.peerClosed(within: .seconds(3)) }
+                // The losing attempt is cancelled, its socket closed now, not at its 600 s handshake deadline.
+                let losingClosed = await blockingWork { silent.peerClosed(within: waitDeadline) }
                 #expect(losingClosed, "the losing attempt's connection stayed open")
                 link.close()
             }
@@ -97,7 +110,7 @@ extension TransportIntegration {
                 let silent = try SilentPort()
                 let resolver = NameResolver(threadCount: 1, queueLimit: 4)
                 let addresses = try await resolver.resolve(host: "127.0.0.1", port: silent.port)
-                let context = try fixture.clientContext()
+                let context = try fixture.clientContext { $0.handshakeTimeout = Self.silentDeadline }
                 let loop = fixture.clientLoop
                 let dial = Task { () async -> Result<FramedLink, TransportError> in
                     do throws(TransportError) {
@@ -109,17 +122,19 @@ extension TransportIntegration {
                             })
                     } catch { return .failure(error) }
                 }
-                try await Task.sleep(for: .milliseconds(300))
+                // The attempt is in its TLS handshake (its connection in the silent port's backlog) when cancelled.
+                #expect(await blockingWork { silent.connectionArrives(within: waitDeadline) })
                 let cancelledAt = ContinuousClock.now
                 dial.cancel()
                 let outcome = await dial.value
-                #expect(ContinuousClock.now - cancelledAt < .seconds(3), "the dial waited for its deadline")
+                // The handshake deadline is 600 s; 60 s is generous for a cancellation on a loaded machine.
+                #expect(ContinuousClock.now - cancelledAt < waitDeadline, "the dial waited for its deadline")
                 guard case .failure(let error) = outcome else {
                     Issue.record("a silent address opened a link")
                     return
                 }
                 #expect(error.kind == .cancelled, "\(error)")
-                let cancelledClosed = await blockingWork { silent.peerClosed(within: .seconds(3)) }
+                let cancelledClosed = await blockingWork { silent.peerClosed(within: waitDeadline) }
                 #expect(cancelledClosed, "the cancelled dial's connection stayed open")
             }
         }

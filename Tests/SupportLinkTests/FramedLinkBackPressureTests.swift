@@ -14,70 +14,70 @@ extension TransportIntegration {
             (0..<count).map { .register(Register(sessionCode: "code-\($0)", apiToken: "t")) }
         }
 
+        // These three run on an embedded loop (virtual time): a turn of the loop reads everything loopback has
+        // delivered, so "nothing was delivered while paused" is a fact after a turn, not a guess after a wall-clock wait.
+
         @Test func pausedLinkDeliversNothingUntilResumedThenEverythingInOrder() async throws {
-            try await withTransport { fixture in
-                let server = try fixture.startServer()
-                let (link, _) = try await fixture.dial(server)
-                let (serverLink, serverRecorder) = try await server.link()
-                _ = try await serverRecorder.waitForOpen()
-                await onLoop(serverLink.loop) { serverLink.pauseReading() }
+            try await VirtualTimeLinkTests.withPair(keepalive: .seconds(15)) { pair in
+                let (link, serverLink, serverRecorder) = (pair.client, pair.serverLink, pair.serverRecorder)
+                serverLink.pauseReading()
+                pair.loop.advance()
 
                 let sent = Self.numbered(500)
                 for message in sent { try link.send(message) }
-                // The peer keeps sending; give the bytes time to arrive and be (not) read.
-                try await Task.sleep(for: .milliseconds(600))
+                // The client's turns write every byte, which loopback delivers at once; a second of virtual time
+                // passes, with turns that would have read them were reading not paused.
+                pair.advance(by: .seconds(1))
                 #expect(serverRecorder.messages.isEmpty)
                 #expect(!serverLink.isClosed)
 
                 serverLink.resumeReading()
-                #expect(try await serverRecorder.waitForMessages(sent.count) == sent)
+                #expect(pair.advance(until: { serverRecorder.messages.count >= sent.count }))
+                #expect(serverRecorder.messages == sent)
                 #expect(serverRecorder.callsOffLoop == 0)
             }
         }
 
         @Test func pausingInsideDeliveryHoldsBackFramesAlreadyReadInTheSameChunk() async throws {
-            try await withTransport { fixture in
-                let server = try fixture.startServer()
-                let (link, _) = try await fixture.dial(server)
-                let (serverLink, serverRecorder) = try await server.link()
-                _ = try await serverRecorder.waitForOpen()
+            try await VirtualTimeLinkTests.withPair(keepalive: .seconds(15)) { pair in
+                let (link, serverLink, serverRecorder) = (pair.client, pair.serverLink, pair.serverRecorder)
                 let pauser = PausingDelegate(recorder: serverRecorder)
                 serverLink.delegate = pauser
 
                 // Twenty frames in one TLS record: one read hands all of them to the link's decoder at once.
                 let sent = Self.numbered(20)
                 let bytes = try frames(sent)
-                await onLoop(link.loop) { try? link.connection.write(bytes) }
-                _ = try await serverRecorder.waitForMessages(1)
-                try await Task.sleep(for: .milliseconds(300))
+                pair.loop.execute { try? link.connection.write(bytes) }
+                #expect(pair.advance(until: { !serverRecorder.messages.isEmpty }))
+                // Turns and virtual time that would deliver the other nineteen were the link not paused.
+                pair.advance(by: .seconds(1))
                 #expect(serverRecorder.messages == [sent[0]])
 
                 serverLink.resumeReading()
-                #expect(try await serverRecorder.waitForMessages(sent.count) == sent)
-                serverLink.delegate = serverRecorder  // the fixture's tear-down waits for its close
+                #expect(pair.advance(until: { serverRecorder.messages.count >= sent.count }))
+                #expect(serverRecorder.messages == sent)
+                serverLink.delegate = serverRecorder
                 withExtendedLifetime(pauser) {}
             }
         }
 
         @Test func pausedLinkOutlivesManyKeepaliveIntervalsAndResumesNormally() async throws {
-            try await withTransport { fixture in
-                let interval = Duration.milliseconds(200)
-                let server = try fixture.startServer(settings: .supporter(keepalive: interval))
-                let (link, recorder) = try await fixture.dial(server, settings: .device(keepalive: interval))
-                let (serverLink, serverRecorder) = try await server.link()
-                _ = try await serverRecorder.waitForOpen()
+            let interval = Duration.milliseconds(200)
+            try await VirtualTimeLinkTests.withPair(keepalive: interval) { pair in
+                let (link, recorder, serverLink, serverRecorder) =
+                    (pair.client, pair.clientRecorder, pair.serverLink, pair.serverRecorder)
                 serverLink.pauseReading()
-                // Five intervals: without the paused link's own PINGs the device would declare it dead after two, and
-                // without suspending its dead-peer check the paused link would close the device.
-                try await Task.sleep(for: interval * 5)
+                // Fifty intervals of virtual time: without the paused link's own PINGs the device would declare it
+                // dead after two, and without suspending its dead-peer check the paused link would close the device.
+                pair.advance(by: interval * 50)
                 #expect(recorder.closeReason == nil, "\(String(describing: recorder.closeReason))")
                 #expect(serverRecorder.closeReason == nil, "\(String(describing: serverRecorder.closeReason))")
 
                 serverLink.resumeReading()
                 let message = Message.sessionEnd(SessionEnd(reason: .endedByDevice))
                 try link.send(message)
-                #expect(try await serverRecorder.waitForMessages(1) == [message])
-                try await Task.sleep(for: interval * 4)
+                #expect(pair.advance(until: { serverRecorder.messages == [message] }))
+                pair.advance(by: interval * 20)
                 #expect(recorder.closeReason == nil)
                 #expect(serverRecorder.closeReason == nil)
             }

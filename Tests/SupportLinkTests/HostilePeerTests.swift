@@ -71,9 +71,9 @@ extension TransportIntegration {
                 let raw = try RawSocket(port: server.port)
                 // A TLS handshake record announcing 512 bytes of ClientHello, of which only the start arrives.
                 raw.send([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xFC, 0x03, 0x03] + Array(repeating: 0x42, count: 40))
-                try await Task.sleep(for: .milliseconds(100))
-                raw.close()
+                // Accepted (the server is in its handshake) before the peer vanishes.
                 let (_, hostileRecorder) = try await server.link(1)
+                raw.close()
                 let error = try await hostileRecorder.waitForClose().transportError
                 #expect(error?.kind == .handshakeFailed, "\(String(describing: error))")
 
@@ -248,11 +248,13 @@ extension TransportIntegration {
                 let result = Task {
                     await onLoop(serverLink.loop) { () -> TransportError? in
                         clientGone.wait()
-                        for _ in 0..<500 {
-                            do throws(TransportError) { try serverLink.send(frame) } catch { return error }
-                            usleep(2_000)  // lets the client's kernel answer with RST
+                        // Sends until the client's kernel has answered with RST and a send fails.
+                        var failure: TransportError?
+                        _ = waitUntilBlocking {
+                            do throws(TransportError) { try serverLink.send(frame) } catch { failure = error }
+                            return failure != nil
                         }
-                        return nil
+                        return failure
                     }
                 }
                 await onLoop(link.loop) { link.connection.abort(TransportError(.closed, "the test pulled the plug")) }

@@ -24,6 +24,16 @@ func onLoop<T: Sendable>(_ loop: EventLoop, _ work: @escaping @Sendable () -> T)
     }
 }
 
+/// Waits for a timer on `loop` due `delay` from now (the loop's own clock): it fires after every timer on the loop due
+/// before it, so once it has, anything those timers would do has been done. For "nothing more happens" checks.
+func loopTimerFires(on loop: EventLoop, after delay: Duration) async -> Bool {
+    let fired = OneShot<Bool>()
+    loop.execute { _ = loop.schedule(at: loop.now + delay) { fired.resume(true) } }
+    let timeout = afterDeadline { fired.resume(false) }
+    defer { timeout.cancel() }
+    return await fired.value() == true
+}
+
 // MARK: - Recording delegate
 
 /// What a link told its delegate.
@@ -71,15 +81,15 @@ final class LinkRecorder: FramedLinkDelegate {
         events.lazy.compactMap { if case .closed(let reason) = $0 { reason } else { nil } }.first
     }
 
-    func waitForOpen(timeout: Duration = .seconds(10)) async throws -> LinkParameters {
+    func waitForOpen(timeout: Duration = waitDeadline) async throws -> LinkParameters {
         try await eventually("linkDidOpen", timeout: timeout) { parameters }
     }
 
-    func waitForClose(timeout: Duration = .seconds(10)) async throws -> LinkCloseReason {
+    func waitForClose(timeout: Duration = waitDeadline) async throws -> LinkCloseReason {
         try await eventually("linkDidClose", timeout: timeout) { closeReason }
     }
 
-    func waitForMessages(_ count: Int, timeout: Duration = .seconds(10)) async throws -> [Message] {
+    func waitForMessages(_ count: Int, timeout: Duration = waitDeadline) async throws -> [Message] {
         try await eventually("\(count) messages", timeout: timeout) { () -> [Message]? in
             let messages = self.messages
             return messages.count >= count ? messages : nil
@@ -142,7 +152,7 @@ final class TestServer: Sendable {
     var links: [(link: FramedLink, recorder: LinkRecorder)] { accepted.withLock { $0 } }
 
     /// The `index`-th accepted link, once it was accepted.
-    func link(_ index: Int = 0, timeout: Duration = .seconds(10)) async throws -> (
+    func link(_ index: Int = 0, timeout: Duration = waitDeadline) async throws -> (
         link: FramedLink, recorder: LinkRecorder
     ) {
         try await eventually("accepted link #\(index)", timeout: timeout) {
@@ -283,11 +293,7 @@ func openFileDescriptors() -> [String] {
 /// The sockets on `port` once the listener is among them (retried briefly: on a loaded machine a read of /proc can
 /// miss it), for a leak baseline.
 func listenerBaseline(_ port: UInt16) async -> Set<String> {
-    for _ in 0..<50 {
-        let sockets = socketsOnPort(port)
-        if !sockets.isEmpty { return sockets }
-        try? await Task.sleep(for: .milliseconds(20))
-    }
+    _ = await waitUntil { !socketsOnPort(port).isEmpty }
     return socketsOnPort(port)
 }
 
@@ -309,7 +315,7 @@ func socketsOnPort(_ port: UInt16) -> Set<String> {
 func expectNoLeakedSockets(
     on port: UInt16, baseline: Set<String>, sourceLocation: SourceLocation = #_sourceLocation
 ) async {
-    let settled = try? await eventually("sockets on port \(port) back to \(baseline.count)", timeout: .seconds(10)) {
+    let settled = try? await eventually("sockets on port \(port) back to \(baseline.count)", timeout: waitDeadline) {
         socketsOnPort(port) == baseline ? true : nil
     }
     let now = socketsOnPort(port)

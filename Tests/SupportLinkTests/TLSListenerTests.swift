@@ -61,9 +61,10 @@ extension TransportIntegration {
                 #expect(failure.address?.host == "127.0.0.1")
                 if let localPort { #expect(failure.address?.port == localPort) }
 
-                let recorder = try await server.link().recorder
+                let (link, recorder) = try await server.link()
                 _ = try await recorder.waitForClose()
-                try await Task.sleep(for: .milliseconds(200))
+                // Past the 300 ms handshake deadline again: a timer the link left armed would have fired by then.
+                #expect(await loopTimerFires(on: link.loop, after: .milliseconds(400)))
                 #expect(recorder.events.count == 1, "only linkDidClose: \(recorder.events)")
                 #expect(recorder.callsAfterClose == 0)
                 #expect(server.handshakeFailures.withLock { $0.count } == 1)
@@ -79,7 +80,7 @@ extension TransportIntegration {
                 let server = try fixture.startServer(settings: settings)
                 // TLS up, no HELLO: a HELLO timeout, not a handshake failure.
                 let silentTLS = try OpenSSLClient(port: server.port, arguments: ["-alpn", "rsup/1"])
-                let helloless = try await server.link(0).recorder
+                let (hellolessLink, helloless) = try await server.link(0)
                 #expect(try await helloless.waitForClose() == .helloTimeout)
                 await silentTLS.kill()
                 // A normal link, closed by the client.
@@ -88,7 +89,8 @@ extension TransportIntegration {
                 _ = try await opened.waitForOpen()
                 link.close()
                 _ = try await opened.waitForClose()
-                try await Task.sleep(for: .milliseconds(200))
+                // Past the 300 ms HELLO deadline again: a timer either link left armed would have fired by then.
+                #expect(await loopTimerFires(on: hellolessLink.loop, after: .milliseconds(400)))
                 for recorder in [helloless, opened] {
                     let closes = recorder.events.filter { if case .closed = $0 { true } else { false } }
                     #expect(closes.count == 1, "\(recorder.events)")
@@ -115,7 +117,8 @@ extension TransportIntegration {
                 let reason = try await eventually("the failure report") { failures.withLock { $0.first } }
                 #expect(reason.contains("plaintext HTTP"), "\(reason)")
                 _ = try await eventually("streamDidClose") { recorder.closes.load(ordering: .relaxed) > 0 ? true : nil }
-                try await Task.sleep(for: .milliseconds(200))
+                // A loop timer 200 ms on: a second close queued or timed on that loop would have come by then.
+                #expect(await loopTimerFires(on: fixture.serverGroup.loops[0], after: .milliseconds(200)))
                 let closes = recorder.closes.load(ordering: .relaxed)
                 #expect(closes == 1)
                 raw.close()
@@ -199,14 +202,11 @@ extension TransportIntegration {
                         connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
                     }
                 }
-                // The listener cannot accept it: it pauses, and says so once per pause. Plain sleeps while exhausted:
-                // Task.sleep may need libdispatch to make a timerfd, which it cannot do now (and then it traps).
-                var first: TransportError?
-                for _ in 0..<500 where first == nil {
-                    usleep(10_000)
-                    first = server.acceptErrors.withLock { $0.first }
-                }
-                usleep(450_000)
+                // The listener cannot accept it: it pauses, and says so once per pause (two pauses waited for). A
+                // blocking wait while exhausted: a task's sleep may need libdispatch to make a timerfd, which it cannot do
+                // now (and then it traps).
+                _ = waitUntilBlocking { server.acceptErrors.withLock { $0.count } >= 2 }
+                let first = server.acceptErrors.withLock { $0.first }
                 let reports = server.acceptErrors.withLock { $0.count }
                 let pausesPossible = Int((clock.now - exhaustedAt) / TLSListener.exhaustionPause) + 2
                 let acceptedWhileExhausted = server.links.count
@@ -238,7 +238,6 @@ extension TransportIntegration {
                 ["--testing-library", "swift-testing", "--filter", "acceptResumesAfterDescriptorExhaustionInAChildProcess"],
                 environment: environment, stdout: .pipe, stderr: .sameAsStdout)
             let output = await Task.detached { String(decoding: ChildProcess.readAll(child.stdoutFD), as: UTF8.self) }.value
-            close(child.stdoutFD)
             let status = await child.waitForExit(timeout: .seconds(90))
             #expect(status == 0, "\(output)")
             #expect(output.contains(Self.childDone), "the child did not run the scenario:\n\(output)")

@@ -46,14 +46,15 @@ import SupportWire
                 cancelled = true
             }
             loop.advance()
-            try await Task.sleep(for: .milliseconds(1))
+            // Between two turns of the loop: only driving it runs the task's I/O, so this cannot wait on an event.
+            await wallClockPause(.milliseconds(1))
         }
         _ = await watcher.value
         return try await task.value
     }
 
     static func pair(
-        _ certificates: TestCertificates, keepalive: Duration
+        _ certificates: TestCertificates, keepalive: Duration, idleTimeout: Duration? = nil
     ) async throws -> Pair {
         let loop = try EventLoop.embedded()
         let group = EventLoopGroup(loops: [loop])
@@ -62,7 +63,7 @@ import SupportWire
                 certificateChain: .file(certificates.server.certificatePath),
                 privateKey: .file(certificates.server.keyPath)))
         let server = try TestServer(
-            context: serverContext, settings: .supporter(keepalive: keepalive), group: group)
+            context: serverContext, settings: .supporter(keepalive: keepalive), group: group, idleTimeout: idleTimeout)
         let clientContext = try TLSContext(.makeClientConfiguration(trustRoots: .file(certificates.caPath)))
         let recorder = LinkRecorder()
         let port = server.port
@@ -73,7 +74,7 @@ import SupportWire
         }
         let client = try await drive(loop, dial)
         let accepted = Task { () async throws -> (link: FramedLink, recorder: LinkRecorder) in
-            try await server.link(timeout: .seconds(5))
+            try await server.link(timeout: waitDeadline)
         }
         let (serverLink, serverRecorder) = try await drive(loop, accepted)
         return Pair(
@@ -123,5 +124,44 @@ import SupportWire
         pair.client.close()
         pair.server.listener.close()
         pair.loop.advance(by: .seconds(1))
+    }
+}
+
+extension VirtualTimeLinkTests {
+    /// Runs `body` with a fresh pair on its own embedded loop, then closes both ends.
+    static func withPair(
+        keepalive: Duration, idleTimeout: Duration? = nil, _ body: (Pair) async throws -> Void
+    ) async throws {
+        let certificates = try TestCertificates.make()
+        defer { certificates.remove() }
+        let pair = try await pair(certificates, keepalive: keepalive, idleTimeout: idleTimeout)
+        try await body(pair)
+        pair.client.close()
+        pair.loop.advance(by: .seconds(1))
+        pair.server.listener.close()
+        pair.loop.advance()
+    }
+}
+
+extension VirtualTimeLinkTests.Pair {
+    /// Turns the loop without moving its clock until `condition` holds (what loopback I/O and queued work cause);
+    /// whether it did within `turns` turns.
+    @discardableResult
+    func advance(until condition: () -> Bool, turns: Int = 100_000) -> Bool {
+        for _ in 0..<turns {
+            if condition() { return true }
+            loop.advance()
+        }
+        return condition()
+    }
+
+    /// Moves virtual time on by `duration` in `step`s, so that the peers' PINGs and PONGs cross at their times.
+    func advance(by duration: Duration, step: Duration = .milliseconds(10)) {
+        var left = duration
+        while left > .zero {
+            let next = min(step, left)
+            loop.advance(by: next)
+            left -= next
+        }
     }
 }

@@ -138,9 +138,12 @@ import SupportUtilities
     @Test func timersThatStayFireInDeadlineOrderAndCancelledOnesNever() async throws {
         try await withLoop { loop in
             let fired = Locked<[Int]>([])
+            let afterAll = OneShot<Bool>()
             let expected = try await loop.submit { () -> [Int] in
                 var generator = SystemRandomNumberGenerator()
                 let start = Deadline.now() + .milliseconds(50)
+                // Due after every other timer, so it fires after any of them could have.
+                _ = loop.schedule(at: start + .milliseconds(200)) { afterAll.resume(true) }
                 var kept: [(offset: Int, index: Int)] = []
                 for index in 0..<2_000 {
                     let offset = Int.random(in: 0..<200, using: &generator)
@@ -156,7 +159,9 @@ import SupportUtilities
                 return now.count >= expected.count ? now : nil
             }
             #expect(result == expected)
-            try await Task.sleep(for: .milliseconds(100))
+            let timeout = afterDeadline { afterAll.resume(false) }
+            #expect(await afterAll.value() == true)
+            timeout.cancel()
             #expect(fired.withLock { $0.count } == expected.count)
             #expect(try await loop.submit { loop.scheduledTimerCount } == 0)
         }

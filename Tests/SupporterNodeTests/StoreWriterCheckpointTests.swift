@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Glibc
 import SupportRegistry
+import TestSupport
 import Testing
 
 @testable import SupporterNode
@@ -23,13 +24,9 @@ import Testing
         return stat(path, &info) == 0 ? Int(info.st_size) : 0
     }
 
-    /// Waits until `condition` holds (at most 5 s); returns whether it did.
+    /// Waits until `condition` holds (a 60 s deadline); returns whether it did.
     static func eventually(_ condition: () -> Bool) -> Bool {
-        for _ in 0..<5_000 {
-            if condition() { return true }
-            usleep(1_000)
-        }
-        return condition()
+        waitUntilBlocking(condition)
     }
 
     @Test func theCheckpointerCopiesTheWALIntoTheDatabase() throws {

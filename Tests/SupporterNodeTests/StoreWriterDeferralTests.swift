@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Synchronization
 import SupportRegistry
+import TestSupport
 import Testing
 
 @testable import SupporterNode
@@ -42,12 +43,8 @@ import Testing
 
     /// The writer's statistics once it has counted `applied` jobs (completions run before it counts a batch).
     static func statistics(_ writer: StoreWriter, once applied: Int) -> StoreWriter.Statistics {
-        var statistics = writer.statistics
-        for _ in 0..<1000 where statistics.jobsApplied < applied {
-            usleep(1_000)
-            statistics = writer.statistics
-        }
-        return statistics
+        _ = waitUntilBlocking { writer.statistics.jobsApplied >= applied }
+        return writer.statistics
     }
 
     @Test func aDeferrableJobRidesAlongWithTheNextJob() throws {

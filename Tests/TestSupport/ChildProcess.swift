@@ -182,13 +182,8 @@ public final class ChildProcess: Sendable {
 
     /// Waits up to `timeout`; nil if it is still running then.
     public func waitForExit(timeout: Duration) async -> Int32? {
-        let clock = ContinuousClock()
-        let deadline = clock.now + timeout
-        while clock.now < deadline {
-            if let status = exitStatus { return status }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return exitStatus
+        if let status = exitStatus { return status }
+        return await waitForCallback(timeout: timeout) { onExit($0) }
     }
 
     public func signal(_ number: Int32) {

@@ -33,8 +33,8 @@ BIN_DIR = os.path.abspath(os.environ.get("RSUP_BIN_DIR", os.path.join(ROOT, ".bu
 SCREENSHOTS = os.path.join(ROOT, ".build", "screenshots")
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
-WHOLE_RUN_SECONDS = 170   # the script stops itself before 3 minutes, whatever hangs
-WAIT = 20                 # one wait in the page
+WHOLE_RUN_SECONDS = 400   # the script stops itself, whatever hangs (a deadline: a passing run takes far less)
+WAIT = 60                 # one wait in the page: a deadline, generous for a CPU hog on both cores
 
 try:
     from selenium import webdriver
