@@ -15,7 +15,7 @@ echo "== swift test"
 run_tests() {
   set +e
   # Line-buffered, so that a stuck run still shows the test it was in.
-  timeout --signal=KILL "$1" stdbuf -oL -eL swift test --disable-xctest > .build/test-output.txt 2>&1
+  timeout --signal=KILL "$1" stdbuf -oL -eL swift test --disable-xctest -Xswiftc -warnings-as-errors --explicit-target-dependency-import-check error > .build/test-output.txt 2>&1
   status=$?
   set -e
 }

@@ -2,6 +2,8 @@
 ///
 /// Which codes exist and who may join is the node's policy: REGISTER is answered through the `authorize` function the
 /// caller passes with each frame, so the machine stays a value with no registry inside.
+public import SupportUtilities
+public import SupportWire
 public struct SupporterSessionMachine: Sendable {
     public enum State: Sendable, Hashable {
         case idle

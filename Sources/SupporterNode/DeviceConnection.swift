@@ -1,7 +1,10 @@
 import Foundation
-import SupportRegistry
+import SupporterCore
 import SupportSession
-import SupportTransport
+import SupportLink
+import SupportRuntime
+import SupportUtilities
+import SupportWire
 
 /// One device's link on the supporter node: its session machine, driven on the link's loop, and its outbox.
 ///

@@ -1,8 +1,14 @@
 import DeviceNode
 import SupporterNode
-import SupportTransport
 import SupportWire
 import Testing
+import SampleAppModel
+import SupporterCore
+import SupportSession
+import SupportUtilities
+import SupportRuntime
+import SupportPostgres
+import TestSupport
 
 extension NodeIntegration {
     /// The supporter node's share of the errata of SPEC 1.0.1 (§14), seen from a device on the wire.

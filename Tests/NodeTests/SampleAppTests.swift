@@ -2,6 +2,13 @@ import DeviceNode
 import SampleAppModel
 import SupporterNode
 import Testing
+import SupportWire
+import TestSupport
+import SupporterCore
+import SupportSession
+import SupportUtilities
+import SupportRuntime
+import SupportPostgres
 
 extension NodeIntegration {
     /// The sample app (examples/SampleApp), written as the README tells app developers to write theirs, against a

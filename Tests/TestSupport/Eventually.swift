@@ -17,6 +17,7 @@ public struct WaitTimeout: Error, CustomStringConvertible {
 }
 
 /// Polls `condition` until it returns a value or `timeout` passes. Generous timeouts: the machine is loaded.
+@discardableResult
 public func eventually<T>(
     _ what: String, timeout: Duration = .seconds(10), _ condition: () throws -> T?
 ) async throws -> T {
