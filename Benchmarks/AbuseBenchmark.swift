@@ -5,8 +5,14 @@ import Dispatch
 import Synchronization
 import SupporterNode
 import SupporterREST
-import SupportTransport
 import SupportWire
+import SupporterCore
+import SupportUtilities
+import SupportRuntime
+import SupportLink
+import SupportSession
+import DeviceNode
+import SupportPostgres
 
 /// The `abuse` group: how long a legitimate device takes to register (TCP + TLS + HELLO + REGISTER → REGISTER_RESULT
 /// success) while the node is being abused, in four conditions, on one node:

@@ -3,6 +3,15 @@ import Glibc
 #endif
 import COpenSSL
 import SupportWire
+import SupportUtilities
+import SupportRuntime
+import SupportLink
+import SupportSession
+import SupporterCore
+import DeviceNode
+import SupporterNode
+import SupporterREST
+import SupportPostgres
 
 /// The `abuse` group's device peer: a blocking socket bound to a chosen loopback source address, OpenSSL (ALPN
 /// `rsup/1`, no certificate check) and frames written and read by hand — what an attacker script would be, and lean

@@ -1,6 +1,13 @@
 import SupporterNode
 import SupporterREST
-import SupportTransport
+import SupportRuntime
+import SupportWire
+import SupportUtilities
+import SupportLink
+import SupportSession
+import SupporterCore
+import DeviceNode
+import SupportPostgres
 
 /// The node the `abuse` and `abuse-rest` groups attack: a supporter node on a file-backed SQLite store with fresh
 /// development certificates, the REST API beside it as `rsup-supporter serve --api-listen` runs it, and an owner that

@@ -6,7 +6,13 @@ import Synchronization
 import DeviceNode
 import SupporterNode
 import SupportPostgres
-import SupportTransport
+import SupportRuntime
+import SupportSession
+import SupportWire
+import SupportUtilities
+import SupportLink
+import SupporterCore
+import SupporterREST
 
 /// The `cluster` group (docs/cluster.md): what sharing one PostgreSQL database costs. One table compares
 /// (a) one node on SQLite, (b) one node on PostgreSQL and (c) two nodes on PostgreSQL with the devices on node 1 and

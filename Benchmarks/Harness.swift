@@ -1,4 +1,14 @@
 /// Settings shared by every benchmark group.
+import SupportWire
+import SupportUtilities
+import SupportRuntime
+import SupportLink
+import SupportSession
+import SupporterCore
+import DeviceNode
+import SupporterNode
+import SupporterREST
+import SupportPostgres
 struct BenchmarkOptions: Sendable {
     /// Minimum wall time of one timed run.
     var minTime: Duration = .milliseconds(500)

@@ -2,8 +2,16 @@
 import Glibc
 #endif
 import Synchronization
-import SupportTransport
 import SupportWire
+import SupportLink
+import SupportRuntime
+import SupportUtilities
+import SupportSession
+import SupporterCore
+import DeviceNode
+import SupporterNode
+import SupporterREST
+import SupportPostgres
 
 /// (c) of the `tls` group: resident memory per idle established link on the node (server) side.
 ///

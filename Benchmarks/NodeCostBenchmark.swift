@@ -4,8 +4,15 @@ import Glibc
 import Dispatch
 import Synchronization
 import SupporterNode
-import SupportTransport
 import SupportWire
+import SupportLink
+import SupportRuntime
+import SupportUtilities
+import SupportSession
+import SupporterCore
+import DeviceNode
+import SupporterREST
+import SupportPostgres
 
 /// The `nodecost` group: what the supporter node's audited signalling costs it, against four targets, in one table
 /// from one run:

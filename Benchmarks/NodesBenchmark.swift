@@ -5,7 +5,14 @@ import Dispatch
 import Synchronization
 import DeviceNode
 import SupporterNode
-import SupportTransport
+import SupportRuntime
+import SupportSession
+import SupportUtilities
+import SupportWire
+import SupportLink
+import SupporterCore
+import SupporterREST
+import SupportPostgres
 
 /// The `nodes` group: the signalling round trip of a connection request on a supporter node with 1,000 and 10,000
 /// devices online: `requestConnection` → CONNECTION_REQUEST → device delegate → `allow()` → CONNECTION_RESPONSE →

@@ -6,7 +6,14 @@ import Dispatch
 import Synchronization
 import SupporterNode
 import SupporterREST
-import SupportTransport
+import SupportWire
+import SupportUtilities
+import SupportRuntime
+import SupportLink
+import SupportSession
+import SupporterCore
+import DeviceNode
+import SupportPostgres
 
 /// The `abuse-rest` group (issue 20, findings 2, 4, 5, 10): a legitimate user of the REST API and web console, quiet
 /// and then under each attack, on one node with its REST server in this process; attackers and the legitimate client

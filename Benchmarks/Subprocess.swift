@@ -5,6 +5,16 @@ import Glibc
 #endif
 import Dispatch
 import CLinuxShims  // for <malloc.h> (malloc_trim, mallinfo2), which Glibc does not import
+import SupportWire
+import SupportUtilities
+import SupportRuntime
+import SupportLink
+import SupportSession
+import SupporterCore
+import DeviceNode
+import SupporterNode
+import SupporterREST
+import SupportPostgres
 
 /// A child process started with `posix_spawn`, its stdout (and optionally stdin) on pipes.
 final class ChildProcess {

@@ -3,8 +3,16 @@ import Glibc
 #endif
 import Dispatch
 import Synchronization
-import SupportTransport
 import SupportWire
+import SupportLink
+import SupportRuntime
+import SupportUtilities
+import SupportSession
+import SupporterCore
+import DeviceNode
+import SupporterNode
+import SupporterREST
+import SupportPostgres
 
 /// The `tls` group: SupportTransport over real loopback sockets: new connections per second (next to `openssl
 /// s_time`/`s_server`), small-frame round trips, and the node's memory per idle connection (a child process holds

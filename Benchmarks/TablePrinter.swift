@@ -1,4 +1,14 @@
 /// A plain-text table with aligned columns: text columns left-aligned, numeric columns right-aligned.
+import SupportWire
+import SupportUtilities
+import SupportRuntime
+import SupportLink
+import SupportSession
+import SupporterCore
+import DeviceNode
+import SupporterNode
+import SupporterREST
+import SupportPostgres
 struct TablePrinter {
     enum Alignment { case left, right }
 

@@ -1,4 +1,13 @@
 import SupportWire
+import SupportUtilities
+import SupportRuntime
+import SupportLink
+import SupportSession
+import SupporterCore
+import DeviceNode
+import SupporterNode
+import SupporterREST
+import SupportPostgres
 
 /// The `wire` group: `SupportWire` framing speed, with no I/O (SPEC §3–§5).
 enum WireBenchmark {

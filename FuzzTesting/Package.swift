@@ -9,7 +9,7 @@ import PackageDescription
 
 // The main package, normally the parent folder. FUZZ_MAIN_PACKAGE may point elsewhere (e.g. a checkout of another
 // revision, or a stand-in while the parent's manifest is being edited); it must be a package named RemoteSupport
-// with SupportWire and SupportSession products.
+// with SupportWire, SupportUtilities, SupportSession and SupporterCore products.
 let mainPackagePath = Context.environment["FUZZ_MAIN_PACKAGE"] ?? ".."
 
 let package = Package(
@@ -30,14 +30,22 @@ let package = Package(
         // The session machines (SPEC §8, §9) driven by event sequences read from the input; checks in SessionFuzzing.
         .target(
             name: "SessionFuzzing",
-            dependencies: ["FuzzCommon", .product(name: "SupportSession", package: "RemoteSupport")]),
+            dependencies: [
+                "FuzzCommon", .product(name: "SupportSession", package: "RemoteSupport"),
+                .product(name: "SupportWire", package: "RemoteSupport"),
+                .product(name: "SupportUtilities", package: "RemoteSupport"),
+            ]),
         .executableTarget(
             name: "FuzzSessionMachines",
             dependencies: ["SessionFuzzing"]),
         // The supporter node's code registry (SPEC §13) driven by event sequences read from the input.
         .executableTarget(
             name: "FuzzCodeRegistry",
-            dependencies: [.product(name: "SupportRegistry", package: "RemoteSupport")]),
+            dependencies: [
+                .product(name: "SupporterCore", package: "RemoteSupport"),
+                .product(name: "SupportSession", package: "RemoteSupport"),
+                .product(name: "SupportWire", package: "RemoteSupport"),
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the SupportWire, SupportSession and SupportRegistry fuzz targets with libFuzzer + AddressSanitizer and runs them.
+# Builds the SupportWire, SupportSession and SupporterCore fuzz targets with libFuzzer + AddressSanitizer and runs them.
 #
 #   ./run.sh [seconds] [target...]   fuzz each target for `seconds` (default 60); all targets if none named
 #   ./run.sh --regress [target...]   run each target once over every file in FailCases/ and the seed corpus; no

@@ -9,10 +9,11 @@ mkdir -p .build
 echo "== swift test"
 # The whole run takes a few minutes once built; the first run builds too (about 10 minutes here). It runs once: the
 # tests wait on events, not on the wall clock, so a loaded machine makes them slower, not red. A run that has not
-# finished in time is stuck: it is stopped, fails, and its last lines show the test it was in.
+# finished in time is stuck: it is stopped, fails, and its last lines show the test it was in. Warnings are errors, and
+# a target that imports a module it does not declare as a dependency fails to build.
 set +e
 # Line-buffered, so that a stuck run still shows the test it was in.
-timeout --signal=KILL 1800 stdbuf -oL -eL swift test --disable-xctest > .build/test-output.txt 2>&1
+timeout --signal=KILL 1800 stdbuf -oL -eL swift test --disable-xctest -Xswiftc -warnings-as-errors --explicit-target-dependency-import-check error > .build/test-output.txt 2>&1
 status=$?
 set -e
 if [ "$status" -eq 137 ] || [ "$status" -eq 124 ]; then

@@ -1,6 +1,8 @@
-import Dispatch
-import SupportSession
-import SupportTransport
+public import Dispatch
+public import SupportSession
+public import SupportRuntime
+public import SupportUtilities
+public import SupportWire
 
 /// Reports whether a system call is running on the device, and which (the platform's call observer).
 public protocol CallObserver: Sendable {

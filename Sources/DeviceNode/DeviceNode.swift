@@ -1,11 +1,13 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+public import FoundationEssentials
 #else
-import Foundation
+public import Foundation
 #endif
 import Synchronization
 import SupportSession
-import SupportTransport
+package import SupportRuntime
+import SupportWire
+import SupportUtilities
 
 /// The device SDK's entry point: joins session codes on a supporter node, one at a time.
 ///

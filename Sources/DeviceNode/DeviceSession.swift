@@ -1,7 +1,10 @@
 import Dispatch
 import Synchronization
 import SupportSession
-import SupportTransport
+import SupportLink
+import SupportRuntime
+import SupportUtilities
+public import SupportWire
 
 /// One joined session code on the device: from connecting, through waiting and a request, to the session's end.
 ///

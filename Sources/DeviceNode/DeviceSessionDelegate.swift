@@ -1,4 +1,6 @@
-import SupportSession
+public import SupportSession
+public import SupportWire
+import SupportUtilities
 
 /// The classic-style receiver of a device session's events, for code that runs off the main actor.
 ///

@@ -1,4 +1,7 @@
 import Synchronization
+public import SupportSession
+import SupportWire
+import SupportUtilities
 
 /// A session's events as an `AsyncSequence`, in order, bounded.
 ///

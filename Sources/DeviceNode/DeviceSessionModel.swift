@@ -1,5 +1,8 @@
 import Dispatch
-import Observation
+public import Observation
+public import SupportSession
+public import SupportWire
+import SupportUtilities
 
 /// The device session as a main-actor, observable model: what a SwiftUI (or UIKit, or Jetpack-style) app binds to.
 ///

@@ -1,8 +1,10 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+public import FoundationEssentials
 #else
-import Foundation
+public import Foundation
 #endif
+public import SupportWire
+import SupportUtilities
 
 /// Why ``DeviceNode/join(code:delegate:)`` (or ``DeviceSessionModel/join(code:)``) did not bring the code online.
 ///

@@ -1,8 +1,11 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+public import FoundationEssentials
 #else
-import Foundation
+public import Foundation
 #endif
+public import SupportSession
+public import SupportWire
+import SupportUtilities
 
 /// How a session ended, or why it could not start: a closed set an app switches over without `default`.
 ///

@@ -1,4 +1,5 @@
 import Synchronization
+import SupportUtilities
 
 /// A response body written over time (Server-Sent Events): the handler returns a response carrying the stream and
 /// keeps sending into it; the connection writes each piece as it comes and closes when the stream finishes.

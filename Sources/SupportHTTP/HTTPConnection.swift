@@ -1,4 +1,5 @@
-import SupportTransport
+import SupportRuntime
+import SupportUtilities
 
 /// One HTTP/1.1 connection over a ``TLSStream``: parse, hand one request at a time to the handler, write its
 /// answer, keep alive or close; with header, body, idle and handler timers.

@@ -1,4 +1,5 @@
 /// Why a request was refused, with the status to answer it with. The connection closes after that answer.
+import SupportUtilities
 public struct HTTPParseError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The status to send: 400, 413, 414, 417, 431, 501 or 505.
     public let status: HTTPStatus

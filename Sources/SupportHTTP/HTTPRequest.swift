@@ -1,4 +1,5 @@
-import SupportTransport
+public import SupportRuntime
+import SupportUtilities
 
 /// One `name=value` pair of a query string, percent-decoded.
 public struct HTTPQueryItem: Hashable, Sendable {

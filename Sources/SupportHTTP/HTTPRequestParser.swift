@@ -1,4 +1,5 @@
 /// What ``HTTPRequestParser/next()`` found.
+import SupportUtilities
 public enum HTTPParseResult: Sendable, Hashable {
     /// The bytes so far do not finish a request; append more.
     case needMoreData

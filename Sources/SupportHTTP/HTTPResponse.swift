@@ -1,4 +1,5 @@
-import Foundation
+public import Foundation
+import SupportUtilities
 
 /// A response: status, header fields and a body held whole in memory (the REST API's answers are small).
 public struct HTTPResponse: Sendable, Hashable {

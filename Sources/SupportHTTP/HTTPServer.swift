@@ -1,5 +1,7 @@
 import Synchronization
-import SupportTransport
+import SupportLink
+public import SupportRuntime
+import SupportUtilities
 
 /// A small, strict HTTP/1.1 server over TLS: one ``HTTPRequest`` at a time per connection, answered by an async
 /// handler.

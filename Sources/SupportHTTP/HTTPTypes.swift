@@ -1,4 +1,5 @@
 /// An HTTP request method: any RFC 9110 token; the common ones are named.
+import SupportUtilities
 public struct HTTPMethod: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     /// The method exactly as sent (methods are case-sensitive).
     public let rawValue: String

@@ -1,6 +1,6 @@
 import Synchronization
 import SupportWire
-import SupportRuntime
+package import SupportRuntime
 import SupportUtilities
 
 /// Happy Eyeballs (RFC 8305) for a node's addresses: attempts start one after another, ``attemptDelay`` apart or at

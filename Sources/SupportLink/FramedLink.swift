@@ -1,7 +1,7 @@
-import SupportRuntime
+public import SupportRuntime
 import SupportUtilities
 import Synchronization
-import SupportWire
+public import SupportWire
 
 /// What a ``FramedLink`` tells its owner. Every call comes on the link's event loop, in order, one at a time.
 public protocol FramedLinkDelegate: AnyObject, Sendable {

@@ -1,6 +1,6 @@
 import SupportRuntime
 import SupportUtilities
-import SupportWire
+public import SupportWire
 
 /// What a framed link announces in HELLO / HELLO_ACK and how it times things (SPEC §5.1, §5.2, §7).
 public struct LinkSettings: Sendable, Hashable {

@@ -1,6 +1,6 @@
-import SupportRuntime
-import SupportUtilities
-import SupportWire
+public import SupportRuntime
+public import SupportUtilities
+public import SupportWire
 
 /// The connection state machine of SPEC §7 for one link: HELLO exchange, keepalive, GOAWAY, malformed frames.
 ///

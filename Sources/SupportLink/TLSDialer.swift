@@ -1,7 +1,8 @@
 import Synchronization
-import SupportRuntime
+public import SupportRuntime
 import SupportUtilities
 import Glibc
+import SupportWire
 
 /// Opens a ``FramedLink`` to a listener: TCP connect, TLS handshake, HELLO exchange.
 public enum TLSDialer {

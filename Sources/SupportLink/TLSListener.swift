@@ -1,5 +1,5 @@
 import SupportUtilities
-import SupportRuntime
+public import SupportRuntime
 import SupportWire
 internal import COpenSSL
 import Glibc

@@ -1,4 +1,5 @@
 internal import CLinuxShims
+import SupportUtilities
 
 /// Marks the calling thread as background work: its nice value becomes 19, so that on a busy machine the scheduler
 /// runs the event loops and the store writer first whenever they wake, and this thread gets what is left. For work

@@ -1,5 +1,6 @@
 internal import CLinuxShims
 import Glibc
+import SupportUtilities
 
 #if os(Linux)
 /// The poller of this platform.

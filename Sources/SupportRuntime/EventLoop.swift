@@ -1,7 +1,7 @@
 internal import CLinuxShims
-import SupportUtilities
+public import SupportUtilities
 internal import COpenSSL
-import Foundation
+public import Foundation
 import Glibc
 import Synchronization
 

@@ -1,4 +1,5 @@
 internal import COpenSSL
+import SupportUtilities
 
 /// The process's OpenSSL library as a whole.
 public enum OpenSSLLibrary {

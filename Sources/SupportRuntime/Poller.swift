@@ -3,6 +3,7 @@
 /// timers, and the connections above it do not change (docs/porting.md).
 ///
 /// Used by one loop thread, except ``wake()``, which any thread may call.
+import SupportUtilities
 package protocol Poller: AnyObject, Sendable {
     /// Watches `fd` for `events`; ``wait(timeoutMilliseconds:_:)`` reports readiness with `token`.
     func add(_ fd: Int32, events: PollEvents, token: UInt64) throws(TransportError)

@@ -1,4 +1,4 @@
-import SupportUtilities
+package import SupportUtilities
 internal import COpenSSL
 import Glibc
 

@@ -1,4 +1,6 @@
 /// A connection request as the device's user sees it: who asks, for what. Answer it through the device node.
+public import SupportWire
+import SupportUtilities
 public struct ConnectionRequestInfo: Sendable, Hashable {
     public var requestID: UInt32
     public var supporterName: String

@@ -2,6 +2,8 @@
 ///
 /// One machine serves one joined code at a time. It never throws and never traps on what a peer sends: an
 /// out-of-state frame becomes the spec'd discard or a `protocolViolation` action.
+public import SupportUtilities
+public import SupportWire
 public struct DeviceSessionMachine: Sendable {
     public enum State: Sendable, Hashable {
         case idle

@@ -1,4 +1,6 @@
 /// Resume secrets (SPEC §15.2): 32 random bytes as 43 characters of unpadded base64url.
+import SupportWire
+import SupportUtilities
 public enum ResumeSecret {
     /// A fresh secret. `SystemRandomNumberGenerator` reads the kernel's CSPRNG (getrandom on Linux), as API tokens do.
     @Sendable public static func make() -> String {

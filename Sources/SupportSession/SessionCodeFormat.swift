@@ -2,6 +2,8 @@
 ///
 /// A billion codes are guessable only with many attempts, which the registration back-off (per code and per source
 /// address) makes slow.
+import SupportWire
+import SupportUtilities
 public enum SessionCodeFormat {
     public static func generate() -> String {
         var generator = SystemRandomNumberGenerator()

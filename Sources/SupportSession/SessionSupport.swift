@@ -1,4 +1,6 @@
 // Small helpers both session machines share.
+import SupportWire
+import SupportUtilities
 
 extension Duration {
     /// `self + other`, clamped to the representable range instead of trapping: a deadline computed from an absurd

@@ -1,3 +1,6 @@
+public import SupportUtilities
+public import SupportWire
+
 /// The supporter node's session state machine for one device connection (SPEC §9). Sans-I/O; time is an input.
 ///
 /// Which codes exist and who may join is the node's policy: a REGISTER gives the action ``Action/authorize(_:)``, and

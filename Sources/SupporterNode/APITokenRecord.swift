@@ -1,4 +1,6 @@
-import Foundation
+public import Foundation
+import SupportWire
+import SupportUtilities
 
 /// What the store knows of one API token, for listing, revoking and naming the acting token in the audit trail.
 /// Never the token, nor its digest.

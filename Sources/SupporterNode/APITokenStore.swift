@@ -1,4 +1,5 @@
-import SupportTransport
+import SupportUtilities
+import SupportWire
 
 /// What an API token may do.
 public enum APITokenScope: String, Sendable, Hashable, CaseIterable {

@@ -1,5 +1,7 @@
 import Foundation
 import Glibc
+import SupportWire
+import SupportUtilities
 
 /// Audit archive files, whichever store made them (``SessionStore/archiveAudit(before:to:)``,
 /// ``PostgresStoreEngine/archiveAudit(before:to:)``): one JSON object per line per event, checked against the anchors

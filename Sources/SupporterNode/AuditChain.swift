@@ -1,4 +1,5 @@
-import SupportTransport
+import SupportUtilities
+import SupportWire
 
 /// The audit trail's hash chain: how each event's digest is computed from the one before it.
 ///

@@ -1,4 +1,7 @@
-import Foundation
+public import Foundation
+public import SupporterCore
+import SupportWire
+import SupportUtilities
 
 /// A supporter node's audit trail opened by a tool (`rsup-supporter audit`), node running or not, in whichever store
 /// holds it: the SQLite file or a PostgreSQL database.

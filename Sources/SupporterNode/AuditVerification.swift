@@ -1,4 +1,6 @@
-import Foundation
+public import Foundation
+import SupportWire
+import SupportUtilities
 
 /// What checking the audit trail's hash chain found (see ``SessionStore/verifyAudit()`` and
 /// ``SessionStore/verifyArchive(at:)``).

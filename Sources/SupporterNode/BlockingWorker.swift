@@ -1,6 +1,8 @@
 import Dispatch
 import Foundation
 import Synchronization
+import SupportUtilities
+import SupportWire
 
 /// A thread for blocking work asked for by async callers — scrypt (hashing and checking passwords, 50–100 ms each) on
 /// the node's password worker, synchronous store writes (API tokens) on its store worker — so that it never runs on an

@@ -1,7 +1,8 @@
 import Foundation
-import SupportRegistry
+import SupporterCore
 import SupportSession
-import SupportTransport
+import SupportWire
+import SupportUtilities
 
 /// A supporter's command for a device that another node holds (docs/cluster.md, "Routing"): written to
 /// `node_commands` with a `NOTIFY` to the holding node in one transaction; that node carries it out as if its own

@@ -2,7 +2,9 @@ import Dispatch
 import Foundation
 import Synchronization
 import SupportPostgres
-import SupportRegistry
+import SupporterCore
+import SupportUtilities
+import SupportWire
 
 /// What another node committed, or sent this node, as ``ClusterListener`` read it.
 enum ClusterNews: Sendable {

@@ -1,4 +1,6 @@
 import Foundation
+import SupportWire
+import SupportUtilities
 
 /// A node's identity among several supporter nodes sharing one PostgreSQL database (docs/cluster.md).
 ///

@@ -1,7 +1,9 @@
 import Foundation
 import Synchronization
 import SupportPostgres
-import SupportRegistry
+import SupporterCore
+import SupportWire
+import SupportUtilities
 
 /// The other nodes sharing this node's PostgreSQL database, as this node reaches them: commands for devices they
 /// hold go out through the store engine's thread (a `node_commands` row and a `NOTIFY` in one transaction), answers

@@ -1,5 +1,7 @@
 import Foundation
 import Glibc
+import SupportWire
+import SupportUtilities
 
 /// The node's data folder (the store, the control socket): it holds customer names, the audit trail and API token
 /// digests, so it is for the user who runs the node only (`0700`).

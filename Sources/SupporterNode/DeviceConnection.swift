@@ -1,7 +1,10 @@
 import Foundation
-import SupportRegistry
+import SupporterCore
 import SupportSession
-import SupportTransport
+import SupportLink
+import SupportRuntime
+import SupportUtilities
+import SupportWire
 
 /// One device's link on the supporter node: glue between the link, its session machine, its connection machine
 /// (``DeviceConnectionMachine``: the outbox, commit barriers, reading back-pressure, earned closes) and the node.

@@ -1,6 +1,7 @@
-import Foundation
-import SupportRegistry
-import SupportTransport
+public import Foundation
+import SupporterCore
+import SupportUtilities
+import SupportWire
 
 /// A signed-in supporter's session, as the REST API and web console use it.
 public struct LoginSession: Sendable, Hashable {

@@ -1,7 +1,10 @@
 import Dispatch
 import Foundation
 import SupportPostgres
-import SupportRegistry
+import SupporterCore
+import SupportSession
+import SupportWire
+import SupportUtilities
 
 /// The PostgreSQL engine's reads and its synchronous writes (tokens), each run on the engine's thread through
 /// ``PostgresStoreEngine/perform(_:_:)``: the snapshot loaded at start, token changes with their audit rows, the token

@@ -1,7 +1,9 @@
 import Foundation
 import Synchronization
 import SupportPostgres
-import SupportRegistry
+import SupporterCore
+import SupportUtilities
+import SupportWire
 
 /// The PostgreSQL store: one thread that owns one ``PostgresConnection`` (libpq blocks, so never an event loop) and
 /// works through a bounded FIFO of jobs, as ``StoreWriter`` does for SQLite.

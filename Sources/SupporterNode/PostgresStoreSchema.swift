@@ -1,4 +1,6 @@
 import SupportPostgres
+import SupportWire
+import SupportUtilities
 
 /// The PostgreSQL store's schema: the same concepts as the SQLite one (``StoreSchema``) — session codes and their code
 /// rules, supporter accounts, login sessions, API token digests, registration back-off and the hash-chained audit

@@ -1,6 +1,8 @@
 import Foundation
 import SupportPostgres
-import SupportRegistry
+import SupporterCore
+import SupportWire
+import SupportUtilities
 
 /// One open write transaction of a ``PostgresStoreEngine``: applies ``StoreIntent``s with parameterized statements
 /// and appends audit events to the hash chain, whose digests ``AuditChain`` computes exactly as for SQLite.

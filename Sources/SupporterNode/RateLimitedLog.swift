@@ -1,6 +1,7 @@
 import Synchronization
 import SupportSession
-import SupportTransport
+import SupportUtilities
+import SupportWire
 
 /// Log lines that an attacker can trigger at will (failed handshakes, refused connections): at most one line per key
 /// per interval. The lines held back are counted; ``flush(now:)``, called about once a second, reports each key's

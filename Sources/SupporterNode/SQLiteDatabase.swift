@@ -1,6 +1,8 @@
 import CSQLite
 import Glibc
 import Synchronization
+import SupportWire
+import SupportUtilities
 
 /// One SQLite connection to a database file (or `:memory:`), safe to share between threads.
 ///

@@ -1,4 +1,6 @@
 import CSQLite
+import SupportWire
+import SupportUtilities
 
 extension SQLiteDatabase {
     /// A prepared statement, borrowed from its connection's cache and returned to it (reset, bindings cleared) when

@@ -1,5 +1,7 @@
 import Foundation
-import SupportRegistry
+import SupporterCore
+import SupportUtilities
+import SupportWire
 
 /// The embedded default store: one SQLite file (``SessionStore``) written by a ``StoreWriter`` thread, exactly as a
 /// node kept it before engines could be chosen.

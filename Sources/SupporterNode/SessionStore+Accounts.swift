@@ -1,5 +1,7 @@
 import Foundation
-import SupportRegistry
+public import SupporterCore
+import SupportWire
+import SupportUtilities
 
 /// The store's supporter accounts (schema 6).
 extension SessionStore {

@@ -1,5 +1,7 @@
-import Foundation
+public import Foundation
 import Glibc
+import SupportWire
+import SupportUtilities
 
 // The audit trail's integrity: verifying the hash chain, archiving old events, verifying archives.
 extension SessionStore {

@@ -1,5 +1,8 @@
-import Foundation
+public import Foundation
 import Synchronization
+public import SupporterCore
+import SupportWire
+import SupportUtilities
 
 /// The store's registration back-off rows, so blocks survive a restart.
 extension SessionStore {

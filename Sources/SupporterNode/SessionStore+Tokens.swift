@@ -1,5 +1,7 @@
-import Foundation
+public import Foundation
 import Synchronization
+import SupportWire
+import SupportUtilities
 
 /// The store's API tokens: digests with their public ids, scopes, labels and revocations (never the tokens).
 extension SessionStore {

@@ -1,5 +1,9 @@
-import Foundation
+public import Foundation
 import Synchronization
+import SupportSession
+import SupportWire
+public import SupporterCore
+import SupportUtilities
 
 /// The supporter node's durable store, one SQLite file: session codes, the append-only, hash-chained audit trail, API
 /// token digests with their public ids, and registration back-off, so all of them survive a restart.

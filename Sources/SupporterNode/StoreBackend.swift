@@ -1,5 +1,7 @@
 /// Which engine keeps a supporter node's durable state (codes, accounts, login sessions, tokens, back-off and the
 /// hash-chained audit trail).
+import SupportWire
+import SupportUtilities
 public enum StoreBackend: Sendable, Hashable {
     /// The embedded default: the SQLite file at ``SupporterNodeConfiguration/storePath``.
     case sqlite

@@ -2,6 +2,8 @@ import Dispatch
 import Foundation
 import Synchronization
 import SupportRuntime
+import SupportUtilities
+import SupportWire
 
 /// A thread with its own connection to the store's file that copies the WAL into the database (passive checkpoints)
 /// when the store writer asks, so that the checkpoint's disk flushes do not stop the writer: in WAL mode a passive

@@ -1,5 +1,7 @@
 import Foundation
-import SupportRegistry
+import SupporterCore
+import SupportWire
+import SupportUtilities
 
 /// What a supporter node needs from its durable store, whatever the engine (``SQLiteStoreEngine``, the embedded
 /// default, or ``PostgresStoreEngine``).

@@ -1,4 +1,6 @@
 import CSQLite
+import SupportWire
+import SupportUtilities
 
 /// An error of the supporter node's durable store: what was being done, what SQLite said, and on which file.
 ///

@@ -1,4 +1,7 @@
-import Foundation
+public import Foundation
+public import SupporterCore
+import SupportWire
+import SupportUtilities
 
 /// One write transaction on a ``SessionStore``, open inside ``SessionStore/write(_:)``: every write the store has,
 /// applied together, committed together when the closure returns, all rolled back when it throws.

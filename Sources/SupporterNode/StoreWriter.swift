@@ -1,7 +1,9 @@
 import Foundation
 import Synchronization
-import SupportRegistry
+import SupporterCore
 import SupportSession
+import SupportUtilities
+import SupportWire
 
 /// The one thread that writes the supporter node's store: a bounded FIFO of jobs (lists of ``StoreIntent``), applied
 /// in order, several jobs per transaction (each in its own savepoint). Event loops never wait for SQLite: they submit a

@@ -1,6 +1,7 @@
 import Foundation
 import SupportSession
-import SupportTransport
+import SupportUtilities
+import SupportWire
 
 /// A registration as stored for a takeover by another node (``SupporterSessionMachine/ResumeSnapshot``), in JSON in
 /// `device_presence.resume`. The resume secrets are kept as SHA-256 digests only: reading the database does not

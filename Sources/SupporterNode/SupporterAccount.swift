@@ -1,6 +1,7 @@
-import Foundation
-import SupportRegistry
+public import Foundation
+public import SupporterCore
 import SupportWire
+import SupportUtilities
 
 /// A supporter account as the node shows it: never its password or hash.
 public struct SupporterAccount: Sendable, Hashable {

@@ -1,6 +1,7 @@
-import Foundation
-import SupportRegistry
-import SupportTransport
+public import Foundation
+public import SupporterCore
+import SupportUtilities
+public import SupportWire
 
 extension AuditEvent.Kind {
     public static let accountCreated = AuditEvent.Kind(rawValue: "account_created")

@@ -1,8 +1,9 @@
 import Foundation
-import SupportRegistry
+import SupporterCore
 import SupportSession
-import SupportTransport
 import SupportWire
+import SupportRuntime
+import SupportUtilities
 
 /// Several nodes on one PostgreSQL database (docs/cluster.md): what this node learns from the others, and the
 /// commands it carries out for their supporters.

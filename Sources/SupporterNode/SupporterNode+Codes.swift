@@ -1,7 +1,8 @@
-import Foundation
-import SupportRegistry
-import SupportSession
+public import Foundation
+public import SupporterCore
+public import SupportSession
 import SupportUtilities
+public import SupportWire
 
 /// What a new session code holds besides its type.
 public struct SessionCodeDetails: Sendable, Hashable {

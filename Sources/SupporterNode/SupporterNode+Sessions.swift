@@ -1,6 +1,7 @@
-import SupportRegistry
+public import SupporterCore
 import SupportSession
-import SupportTransport
+import SupportUtilities
+public import SupportWire
 
 extension SupporterNode {
     private func connection(for code: String) throws(SupporterNodeError) -> DeviceConnection {

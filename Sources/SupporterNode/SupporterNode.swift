@@ -1,9 +1,12 @@
-import Foundation
+public import Foundation
 import Glibc
 import Synchronization
-import SupportRegistry
+public import SupporterCore
 import SupportSession
-import SupportTransport
+import SupportLink
+import SupportRuntime
+import SupportUtilities
+import SupportWire
 
 /// The supporter node: listens for devices over TLS, keeps the durable registry of session codes, API tokens, bans
 /// and the audit trail, and lets supporters request, abort and end sessions.

@@ -1,6 +1,8 @@
-import SupportRegistry
+public import SupporterCore
 import SupportSession
-import SupportTransport
+public import SupportRuntime
+public import SupportUtilities
+public import SupportWire
 
 /// How a supporter node listens and what it allows. Defaults on every field but the TLS identity.
 public struct SupporterNodeConfiguration: Sendable {

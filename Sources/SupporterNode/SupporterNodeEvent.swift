@@ -1,5 +1,8 @@
-import SupportSession
-import SupportTransport
+public import SupportSession
+public import SupportRuntime
+import SupporterCore
+import SupportWire
+import SupportUtilities
 
 /// Something that happened on one session code, as the supporter node reports it.
 public struct SupporterNodeEvent: Sendable, Hashable {

@@ -1,5 +1,8 @@
 import Foundation
 import SupporterNode
+import SupporterCore
+import SupportWire
+import SupportUtilities
 
 /// `Account` of protocol/openapi.yaml: a supporter account, never its password.
 struct APIAccount: Encodable {

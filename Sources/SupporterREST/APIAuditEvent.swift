@@ -1,5 +1,8 @@
 import Foundation
 import SupporterNode
+import SupporterCore
+import SupportWire
+import SupportUtilities
 
 /// `AuditEvent` of protocol/openapi.yaml: one row of the audit trail, with the acting party pulled out of its details.
 struct APIAuditEvent: Encodable {

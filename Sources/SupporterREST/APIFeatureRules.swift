@@ -1,5 +1,8 @@
 import Foundation
 import SupporterNode
+public import SupportSession
+import SupportWire
+import SupportUtilities
 
 /// `FeatureRules` of protocol/openapi.yaml: a code's rules (SPEC §15.3) as
 /// `{"default": "allow", "rules": {"chat": "deny", "remote_control": "confirm"}}`.

@@ -1,5 +1,9 @@
-import Foundation
+public import Foundation
 import SupporterNode
+public import SupportSession
+public import SupportWire
+public import SupporterCore
+import SupportUtilities
 
 /// `SessionType` of protocol/openapi.yaml.
 public enum APISessionType: String, Codable, Sendable, Hashable, CaseIterable {

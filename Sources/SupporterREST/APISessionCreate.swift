@@ -1,5 +1,8 @@
-import Foundation
-import SupporterNode
+public import Foundation
+public import SupporterNode
+public import SupportSession
+public import SupportWire
+import SupportUtilities
 
 /// `SessionCreate` of protocol/openapi.yaml: the body of `POST /sessions`.
 ///

@@ -1,5 +1,9 @@
-import Foundation
+public import Foundation
 import SupporterNode
+public import SupportSession
+public import SupporterCore
+import SupportWire
+import SupportUtilities
 
 /// `SessionUpdate` of protocol/openapi.yaml: the body of `PUT /sessions/{code}`. Present members change, absent ones
 /// stay, `null` clears an optional text (``FieldChange``).

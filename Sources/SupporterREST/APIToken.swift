@@ -1,5 +1,7 @@
 import Foundation
 import SupporterNode
+import SupportWire
+import SupportUtilities
 
 /// `Token` of protocol/openapi.yaml: an API token's public record; `token` only in the answer that issued it.
 struct APIToken: Encodable {

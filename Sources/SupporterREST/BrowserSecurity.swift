@@ -1,6 +1,8 @@
 import Foundation
 import SupportHTTP
 import SupporterNode
+import SupportUtilities
+import SupportWire
 
 /// What keeps a browser's ambient credentials from being used by other sites, and pages from being framed or
 /// injected: the login cookie's attributes, the CSRF check on every state-changing request made with the cookie, and

@@ -1,5 +1,7 @@
 import Foundation
 import SupportHTTP
+import SupportWire
+import SupportUtilities
 
 /// The web console's files (HTML, CSS, JavaScript; Sources/SupporterREST/Console), read into memory once: served at
 /// `/` (index.html) and `/<name>`. Nothing else on disk is reachable: a path is looked up by exact name, never joined

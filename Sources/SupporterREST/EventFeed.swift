@@ -2,6 +2,9 @@ import Foundation
 import Synchronization
 import SupportHTTP
 import SupporterNode
+import SupportUtilities
+import SupporterCore
+import SupportWire
 
 /// `GET /api/v1/events`: the audit trail, live, as Server-Sent Events, each subscriber seeing only what it may.
 ///

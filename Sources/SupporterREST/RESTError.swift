@@ -1,5 +1,7 @@
-import SupportHTTP
-import SupporterNode
+public import SupportHTTP
+public import SupporterNode
+import SupportWire
+import SupportUtilities
 
 /// A request the REST API refuses: the status, a message a person can act on, and what the answer's headers need
 /// (`Retry-After` for 429, `Allow` for 405, `WWW-Authenticate` for 401). Nothing was changed.

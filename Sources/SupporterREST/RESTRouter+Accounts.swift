@@ -1,6 +1,9 @@
 import Foundation
 import SupportHTTP
 import SupporterNode
+import SupporterCore
+import SupportWire
+import SupportUtilities
 
 /// Sign-in and sign-out, accounts and API tokens (admins), the audit trail and the event stream.
 extension RESTRouter {

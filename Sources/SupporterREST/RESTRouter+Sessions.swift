@@ -1,6 +1,9 @@
 import Foundation
 import SupportHTTP
 import SupporterNode
+import SupporterCore
+import SupportWire
+import SupportUtilities
 
 /// Session codes: create, list, read, change, delete, and the supporter's actions on them.
 extension RESTRouter {

@@ -2,6 +2,9 @@ import Foundation
 import Synchronization
 import SupportHTTP
 import SupporterNode
+import SupportUtilities
+import SupporterCore
+import SupportWire
 
 /// The API of protocol/openapi.yaml on the node's public API: routes, authenticates, decodes, calls the node, encodes.
 ///

@@ -2,8 +2,11 @@ import Foundation
 import Glibc
 import Synchronization
 import SupportHTTP
-import SupporterNode
-import SupportTransport
+public import SupporterNode
+public import SupportRuntime
+import SupportUtilities
+import SupporterCore
+import SupportWire
 
 /// The supporter node's REST API (protocol/openapi.yaml) over HTTPS, served beside a node on its public API.
 ///

@@ -1,6 +1,8 @@
-import SupportHTTP
+public import SupportHTTP
 import SupporterNode
-import SupportTransport
+public import SupportRuntime
+public import SupportUtilities
+import SupportWire
 
 /// Where and how the REST API is served, with defaults on every field (SPEC §13 states the limits).
 public struct RESTServerConfiguration: Sendable {

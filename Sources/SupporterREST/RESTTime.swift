@@ -1,5 +1,7 @@
-import Foundation
+public import Foundation
 import Glibc
+import SupportWire
+import SupportUtilities
 
 /// Times on the wire (protocol/openapi.yaml): RFC 3339. The node sends UTC with milliseconds
 /// (`2026-11-30T10:15:00.000Z`); it accepts any offset, with fractional seconds or without.

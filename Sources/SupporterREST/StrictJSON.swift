@@ -1,4 +1,6 @@
 import Foundation
+import SupportWire
+import SupportUtilities
 
 /// Any member name of a JSON object, so a request body's members can be listed and unknown ones refused.
 struct JSONKey: CodingKey, Hashable {

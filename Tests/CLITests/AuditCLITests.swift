@@ -1,5 +1,8 @@
 import Foundation
 import Testing
+import DeviceNode
+import SupportWire
+import TestSupport
 
 /// `rsup-supporter audit --verify` and `audit prune` as programs, on the data folder of a running node.
 @Suite("rsup-supporter audit --verify and prune", .serialized)

@@ -1,6 +1,8 @@
 import Foundation
 import TestSupport
 import Testing
+import DeviceNode
+import SupportWire
 
 /// `rsup-supporter audit --store`: the offline audit commands on the store a node serves with, PostgreSQL (a real
 /// throwaway cluster) or SQLite; tampering found the same way on both engines; prune and archives on PostgreSQL.

@@ -2,6 +2,8 @@ import Foundation
 import Synchronization
 import TestSupport
 import Testing
+import DeviceNode
+import SupportWire
 
 /// How long anything may take on a loaded machine. Waits end early as soon as what they wait for happens.
 let patience: Duration = .seconds(60)

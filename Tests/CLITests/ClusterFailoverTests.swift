@@ -1,6 +1,8 @@
 import Foundation
 import TestSupport
 import Testing
+import DeviceNode
+import SupportWire
 
 /// Three `rsup-supporter serve` processes on one PostgreSQL server (docs/cluster.md) and a real device process that
 /// knows two of them: a supporter on node 2 serves a device on node 1; node 1 is killed with SIGKILL mid-session and

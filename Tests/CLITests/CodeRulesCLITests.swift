@@ -1,5 +1,8 @@
 import Foundation
 import Testing
+import DeviceNode
+import SupportWire
+import TestSupport
 
 /// `rsup-supporter create --feature-rule` and `rsup-supporter rules`: code rules (SPEC §15.3) from the command line.
 @Suite("rsup-supporter code rules", .serialized)

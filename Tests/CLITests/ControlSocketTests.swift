@@ -1,6 +1,8 @@
 import Foundation
 import TestSupport
 import Testing
+import DeviceNode
+import SupportWire
 
 /// The control socket between `rsup-supporter` commands and the node: it survives running out of descriptors, and a
 /// command never hangs on a node that does not answer.

@@ -1,6 +1,8 @@
 import Foundation
 import TestSupport
 import Testing
+import DeviceNode
+import SupportWire
 
 /// `rsup-device` run as a program against a real `rsup-supporter serve` on loopback.
 @Suite("rsup-device", .serialized)

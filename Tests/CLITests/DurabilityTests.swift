@@ -2,6 +2,8 @@ import Foundation
 import Synchronization
 import TestSupport
 import Testing
+import DeviceNode
+import SupportWire
 
 /// The supporter node's store (`DIR/supporter.sqlite`) across crashes and restarts, with real processes: every event
 /// the node printed has its audit record after `kill -9`, codes and tokens outlive the process, bans do too, and the

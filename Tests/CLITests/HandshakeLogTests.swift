@@ -1,6 +1,8 @@
 import Foundation
 import TestSupport
 import Testing
+import DeviceNode
+import SupportWire
 
 /// What the node logs about connections that fail before they are devices.
 @Suite("handshake log", .serialized)

@@ -1,6 +1,8 @@
 import Foundation
 import TestSupport
 import Testing
+import DeviceNode
+import SupportWire
 
 /// The REST API of protocol/openapi.yaml, driven by real HTTP clients (curl, and Python's http.client through
 /// protocol/check_openapi.py) against a real `rsup-supporter serve --api-listen` process.

@@ -1,6 +1,8 @@
 import Foundation
 import TestSupport
 import Testing
+import DeviceNode
+import SupportWire
 
 /// `rsup-supporter serve --store`: the node's durable state in PostgreSQL (a real throwaway cluster), with a real
 /// device process; bad store options and an unreachable server end the start with one clear line.

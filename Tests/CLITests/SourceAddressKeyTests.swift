@@ -1,6 +1,8 @@
 import Foundation
 import TestSupport
 import Testing
+import DeviceNode
+import SupportWire
 
 /// SPEC §13.1: an IPv6 peer's limits count against its whole /64, so one host cannot multiply the per-address caps by
 /// sending from many addresses of its prefix. The node runs in a network namespace of its own whose loopback answers

@@ -1,6 +1,8 @@
 import Foundation
 import TestSupport
 import Testing
+import DeviceNode
+import SupportWire
 
 /// What the programs do when their standard output is gone (a closed pipe, a full disk), and when a second node is
 /// started on a data folder that one serves already: one clear error, never a crash, never a second node.

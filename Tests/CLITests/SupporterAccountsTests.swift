@@ -1,6 +1,8 @@
 import Foundation
 import TestSupport
 import Testing
+import DeviceNode
+import SupportWire
 
 /// Supporter accounts over the REST API (issue 11): sign-in with the session cookie, CSRF protection, who may see and
 /// act on which code, connection requests named by the account, the audit trail of the acting account, the live event

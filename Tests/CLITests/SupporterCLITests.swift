@@ -1,6 +1,8 @@
 import Foundation
 import TestSupport
 import Testing
+import DeviceNode
+import SupportWire
 
 /// `rsup-supporter` run as a program: help, usage errors, the errors a person hits, JSON output, Ctrl-C.
 @Suite("rsup-supporter", .serialized)

@@ -1,8 +1,8 @@
 import DeviceNode
 import Foundation
-import SupportTransport
 import TestSupport
 import Testing
+import SupportWire
 
 /// Strings from the wire or the store reach a terminal or a log escaped (SPEC §4.2): no raw control character, no
 /// forged line, in either CLI.

@@ -1,6 +1,8 @@
 import Foundation
 import TestSupport
 import Testing
+import DeviceNode
+import SupportWire
 
 /// `rsup-supporter token`, `token list` and `token revoke` against a running node.
 @Suite("rsup-supporter token", .serialized)

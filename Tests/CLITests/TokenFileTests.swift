@@ -1,6 +1,8 @@
 import Foundation
 import TestSupport
 import Testing
+import DeviceNode
+import SupportWire
 
 /// Tokens from a file (`serve --api-token-file`, `connect --token-file`), the minimum length of `serve --api-token`,
 /// and the help texts that steer people away from tokens on the command line.

@@ -1,6 +1,8 @@
 import Foundation
 import TestSupport
 import Testing
+import DeviceNode
+import SupportWire
 
 /// `rsup-supporter user …` against a running node: accounts added, listed, changed, and refused with clear errors.
 @Suite("user commands", .serialized)

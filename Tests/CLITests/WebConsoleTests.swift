@@ -1,5 +1,8 @@
 import Foundation
 import Testing
+import DeviceNode
+import SupportWire
+import TestSupport
 
 /// The supporter's web console in headless Chromium against a real node and real devices
 /// (`tests/web/console_e2e.py`: sign-in, live list over the event stream, connect → pending → active → end, audit,

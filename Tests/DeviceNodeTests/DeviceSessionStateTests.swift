@@ -1,6 +1,8 @@
 import Testing
 
 @testable import DeviceNode
+import SupportSession
+import SupportWire
 
 /// The state a UI binds to, following a session's events (a pure tracker: events in, state out).
 @Suite struct DeviceSessionStateTests {

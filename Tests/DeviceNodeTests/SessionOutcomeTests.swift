@@ -1,6 +1,8 @@
 import Testing
 
 @testable import DeviceNode
+import SupportSession
+import SupportWire
 
 /// The closed outcomes apps switch over: every wire reason maps to one, with words for people.
 @Suite struct SessionOutcomeTests {

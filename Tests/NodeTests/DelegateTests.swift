@@ -3,6 +3,14 @@ import Dispatch
 import Synchronization
 import SupporterNode
 import Testing
+import SupportSession
+import SupportWire
+import SampleAppModel
+import SupporterCore
+import SupportUtilities
+import SupportRuntime
+import SupportPostgres
+import TestSupport
 
 extension NodeIntegration {
     /// The classic delegate and the AsyncSequence report the same events, in the same order, on the documented queue.

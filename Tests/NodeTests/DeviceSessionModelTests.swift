@@ -2,9 +2,15 @@ import DeviceNode
 import Foundation
 import Synchronization
 import SupporterNode
-import SupportTransport
 import TestSupport
 import Testing
+import SupportSession
+import SupportWire
+import SampleAppModel
+import SupporterCore
+import SupportUtilities
+import SupportRuntime
+import SupportPostgres
 
 /// Polls a main-actor condition (the main actor stays free between polls).
 @MainActor

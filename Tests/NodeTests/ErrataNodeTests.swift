@@ -1,9 +1,15 @@
 import DeviceNode
 import SupporterNode
-import SupportTransport
 import SupportWire
 import TestSupport
 import Testing
+import SampleAppModel
+import SupporterCore
+import SupportSession
+import SupportUtilities
+import SupportRuntime
+import SupportPostgres
+import TestSupport
 
 extension NodeIntegration {
     /// The supporter node's share of the errata of SPEC 1.0.1 (§14), seen from a device on the wire.

@@ -3,10 +3,15 @@ import Foundation
 import Glibc
 import Synchronization
 import SupporterNode
-import SupportTransport
 import SupportWire
 import TestSupport
 import Testing
+import SupporterCore
+import SampleAppModel
+import SupportSession
+import SupportUtilities
+import SupportRuntime
+import SupportPostgres
 
 extension NodeIntegration {
     /// Findings of the abuse review, each reproduced against a real node on loopback TLS with raw peers that send

@@ -1,8 +1,14 @@
 import DeviceNode
 import SupporterNode
-import SupportTransport
 import TestSupport
 import Testing
+import SampleAppModel
+import SupporterCore
+import SupportSession
+import SupportWire
+import SupportUtilities
+import SupportRuntime
+import SupportPostgres
 
 extension NodeIntegration {
     /// Keepalive and the lifetime of session objects.

@@ -2,8 +2,15 @@ import DeviceNode
 import Foundation
 import Glibc
 import SupporterNode
-import SupportTransport
 import Testing
+import SampleAppModel
+import SupporterCore
+import SupportSession
+import SupportWire
+import SupportUtilities
+import SupportRuntime
+import SupportPostgres
+import TestSupport
 
 extension NodeIntegration {
     /// A device with several supporter-node addresses (`DeviceConfiguration.alternateNodes`): an unreachable one is

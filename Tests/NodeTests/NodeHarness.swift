@@ -2,9 +2,15 @@ import DeviceNode
 import Foundation
 import Synchronization
 import SupporterNode
-import SupportTransport
 import TestSupport
 import Testing
+import SupportRuntime
+import SupportSession
+import SupportUtilities
+import SupportWire
+import SupporterCore
+import SampleAppModel
+import SupportPostgres
 
 /// Collects events from any thread and lets a test wait for one. A waiter is woken by the append that satisfies it
 /// (no polling), so a test can time what it waits for.

@@ -1,8 +1,15 @@
 import Foundation
 import SupporterNode
-import SupportTransport
 import TestSupport
 import Testing
+import SupportUtilities
+import SupporterCore
+import DeviceNode
+import SampleAppModel
+import SupportSession
+import SupportWire
+import SupportRuntime
+import SupportPostgres
 
 extension NodeIntegration {
     /// A password hashed with weaker scrypt parameters than today's is hashed again at the next sign-in.

@@ -3,10 +3,14 @@ import Foundation
 import SupportPostgres
 import Synchronization
 @testable import SupporterNode
-import SupportRegistry
-import SupportTransport
+import SupporterCore
 import TestSupport
 import Testing
+import SupportSession
+import SampleAppModel
+import SupportWire
+import SupportUtilities
+import SupportRuntime
 
 extension NodeIntegration {
     /// The supporter node with all its durable state in PostgreSQL (a real throwaway cluster per test): the same

@@ -1,7 +1,14 @@
 import DeviceNode
 import SupporterNode
-import SupportTransport
 import Testing
+import SupportSession
+import SupportWire
+import SampleAppModel
+import SupporterCore
+import SupportUtilities
+import SupportRuntime
+import SupportPostgres
+import TestSupport
 
 extension NodeIntegration {
     /// Protocol 1.1 over real TLS between the two nodes: negotiation both ways, access control, chat, files, and

@@ -2,6 +2,15 @@ import COpenSSL
 import Foundation
 import Glibc
 import SupportWire
+import DeviceNode
+import SampleAppModel
+import SupporterNode
+import SupporterCore
+import SupportSession
+import SupportUtilities
+import SupportRuntime
+import SupportPostgres
+import TestSupport
 
 /// A device peer outside our stack, as an attacker or a scripted device would be: a blocking socket bound to a
 /// chosen loopback source address, OpenSSL with ALPN `rsup/1` and no certificate check, and frames written and read

@@ -1,8 +1,14 @@
 import DeviceNode
 import SupporterNode
-import SupportTransport
 import TestSupport
 import Testing
+import SupportSession
+import SupporterCore
+import SampleAppModel
+import SupportWire
+import SupportUtilities
+import SupportRuntime
+import SupportPostgres
 
 extension NodeIntegration {
     /// Bad codes and tokens are errors; after one the session is over.

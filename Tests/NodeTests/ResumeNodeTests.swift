@@ -1,8 +1,15 @@
 import DeviceNode
 import Foundation
 import SupporterNode
-import SupportTransport
 import Testing
+import SupportSession
+import SupportWire
+import SampleAppModel
+import SupporterCore
+import SupportUtilities
+import SupportRuntime
+import SupportPostgres
+import TestSupport
 
 extension NodeIntegration {
     /// Session resume (SPEC §15.5) between real nodes, through a relay whose link really breaks.

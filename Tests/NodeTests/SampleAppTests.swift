@@ -3,6 +3,13 @@ import SampleAppModel
 import SupporterNode
 import TestSupport
 import Testing
+import SupportWire
+import TestSupport
+import SupporterCore
+import SupportSession
+import SupportUtilities
+import SupportRuntime
+import SupportPostgres
 
 extension NodeIntegration {
     /// The sample app (examples/SampleApp), written as docs/sdk.md tells app developers to write theirs, against a

@@ -2,9 +2,15 @@ import DeviceNode
 import Foundation
 import Synchronization
 import SupporterNode
-import SupportTransport
 import TestSupport
 import Testing
+import SupporterCore
+import SampleAppModel
+import SupportSession
+import SupportWire
+import SupportUtilities
+import SupportRuntime
+import SupportPostgres
 
 extension NodeIntegration {
     /// Many devices on one supporter node at once; one device's misbehaviour touches no other.

@@ -1,7 +1,14 @@
 import DeviceNode
 import SupporterNode
-import SupportTransport
 import Testing
+import SampleAppModel
+import SupporterCore
+import SupportSession
+import SupportWire
+import SupportUtilities
+import SupportRuntime
+import SupportPostgres
+import TestSupport
 
 extension NodeIntegration {
     /// Every flow of a remote-support session, over real TLS on loopback between a device node and a supporter node.

@@ -1,7 +1,15 @@
 import Foundation
 import SupporterNode
-import SupportTransport
 import Testing
+import SupportUtilities
+import SupporterCore
+import DeviceNode
+import SampleAppModel
+import SupportSession
+import SupportWire
+import SupportRuntime
+import SupportPostgres
+import TestSupport
 
 extension NodeIntegration {
     /// Sign-in limits hold against attempts sent all at once (an outside probe found them checked only one by one):

@@ -5,6 +5,14 @@ import Synchronization
 import SupporterNode
 import TestSupport
 import Testing
+import TestSupport
+import SampleAppModel
+import SupporterCore
+import SupportSession
+import SupportWire
+import SupportUtilities
+import SupportRuntime
+import SupportPostgres
 
 extension NodeIntegration {
     /// Measures, and prints, the signalling round trip an app's user sees: the supporter asks, the app's main actor

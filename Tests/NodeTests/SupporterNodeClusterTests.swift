@@ -2,11 +2,14 @@ import DeviceNode
 import Foundation
 import SupportPostgres
 @testable import SupporterNode
-import SupportRegistry
+import SupporterCore
 import SupportSession
-import SupportTransport
 import TestSupport
 import Testing
+import SupportWire
+import SampleAppModel
+import SupportUtilities
+import SupportRuntime
 
 extension NodeIntegration {
     /// Several supporter nodes on one real PostgreSQL server (docs/cluster.md): what one node commits the others see,

@@ -1,9 +1,9 @@
 import Foundation
 import Synchronization
 import Testing
-import SupportTransport
 import TestSupport
 @testable import SupportHTTP
+import SupportRuntime
 
 @Suite("HTTP body stream")
 struct HTTPBodyStreamTests {

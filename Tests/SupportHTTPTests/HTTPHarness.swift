@@ -6,9 +6,9 @@
 import Foundation
 import Synchronization
 import Testing
-import SupportTransport
 import TestSupport
 @testable import SupportHTTP
+import SupportRuntime
 
 /// Parent of every suite that opens sockets; serialized so the timing tests do not compete for the 2 cores.
 @Suite(.serialized, .timeLimit(.minutes(3))) enum HTTPIntegration {}

@@ -1,6 +1,7 @@
 import Testing
 import TestSupport
 @testable import SupportHTTP
+import SupportRuntime
 
 /// Feeds `bytes` in the given chunk sizes (the rest in one chunk), calling `next()` after each until it needs more.
 func parse(_ bytes: [UInt8], chunks: [Int]? = nil, limits: HTTPRequestParser.Limits = .init()) -> [HTTPParseResult] {

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import SupportHTTP
+import SupportRuntime
+import TestSupport
 
 @Suite struct HTTPResponseTests {
     static let date = Date(timeIntervalSince1970: 784_111_777)  // Sun, 06 Nov 1994 08:49:37 GMT

@@ -1,8 +1,8 @@
 import Foundation
 import Testing
-import SupportTransport
 import TestSupport
 @testable import SupportHTTP
+import SupportRuntime
 
 /// Splits curl output printed with `-w '\n@@%{http_code} %{num_connects}\n'` into (body, status, connects) per URL.
 func curlTransfers(_ stdout: String) -> [(body: String, status: Int, connects: Int)] {

@@ -5,6 +5,7 @@ import SupportWire
 @testable import SupportLink
 @testable import SupportRuntime
 import SupportUtilities
+import TestSupport
 
 struct ExtensionNegotiationTests {
     private static let t0 = Deadline(nanoseconds: 1_000_000_000)

@@ -6,6 +6,7 @@ import TestSupport
 @testable import SupportLink
 @testable import SupportRuntime
 import SupportUtilities
+import TestSupport
 
 extension TransportIntegration {
     /// The listener's idle timeout: a connection that sends nothing for that long is dropped.

@@ -3,6 +3,7 @@ import SupportWire
 @testable import SupportLink
 @testable import SupportRuntime
 import SupportUtilities
+import TestSupport
 
 /// The pure connection state machine of SPEC §7: time is an input, actions are outputs.
 @Suite struct LinkStateMachineTests {

@@ -5,6 +5,7 @@ import TestSupport
 @testable import SupportLink
 @testable import SupportRuntime
 import SupportUtilities
+import SupportWire
 
 /// Name lookups run on the resolver's own bounded threads; literals skip it; a full queue is refused at once.
 @Suite(.timeLimit(.minutes(2))) struct NameResolverTests {

@@ -2,6 +2,10 @@ import COpenSSL
 import Foundation
 import Glibc
 import SupportWire
+import SupportLink
+import SupportRuntime
+import SupportUtilities
+import TestSupport
 
 // Importing COpenSSL into this test target makes the compiler attribute <sys/socket.h>'s declarations to it in the
 // files compiled with this one: every file here that uses socket constants (SOCK_STREAM, RLIMIT_NOFILE) imports it too.

@@ -2,6 +2,9 @@ import Foundation
 import Testing
 
 @testable import SupportRuntime
+import SupportUtilities
+import SupportWire
+import TestSupport
 
 @Suite struct BackgroundThreadTests {
     /// The nice value of the calling thread, from /proc/thread-self/stat (field 19).

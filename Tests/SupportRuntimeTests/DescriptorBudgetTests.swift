@@ -1,6 +1,8 @@
 import SupportRuntime
 import SupportUtilities
 import Testing
+import SupportWire
+import TestSupport
 
 @Suite("descriptor budget")
 struct DescriptorBudgetTests {

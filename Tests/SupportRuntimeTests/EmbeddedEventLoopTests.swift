@@ -3,6 +3,7 @@ import Testing
 import TestSupport
 @testable import SupportRuntime
 import SupportUtilities
+import SupportWire
 
 /// The embedded loop: no thread, a virtual clock the test moves; timers fire in order, at their virtual time.
 @Suite struct EmbeddedEventLoopTests {

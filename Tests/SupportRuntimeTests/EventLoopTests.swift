@@ -5,6 +5,7 @@ import Testing
 import TestSupport
 @testable import SupportRuntime
 import SupportUtilities
+import SupportWire
 
 /// The loop's own rules: confinement, refused work after shutdown, no blocking on a loop thread, timers, epoll errors.
 @Suite(.timeLimit(.minutes(2))) struct EventLoopTests {

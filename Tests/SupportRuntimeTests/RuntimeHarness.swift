@@ -1,4 +1,8 @@
 import Testing
+import SupportRuntime
+import SupportUtilities
+import SupportWire
+import TestSupport
 
 /// Parent of every runtime suite that uses real sockets or threads; serialized (recursively) so timing-sensitive tests
 /// do not compete for the 2 cores.

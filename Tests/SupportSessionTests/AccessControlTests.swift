@@ -39,6 +39,8 @@ extension SessionPair {
 }
 
 import Synchronization
+import SupportWire
+import SupportUtilities
 
 @Suite struct AccessControlTests {
     @Test func theStricterRuleWinsAndTheUserChoosesWhatToConfirm() throws {

@@ -2,6 +2,8 @@
 import Testing
 
 @testable import SupportSession
+import SupportWire
+import SupportUtilities
 
 @Suite struct MessageChannelTests {
     private static func chatPair() throws -> SessionPair {

@@ -2,6 +2,8 @@
 import Testing
 
 @testable import SupportSession
+import SupportWire
+import SupportUtilities
 
 @Suite struct ResumeTests {
     /// Both sides lose the link; the device presents its RESUME and the node's machine answers on the new link.

@@ -2,6 +2,8 @@
 import Testing
 
 @testable import SupportSession
+import SupportWire
+import SupportUtilities
 
 /// Two machines joined by a pair of in-memory frame pipes. Every `.send` is encoded, decoded and delivered in order,
 /// after the sender's other actions of the same step (as a link would: the frame is in flight).

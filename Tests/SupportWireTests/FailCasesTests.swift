@@ -5,6 +5,7 @@ import Foundation
 import Testing
 
 @testable import SupportWire
+import TestSupport
 
 enum FailCases {
     /// FuzzTesting/FailCases/, found from this file's path: Tests/SupportWireTests/ → package root.

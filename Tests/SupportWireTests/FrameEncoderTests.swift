@@ -1,5 +1,6 @@
 import Testing
 @testable import SupportWire
+import TestSupport
 
 @Suite struct FrameEncoderTests {
     private func encodingError(_ message: Message, max: Int = 16_384) -> WireError? {

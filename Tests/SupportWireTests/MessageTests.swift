@@ -1,5 +1,6 @@
 import Testing
 @testable import SupportWire
+import TestSupport
 
 @Suite struct MessageTests {
     @Test func samplesCoverEveryFrameType() {

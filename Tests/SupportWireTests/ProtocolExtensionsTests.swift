@@ -1,5 +1,6 @@
 import Testing
 @testable import SupportWire
+import TestSupport
 
 /// SPEC §15.1: the extensions a HELLO / HELLO_ACK `features` list names, and which are in effect on a connection.
 @Suite struct ProtocolExtensionsTests {

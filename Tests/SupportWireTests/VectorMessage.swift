@@ -1,5 +1,6 @@
 import Foundation
 @testable import SupportWire
+import TestSupport
 
 /// Builds a ``Message`` from the JSON form used in `protocol/vectors/` (see its README).
 enum VectorMessage {

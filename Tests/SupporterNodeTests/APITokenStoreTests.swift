@@ -2,6 +2,11 @@ import Foundation
 import Testing
 
 @testable import SupporterNode
+import SupporterCore
+import SupportSession
+import SupportWire
+import SupportUtilities
+import TestSupport
 
 /// API tokens: validation, the in-memory set a node checks, and their identity in the store.
 @Suite struct APITokenStoreTests {

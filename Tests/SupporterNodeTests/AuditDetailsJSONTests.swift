@@ -3,6 +3,10 @@ import Testing
 import TestSupport
 
 @testable import SupporterNode
+import SupporterCore
+import SupportSession
+import SupportWire
+import SupportUtilities
 
 /// The store writes audit details with its own JSON writer; what it writes must stay byte for byte what
 /// `JSONEncoder` (sorted keys, slashes unescaped) wrote before, so old and new rows look alike and tools that

@@ -3,6 +3,10 @@ import Testing
 import TestSupport
 
 @testable import SupporterNode
+import SupporterCore
+import SupportSession
+import SupportWire
+import SupportUtilities
 
 @Suite struct BlockingWorkerTests {
     /// A node whose init fails after making its worker must leave no thread behind: the thread comes with the first job.

@@ -3,6 +3,11 @@ import Glibc
 import Testing
 
 @testable import SupporterNode
+import SupporterCore
+import SupportSession
+import SupportWire
+import SupportUtilities
+import TestSupport
 
 /// The data folder is for its owner only.
 @Suite struct DataFolderTests {

@@ -1,9 +1,12 @@
 import Synchronization
 import SupportSession
-import SupportTransport
 import Testing
 
 @testable import SupporterNode
+import SupportUtilities
+import SupporterCore
+import SupportWire
+import TestSupport
 
 @Suite struct RateLimitedLogTests {
     final class Lines: Sendable {

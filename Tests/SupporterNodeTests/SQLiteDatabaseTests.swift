@@ -2,6 +2,11 @@ import Foundation
 import Testing
 
 @testable import SupporterNode
+import SupporterCore
+import SupportSession
+import SupportWire
+import SupportUtilities
+import TestSupport
 
 @Suite struct SQLiteDatabaseTests {
     /// Reads the first column of the first row of `sql` as text.

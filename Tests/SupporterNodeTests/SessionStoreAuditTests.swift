@@ -3,6 +3,11 @@ import Glibc
 import Testing
 
 @testable import SupporterNode
+import SupporterCore
+import SupportSession
+import SupportWire
+import SupportUtilities
+import TestSupport
 
 /// The hash-chained audit trail: verification finds every kind of tampering, archiving keeps the chain verifiable.
 @Suite struct SessionStoreAuditTests {

@@ -2,6 +2,11 @@ import Foundation
 import Testing
 
 @testable import SupporterNode
+import SupportSession
+import SupportWire
+import SupporterCore
+import SupportUtilities
+import TestSupport
 
 /// Code rules (SPEC §15.3) in the store: schema version 5, read and written with every code record.
 @Suite struct SessionStoreFeatureRulesTests {

@@ -4,6 +4,11 @@ import Synchronization
 import Testing
 
 @testable import SupporterNode
+import SupporterCore
+import SupportSession
+import SupportWire
+import SupportUtilities
+import TestSupport
 
 @Suite struct SessionStoreTests {
     /// A date on a whole millisecond, as the store keeps them.

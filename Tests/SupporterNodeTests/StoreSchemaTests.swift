@@ -2,6 +2,11 @@ import Foundation
 import Testing
 
 @testable import SupporterNode
+import SupporterCore
+import SupportSession
+import SupportWire
+import SupportUtilities
+import TestSupport
 
 @Suite struct StoreSchemaTests {
     static func tables(_ database: SQLiteDatabase) throws -> [String] {

@@ -2,6 +2,11 @@ import Foundation
 import Testing
 
 @testable import SupporterNode
+import SupporterCore
+import SupportSession
+import SupportWire
+import SupportUtilities
+import TestSupport
 
 /// `SessionStore.write`: many changes, one transaction.
 @Suite struct StoreTransactionTests {

@@ -1,11 +1,14 @@
 import Dispatch
 import Foundation
 import Glibc
-import SupportRegistry
+import SupporterCore
 import TestSupport
 import Testing
 
 @testable import SupporterNode
+import SupportSession
+import SupportWire
+import SupportUtilities
 
 /// The store writer takes WAL checkpoints over from SQLite: its checkpointer copies the WAL on its own connection once
 /// enough frames wait, and the writer checkpoints between batches once the WAL reaches its limit, so the WAL stays

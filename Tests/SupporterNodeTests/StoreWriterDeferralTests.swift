@@ -1,11 +1,14 @@
 import Dispatch
 import Foundation
 import Synchronization
-import SupportRegistry
+import SupporterCore
 import TestSupport
 import Testing
 
 @testable import SupporterNode
+import SupportSession
+import SupportWire
+import SupportUtilities
 
 /// A deferrable job (the record of a connection that closed) waits a little for the next job that wakes the writer and
 /// shares its transaction; it is never left behind, and order is kept.

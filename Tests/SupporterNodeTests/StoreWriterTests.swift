@@ -1,10 +1,14 @@
 import Dispatch
 import Foundation
 import Synchronization
-import SupportRegistry
+import SupporterCore
 import Testing
 
 @testable import SupporterNode
+import SupportSession
+import SupportWire
+import SupportUtilities
+import TestSupport
 
 /// The writer's queue: order kept across many batches, a bounded queue, and a stop that writes everything queued.
 @Suite struct StoreWriterTests {

@@ -2,9 +2,12 @@ import Dispatch
 import Foundation
 import Testing
 import TestSupport
-import SupportTransport
 
 @testable import SupporterNode
+import SupportUtilities
+import SupporterCore
+import SupportSession
+import SupportWire
 
 /// Sign-in against a password worker that strangers keep full (issue 20, findings 2 and 10): admission before the
 /// queue, a refusal for lack of room counted as an attempt, the reserved lane for a proven earlier success, token

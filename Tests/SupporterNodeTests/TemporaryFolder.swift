@@ -1,4 +1,10 @@
 import Foundation
+import SupporterNode
+import SupporterCore
+import SupportSession
+import SupportWire
+import SupportUtilities
+import TestSupport
 
 /// A fresh folder under the system's temporary directory, removed when the value is released.
 final class TemporaryFolder {

@@ -4,6 +4,11 @@ import SupporterNode
 import Testing
 
 @testable import SupporterREST
+import SupportSession
+import SupportWire
+import SupporterCore
+import SupportRuntime
+import TestSupport
 
 /// `feature_rules` in request and answer bodies (protocol/openapi.yaml `FeatureRules`, `FeatureRulesChange`).
 @Suite struct APIFeatureRulesTests {

@@ -2,6 +2,12 @@ import Foundation
 import Testing
 import SupporterNode
 @testable import SupporterREST
+import SupporterCore
+import SupportSession
+import SupportWire
+import SupportHTTP
+import SupportRuntime
+import TestSupport
 
 /// `POST /sessions` bodies: what is accepted, and what is refused with which status and member.
 @Suite struct APISessionCreateTests {

@@ -3,6 +3,11 @@ import Testing
 import SupportHTTP
 import SupporterNode
 @testable import SupporterREST
+import SupporterCore
+import SupportSession
+import SupportWire
+import SupportRuntime
+import TestSupport
 
 /// The answers' JSON, byte for byte as protocol/openapi.yaml's `Session`, `SessionPage` and `Error` say.
 @Suite struct APISessionTests {

@@ -2,6 +2,12 @@ import Foundation
 import Testing
 import SupporterNode
 @testable import SupporterREST
+import SupporterCore
+import SupportSession
+import SupportWire
+import SupportHTTP
+import SupportRuntime
+import TestSupport
 
 /// `PUT /sessions/{code}` bodies: present members change, absent ones stay, null clears.
 @Suite struct APISessionUpdateTests {

@@ -2,6 +2,12 @@ import Foundation
 import Testing
 import SupporterNode
 import SupporterREST
+import SupporterCore
+import SupportSession
+import SupportWire
+import SupportHTTP
+import SupportRuntime
+import TestSupport
 
 /// Token checks, back-off per client address, and the bound on their audit rows (SPEC §13).
 @Suite struct AuthenticationGuardTests {

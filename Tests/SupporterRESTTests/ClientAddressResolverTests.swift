@@ -1,5 +1,12 @@
 import Testing
 import SupporterREST
+import SupporterNode
+import SupporterCore
+import SupportSession
+import SupportWire
+import SupportHTTP
+import SupportRuntime
+import TestSupport
 
 @Suite struct ClientAddressResolverTests {
     static let proxies = ClientAddressResolver(trustedProxies: ["10.0.0.1", "10.0.0.2", "::1"])!

@@ -2,6 +2,12 @@ import Foundation
 import Testing
 import TestSupport
 @testable import SupporterREST
+import SupporterNode
+import SupporterCore
+import SupportSession
+import SupportWire
+import SupportHTTP
+import SupportRuntime
 
 /// The web console shows C1, bidi and other controls in server text visibly escaped (issue 20, finding 12): its one
 /// escaping function (Console/text.js) run by Node (tests/web/console_text_test.mjs), and the file served beside

@@ -2,6 +2,12 @@ import Foundation
 import Testing
 import SupporterNode
 @testable import SupporterREST
+import SupporterCore
+import SupportSession
+import SupportWire
+import SupportHTTP
+import SupportRuntime
+import TestSupport
 
 extension RESTIntegration {
     /// The event stream's shares (issue 20, finding 5) and its re-authorisation (findings 6 and 7), checked by what

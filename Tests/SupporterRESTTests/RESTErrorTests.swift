@@ -3,6 +3,11 @@ import Testing
 import SupportHTTP
 import SupporterNode
 @testable import SupporterREST
+import SupporterCore
+import SupportSession
+import SupportWire
+import SupportRuntime
+import TestSupport
 
 @Suite struct RESTErrorTests {
     static func error(of response: HTTPResponse) -> APIErrorBody.Detail? {

@@ -5,9 +5,12 @@ import Foundation
 import Testing
 import TestSupport
 import SupporterNode
-import SupportTransport
 import SupportHTTP
 @testable import SupporterREST
+import SupportRuntime
+import SupporterCore
+import SupportSession
+import SupportWire
 
 /// Parent of every suite that opens sockets; serialized so they do not compete for the 2 cores.
 @Suite(.serialized, .timeLimit(.minutes(3))) enum RESTIntegration {}

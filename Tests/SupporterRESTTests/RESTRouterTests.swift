@@ -3,6 +3,11 @@ import Testing
 import SupportHTTP
 import SupporterNode
 @testable import SupporterREST
+import SupporterCore
+import SupportSession
+import SupportWire
+import SupportRuntime
+import TestSupport
 
 /// The router in process, without sockets: duplicate security headers (issue 20, finding 11) and the escaping of
 /// every JSON body it writes (finding 12).

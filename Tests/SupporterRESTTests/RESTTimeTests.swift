@@ -1,6 +1,13 @@
 import Foundation
 import Testing
 import SupporterREST
+import SupporterNode
+import SupporterCore
+import SupportSession
+import SupportWire
+import SupportHTTP
+import SupportRuntime
+import TestSupport
 
 @Suite struct RESTTimeTests {
     @Test func timesAreSentInUTCWithMilliseconds() {

@@ -1,4 +1,5 @@
 import Foundation
+import SupportUtilities
 
 /// A command line split into positionals, `--option value` pairs and `--flag`s, checked against what the command
 /// accepts. Conventional and small on purpose: no outside argument parser can be fetched here.

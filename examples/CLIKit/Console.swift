@@ -1,6 +1,7 @@
-import Foundation
+public import Foundation
 import SupportSession
 import Synchronization
+import SupportUtilities
 
 /// Prints events and results for people or, with `--json`, as one JSON object per line; errors go to stderr.
 ///
@@ -38,7 +39,7 @@ public final class Console: Sendable {
 
     /// A plain line on stdout, whole, as it is: for JSON and for text that holds nothing from outside.
     public func line(_ text: String) {
-        lock.withLock { _ in
+        _ = lock.withLock { _ in
             StandardStreams.writeOutput(text + "\n")
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import SupportUtilities
 
 /// A local control channel: JSON requests and replies, one line each, over a Unix socket in the node's data folder.
 /// Only the folder's owner can reach it (the folder is made 0700).

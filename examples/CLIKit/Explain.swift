@@ -1,4 +1,5 @@
-import SupportTransport
+public import SupportRuntime
+import SupportUtilities
 
 /// One line, for a person, about a transport error: what happened and what to do.
 public enum Explain {

@@ -1,5 +1,6 @@
 import Foundation
 import SupportSession
+public import SupportUtilities
 
 /// Parses `--log-level` and makes a logger that writes one line per event to stderr.
 public enum Logging {

@@ -1,5 +1,6 @@
 import Glibc
 import Synchronization
+import SupportUtilities
 
 /// The programs' standard output and error, written so that a reader that went away (a closed pipe: `| head`, a log
 /// shipper restarting) or a full disk is something the program reports, never a crash: SIGPIPE is ignored, and every

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import SupportUtilities
 
 extension ParsedArguments {
     /// A secret given either on the command line (`--token TOKEN`) or in a file (`--token-file FILE`), or nil if

@@ -3,7 +3,10 @@ import DeviceNode
 import Dispatch
 import Foundation
 import Synchronization
-import SupportTransport
+import SupportSession
+import SupportWire
+import SupportRuntime
+import SupportUtilities
 
 /// One run of `rsup-device connect`: join, show events, answer requests, leave on Ctrl-C.
 struct DeviceRun {

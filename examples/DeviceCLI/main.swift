@@ -2,7 +2,10 @@ import CLIKit
 import DeviceNode
 import Dispatch
 import Foundation
-import SupportTransport
+import SupportRuntime
+import SupportSession
+import SupportUtilities
+import SupportWire
 
 let usage = """
     usage: rsup-device connect HOST[:PORT] [HOST[:PORT]]... --code CODE (--token-file FILE | --token TOKEN)

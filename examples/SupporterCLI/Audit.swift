@@ -1,6 +1,12 @@
 import CLIKit
 import Foundation
 import SupporterNode
+import SupporterCore
+import SupporterREST
+import SupportSession
+import SupportWire
+import SupportRuntime
+import SupportUtilities
 
 /// `rsup-supporter audit`: reads, verifies and archives the audit trail straight from the node's store (the data
 /// folder's SQLite file, or `--store` as for `serve`), node running or not.

@@ -2,6 +2,11 @@ import CLIKit
 import Foundation
 import SupporterNode
 import SupporterREST
+import SupportSession
+import SupportUtilities
+import SupporterCore
+import SupportWire
+import SupportRuntime
 
 /// `rsup-supporter rules`: shows a code's rules (SPEC §15.3) or changes them, through the running node's control
 /// socket. The node audits each change (`code_updated`, `what: code_feature_rules_changed`, actor `local`).

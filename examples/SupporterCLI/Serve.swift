@@ -3,7 +3,11 @@ import Dispatch
 import Foundation
 import SupporterNode
 import SupporterREST
-import SupportTransport
+import SupportRuntime
+import SupporterCore
+import SupportSession
+import SupportWire
+import SupportUtilities
 
 extension Explain {
     /// One line for a supporter node that cannot start.

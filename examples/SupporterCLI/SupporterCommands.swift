@@ -2,6 +2,11 @@ import CLIKit
 import Foundation
 import SupporterNode
 import SupporterREST
+import SupportSession
+import SupportUtilities
+import SupportWire
+import SupporterCore
+import SupportRuntime
 
 /// The supporter's commands, the same whether they come from the console or from another `rsup-supporter` process
 /// through the control socket. Each takes and returns plain JSON-ready values.

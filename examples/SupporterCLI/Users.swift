@@ -1,6 +1,12 @@
 import CLIKit
 import Foundation
 import SupporterNode
+import SupportUtilities
+import SupporterCore
+import SupporterREST
+import SupportSession
+import SupportWire
+import SupportRuntime
 
 /// `rsup-supporter user …`: supporter accounts on the running node, through its control socket (owner-only). Each
 /// change is audited by the node (`account_created`, `account_changed`, actor `local`).

@@ -1,7 +1,12 @@
 import CLIKit
 import Foundation
 import SupporterNode
-import SupportTransport
+import SupportRuntime
+import SupportSession
+import SupportUtilities
+import SupporterREST
+import SupporterCore
+import SupportWire
 
 let usage = """
     usage: rsup-supporter <command> [options]

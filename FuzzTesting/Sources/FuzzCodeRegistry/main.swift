@@ -1,6 +1,7 @@
 import Foundation
-import SupportRegistry
+import SupporterCore
 import SupportSession
+import SupportWire
 
 /// Arbitrary bytes as a sequence of registry events — connections opening and closing, REGISTERs with valid and
 /// invalid tokens, commits and failed commits, session events, supporter commands, the clock — checking after each:

@@ -71,6 +71,8 @@ import Glibc
 import FuzzCommon
 import Synchronization
 import SupportSession
+import SupportUtilities
+import SupportWire
 
 /// Resume secrets the supporter machines make: 32+ printable bytes, a different one each time (SPEC §15.2), so that a
 /// rotation is visible and a stale secret never matches.

@@ -6,6 +6,7 @@
 import DeviceNode
 import Foundation
 import SampleAppModel
+import SupportWire
 
 @MainActor
 func runSample() async -> Int32 {

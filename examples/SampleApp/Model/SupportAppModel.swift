@@ -1,5 +1,5 @@
-import DeviceNode
-import Observation
+public import DeviceNode
+public import Observation
 
 /// The sample app's one app-wide model, written the way docs/sdk.md tells app developers to write theirs.
 ///

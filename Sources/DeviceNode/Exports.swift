@@ -1,2 +1,0 @@
-// An app imports DeviceNode alone: the session types and wire types come with it.
-@_exported import SupportSession

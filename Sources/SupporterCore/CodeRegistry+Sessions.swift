@@ -1,0 +1,211 @@
+public import Foundation
+public import SupportSession
+public import SupportWire
+import SupportUtilities
+
+/// What the registry made of a session event: the records to write before anyone is told, and whether the event is
+/// reported one by one (false for a repeatable device event over its audit quota: it is only counted, and an
+/// aggregate row follows, so every reported event stays in the audit trail).
+public struct SessionEventOutcome: Sendable, Hashable {
+    public var intents: [StoreIntent]
+    public var reported: Bool
+}
+
+extension CodeRegistry {
+    /// A session event of a device connection (from its session machine): the live state follows, and the audit
+    /// records to write before anyone is told are returned. `ended` frees the connection's code.
+    public mutating func sessionEvent(
+        _ event: SupporterSessionEvent, on connection: ConnectionID, now: Date
+    ) -> [StoreIntent] {
+        sessionEventOutcome(event, on: connection, now: now).intents
+    }
+
+    /// ``sessionEvent(_:on:now:)``, telling also whether the event is reported one by one
+    /// (``Policy/deviceEventRowsPerCode``).
+    public mutating func sessionEventOutcome(
+        _ event: SupporterSessionEvent, on connection: ConnectionID, now: Date
+    ) -> SessionEventOutcome {
+        switch event {
+        case .voipState, .sessionError:
+            guard let entry = connections[connection], let code = entry.code else {
+                return SessionEventOutcome(intents: [], reported: true)
+            }
+            guard admitDeviceEvent(code: code, token: entry.tokenID, now: now) else {
+                return SessionEventOutcome(intents: [], reported: false)
+            }
+        default: break
+        }
+        return SessionEventOutcome(intents: recordedSessionEvent(event, on: connection, now: now), reported: true)
+    }
+
+    /// Whether a repeatable device event on `code` gets its own row: under the code's quota and its token's.
+    private mutating func admitDeviceEvent(code: String, token: String?, now: Date) -> Bool {
+        let clock = Self.clock(now)
+        guard deviceEventAudit.admit(code, now: clock) else { return false }
+        guard let token else { return true }
+        return deviceTokenAudit.admit(token, now: clock)
+    }
+
+    /// Closes every audit window still open, run out or not (refused registrations, repeatable device events): their
+    /// aggregate rows, for a node that stops, so that no count held back is lost.
+    public mutating func closeAuditWindows(now: Date) -> [StoreIntent] {
+        flushRefusalWindows(now: now, everything: true) + flushDeviceEventWindows(now: now, everything: true)
+    }
+
+    /// Closes device-event windows that have run out: one `device_events_suppressed` row for each that held events
+    /// back, per code (with the code) and per device token (with the token's id), and one for the global excess.
+    mutating func flushDeviceEventWindows(now: Date, everything: Bool = false) -> [StoreIntent] {
+        let clock = Self.clock(now)
+        let byCode = deviceEventAudit.flush(now: clock, everything: everything).map { suppressed in
+            audit(
+                .error, suppressed.key, now,
+                [
+                    "what": "device_events_suppressed", "scope": suppressed.key == nil ? "*" : "code",
+                    "count": "\(suppressed.count)", "since": "\(Self.date(suppressed.since).unixMilliseconds)",
+                ])
+        }
+        let byToken = deviceTokenAudit.flush(now: clock, everything: everything).map { suppressed in
+            audit(
+                .error, nil, now,
+                [
+                    "what": "device_events_suppressed", "scope": "token", "token": suppressed.key ?? "*",
+                    "count": "\(suppressed.count)", "since": "\(Self.date(suppressed.since).unixMilliseconds)",
+                ])
+        }
+        return byCode + byToken
+    }
+
+    private mutating func recordedSessionEvent(
+        _ event: SupporterSessionEvent, on connection: ConnectionID, now: Date
+    ) -> [StoreIntent] {
+        guard var entry = connections[connection], let code = entry.code else { return [] }
+        let address = entry.address
+        switch event {
+        case .deviceOnline, .registrationRefused:
+            return []  // audited when decided (``register(_:now:)``)
+        case .connected(let id):
+            codes[code]?.activeSince = now
+            codes[code]?.live = .active
+            return [
+                audit(.requestAllowed, code, now, ["request_id": "\(id)"]),
+                audit(.sessionStarted, code, now, ["request_id": "\(id)"]),
+                .presenceState(code: code, state: .active),
+            ]
+        case .rejected(let id, let reason):
+            codes[code]?.live = .online
+            return [
+                audit(
+                    reason == .requestTimedOut ? .requestTimedOut : .requestRejected, code, now,
+                    ["request_id": "\(id)", "reason": "\(reason)", "by": "device"]),
+                .presenceState(code: code, state: .online),
+            ]
+        case .requestTimedOut(let id):
+            codes[code]?.live = .online
+            return [
+                audit(.requestTimedOut, code, now, ["request_id": "\(id)", "by": "supporter"]),
+                .presenceState(code: code, state: .online),
+            ]
+        case .ended(let reason, let text):
+            var intents: [StoreIntent] = []
+            let actorDetails = codes[code]?.endActor?.details ?? [:]
+            codes[code]?.endActor = nil
+            if let since = codes[code]?.activeSince, codes[code]?.holder == connection {
+                let milliseconds = Int((now.timeIntervalSince(since) * 1000).rounded())
+                intents.append(
+                    audit(
+                        .sessionEnded, code, now,
+                        actorDetails.merging(["reason": "\(reason)", "duration_ms": "\(milliseconds)"]) { $1 }))
+            }
+            var details = actorDetails.merging(["reason": "\(reason)", "source_address": address]) { $1 }
+            if let text { details["text"] = String(text.prefix(256)) }
+            intents.append(audit(.deviceOffline, code, now, details))
+            intents.append(.releasePresence(code: code))
+            entry.code = nil
+            connections[connection] = entry
+            releaseCode(code, from: connection)
+            countUnauthenticatedChange(address, +1)
+            return intents
+        case .voipState(let voip, _):
+            return [audit(.voipState, code, now, ["state": "\(voip)"])]
+        case .featuresDenied(let features):
+            return [audit(.featureDenied, code, now, ["features": Self.names(features), "by": "code_rule"])]
+        case .grantInEffect(let features):
+            return [audit(.featuresGranted, code, now, ["features": Self.names(features)])]
+        case .featureGranted(let feature):
+            return [audit(.featureGranted, code, now, ["feature": "\(feature)"])]
+        case .featureRefused(let feature, let reason):
+            return [audit(.featureRefused, code, now, ["feature": "\(feature)", "reason": "\(reason)"])]
+        case .featureRevoked(let feature):
+            return [audit(.featureRevoked, code, now, ["feature": "\(feature)"])]
+        case .reconnecting:
+            codes[code]?.reconnecting = true
+            return [audit(.deviceReconnecting, code, now, ["source_address": address])]
+        case .resumed:
+            codes[code]?.reconnecting = false
+            return [audit(.deviceResumed, code, now, ["source_address": address])]
+        case .messageReceived, .messageDelivered, .messageRefused, .messagesUndelivered:
+            return []  // message contents are not audited; the grants that allow them are
+        case .sessionError(let reason, let feature, _):
+            return [
+                audit(
+                    .error, code, now,
+                    ["what": "session_error", "reason": "\(reason)", "feature": feature.map { "\($0)" } ?? ""])
+            ]
+        }
+    }
+
+    /// Feature names for an audit detail: `chat,remote_control`.
+    static func names(_ features: FeatureSet) -> String { features.map { "\($0.id)" }.joined(separator: ",") }
+
+    /// The device connection's session machine moved to `state` (request pending, active, …).
+    public mutating func machineState(_ state: SupporterSessionMachine.State, on connection: ConnectionID) {
+        guard let code = connections[connection]?.code, codes[code]?.holder == connection else { return }
+        switch state {
+        case .idle: codes[code]?.live = .open
+        case .online: codes[code]?.live = .online
+        case .requestPending: codes[code]?.live = .requestPending
+        case .active: codes[code]?.live = .active
+        }
+    }
+
+    /// A supporter sent connection request `requestID` on `code` as `supporterName`. The code is assigned to
+    /// `assignTo` (the supporter's account, or the name when there is none) when it is unassigned, or always with
+    /// `replacingAssignee`.
+    public mutating func requestSent(
+        code: String, requestID: UInt32, supporterName: String, type: ConnectionType, by actor: AuditActor, now: Date,
+        assignTo: String? = nil, replacingAssignee: Bool = true
+    ) -> [StoreIntent] {
+        guard var entry = codes[code] else { return [] }
+        var intents: [StoreIntent] = []
+        let assignee = assignTo ?? supporterName
+        if entry.record.assignedSupporter != assignee, replacingAssignee || entry.record.assignedSupporter == nil {
+            entry.record.assignedSupporter = assignee
+            codes[code] = entry
+            intents.append(.updateCode(entry.record))
+        }
+        var details = actor.details
+        details["request_id"] = "\(requestID)"
+        details["supporter"] = supporterName
+        details["type"] = type == .screenShare ? "screen_share" : "assist_ar"
+        intents.append(audit(.requestSent, code, now, details))
+        intents.append(.presenceState(code: code, state: .requestPending))
+        return intents
+    }
+
+    /// A supporter asked to end the session on `code`: the rows of its end name `actor`.
+    public mutating func endRequested(code: String, by actor: AuditActor) {
+        codes[code]?.endActor = actor
+    }
+
+    /// A supporter withdrew request `requestID` on `code`.
+    public func requestAborted(code: String, requestID: UInt32, by actor: AuditActor, now: Date) -> [StoreIntent] {
+        var details = actor.details
+        details["request_id"] = "\(requestID)"
+        details["by"] = "supporter"
+        return [audit(.requestAborted, code, now, details), .presenceState(code: code, state: .online)]
+    }
+
+    func audit(_ kind: AuditEvent.Kind, _ code: String?, _ now: Date, _ details: [String: String]) -> StoreIntent {
+        .audit(AuditEvent(time: now, code: code, kind: kind, details: details))
+    }
+}
