@@ -176,10 +176,18 @@ final class RouterFixture: Sendable {
             fields.remove(name: "Authorization")
         }
         if body != nil { fields.add(name: "Content-Type", value: "application/json") }
-        let segments = path.split(separator: "?")[0].split(separator: "/").map(String.init)
+        let parts = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        let segments = parts[0].split(separator: "/").map(String.init)
+        // The query as the parser hands it over: name=value pairs, percent-decoded (no '+' here).
+        let query: [HTTPQueryItem] = parts.count > 1 ? parts[1].split(separator: "&").map { pair -> HTTPQueryItem in
+            let nameValue = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            return HTTPQueryItem(
+                name: String(nameValue[0]).removingPercentEncoding ?? "",
+                value: nameValue.count > 1 ? String(nameValue[1]).removingPercentEncoding ?? "" : "")
+        } : []
         return HTTPRequest(
-            method: method, target: path, path: String(path.split(separator: "?")[0]), pathSegments: segments,
-            queryItems: [], version: .http1_1, headers: fields, body: Array((body ?? "").utf8), keepAlive: true,
+            method: method, target: path, path: String(parts[0]), pathSegments: segments,
+            queryItems: query, version: .http1_1, headers: fields, body: Array((body ?? "").utf8), keepAlive: true,
             peerAddress: (try? SocketAddress.resolve(host: "127.0.0.1", port: 40000))?.first)
     }
 
