@@ -146,12 +146,23 @@ final class RouterFixture: Sendable {
     let router: RESTRouter
     let adminToken: String
 
-    init() throws {
+    /// `store` and `journal`: the bytes of a SQLite store file and its `-wal` to start from (``RouterSceneTemplate``),
+    /// copied into this fixture's own folder; nil for an empty in-memory store.
+    init(store: [UInt8]? = nil, journal: [UInt8] = []) throws {
         certificates = try TestCertificates.make()
-        let configuration = SupporterNodeConfiguration(
+        var configuration = SupporterNodeConfiguration(
             tls: .makeServerConfiguration(
                 certificateChain: .file(certificates.server.certificatePath),
                 privateKey: .file(certificates.server.keyPath)))
+        if let store {
+            let path = certificates.directory + "/store.sqlite"
+            guard FileManager.default.createFile(atPath: path, contents: Data(store)),
+                journal.isEmpty || FileManager.default.createFile(atPath: path + "-wal", contents: Data(journal))
+            else {
+                throw ScriptFailure(description: "cannot write \(path)")
+            }
+            configuration.storePath = path
+        }
         node = try SupporterNode(configuration: configuration)
         adminToken = try node.issueAPIToken(scope: .admin)
         feed = EventFeed(node: node, logger: .disabled)

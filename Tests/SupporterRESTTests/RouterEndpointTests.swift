@@ -97,7 +97,7 @@ struct EndpointCase: Sendable, CustomTestStringConvertible {
         Case(name: "signs out: the session ends, the cookie is cleared", method: .post, path: "/api/v1/logout",
              caller: .alice, status: 204) { answer, scene in
             #expect(answer.headers["Set-Cookie"] == BrowserSecurity.clearedCookie)
-            let secret = try requireValue(scene.lastSessionSecret)
+            let secret = try requireValue(scene.template.sessions["alice"]?.secret)
             #expect(scene.fixture.node.loginSession(secret: secret) == nil)
         },
         Case(name: "an admin token has nothing to end", method: .post, path: "/api/v1/logout", status: 204),

@@ -1,6 +1,6 @@
 import Foundation
-import Synchronization
 import SupportHTTP
+import TestSupport
 import SupporterNode
 @testable import SupporterREST
 
@@ -24,36 +24,86 @@ enum RouterCaller: String, Sendable, CustomStringConvertible {
     var description: String { rawValue }
 }
 
-/// A real node (in-memory SQLite store) behind the router, with accounts root (admin), alice and bob (supporters), a
-/// code nobody is assigned to, one assigned to bob, and a device token; requests go straight to
-/// ``RESTRouter/handle(_:)`` (no sockets).
-final class RouterScene: Sendable {
-    let fixture: RouterFixture
-    /// Unassigned, made by the admin token.
+/// The store every ``RouterScene`` starts from, made once per test process: accounts root (admin), alice and bob
+/// (supporters, each signed in once), a code nobody is assigned to, one assigned to bob, and a device token. Made
+/// once because scrypt is slow on purpose (about 0.1 s a password); kept in memory, its folder removed at once.
+struct RouterSceneTemplate: Sendable {
+    let store: [UInt8]
+    /// The store's write-ahead log (`-wal`), empty when there is none.
+    let journal: [UInt8]
     let code: String
-    /// Assigned to bob.
     let bobCode: String
     let deviceToken: String
     let deviceTokenID: String
-    private let signedIn = Mutex<String?>(nil)
+    /// Login: the login session's secret and CSRF token.
+    let sessions: [String: LoginPair]
 
-    /// The secret of the last login session ``signIn(_:)`` opened.
-    var lastSessionSecret: String? { signedIn.withLock { $0 } }
-
-    init() async throws {
-        fixture = try RouterFixture()
-        let node = fixture.node
-        for (login, role) in [("root", SupporterRole.admin), ("alice", .supporter), ("bob", .supporter)] {
-            _ = try await node.addAccount(login: login, displayName: login, role: role, password: Self.password(login))
-        }
-        code = try await node.createCode().record.code
-        bobCode = try await node.createCode().record.code
-        _ = try await node.updateCode(bobCode) { $0.assignedSupporter = "bob" }
-        deviceToken = try node.issueAPIToken(scope: .device)
-        deviceTokenID = try requireValue(node.tokenRecord(of: deviceToken)?.id)
+    struct LoginPair: Sendable {
+        let secret: String
+        let csrf: String
     }
 
+    static let shared = Task { try await RouterSceneTemplate() }
+
     static func password(_ login: String) -> String { "password of \(login)" }
+
+    private init() async throws {
+        let certificates = try TestCertificates.make()
+        defer { certificates.remove() }
+        var configuration = SupporterNodeConfiguration(
+            tls: .makeServerConfiguration(
+                certificateChain: .file(certificates.server.certificatePath),
+                privateKey: .file(certificates.server.keyPath)))
+        let path = certificates.directory + "/template.sqlite"
+        configuration.storePath = path
+        let node = try SupporterNode(configuration: configuration)
+        var sessions: [String: LoginPair] = [:]
+        do {
+            for (login, role) in [("root", SupporterRole.admin), ("alice", .supporter), ("bob", .supporter)] {
+                _ = try await node.addAccount(login: login, displayName: login, role: role, password: Self.password(login))
+                let (secret, session, _) = try await node.signIn(
+                    login: login, password: Self.password(login), address: "127.0.0.1")
+                sessions[login] = LoginPair(secret: secret, csrf: session.csrfToken)
+            }
+            code = try await node.createCode().record.code
+            bobCode = try await node.createCode().record.code
+            _ = try await node.updateCode(bobCode) { $0.assignedSupporter = "bob" }
+            deviceToken = try node.issueAPIToken(scope: .device)
+            deviceTokenID = try requireValue(node.tokenRecord(of: deviceToken)?.id)
+        } catch {
+            node.shutdown()
+            throw error
+        }
+        node.shutdown()
+        // The store may still hold its connection (and the WAL): both files, as SQLite reads them back.
+        guard let bytes = FileManager.default.contents(atPath: path) else {
+            throw ScriptFailure(description: "the template store \(path) cannot be read")
+        }
+        store = Array(bytes)
+        journal = FileManager.default.contents(atPath: path + "-wal").map(Array.init) ?? []
+        self.sessions = sessions
+    }
+}
+
+/// A real node (a SQLite store file copied from ``RouterSceneTemplate``) behind the router; requests go straight to
+/// ``RESTRouter/handle(_:)`` (no sockets).
+final class RouterScene: Sendable {
+    let fixture: RouterFixture
+    let template: RouterSceneTemplate
+
+    init() async throws {
+        template = try await RouterSceneTemplate.shared.value
+        fixture = try RouterFixture(store: template.store, journal: template.journal)
+    }
+
+    /// Unassigned, made by the admin token.
+    var code: String { template.code }
+    /// Assigned to bob.
+    var bobCode: String { template.bobCode }
+    var deviceToken: String { template.deviceToken }
+    var deviceTokenID: String { template.deviceTokenID }
+
+    static func password(_ login: String) -> String { RouterSceneTemplate.password(login) }
 
     func stop() { fixture.stop() }
 
@@ -63,30 +113,24 @@ final class RouterScene: Sendable {
             .replacingOccurrences(of: "{login}", with: "alice").replacingOccurrences(of: "{id}", with: deviceTokenID)
     }
 
-    /// A login session of `login`, signed in on the node: the cookie's secret and the CSRF token.
-    func signIn(_ login: String) async throws -> (secret: String, csrf: String) {
-        let (secret, session, _) = try await fixture.node.signIn(
-            login: login, password: Self.password(login), address: "127.0.0.1")
-        signedIn.withLock { $0 = secret }
-        return (secret, session.csrfToken)
-    }
-
     /// The header fields `caller` sends (see ``RouterFixture/request(_:_:body:headers:)``).
-    func headers(for caller: RouterCaller) async throws -> [(String, String)] {
-        func cookie(_ login: String, csrf: Bool) async throws -> [(String, String)] {
-            let (secret, token) = try await signIn(login)
-            var fields = [("Authorization", ""), ("Cookie", "rsup_session=\(secret)"), ("Origin", "https://127.0.0.1:7444")]
-            if csrf { fields.append(("X-CSRF-Token", token)) }
+    func headers(for caller: RouterCaller) throws -> [(String, String)] {
+        func cookie(_ login: String, csrf: Bool) throws -> [(String, String)] {
+            let session = try requireValue(template.sessions[login])
+            var fields = [
+                ("Authorization", ""), ("Cookie", "rsup_session=\(session.secret)"), ("Origin", "https://127.0.0.1:7444"),
+            ]
+            if csrf { fields.append(("X-CSRF-Token", session.csrf)) }
             return fields
         }
         switch caller {
         case .nobody: return [("Authorization", "")]
         case .admin: return []
         case .device: return [("Authorization", "Bearer \(deviceToken)")]
-        case .alice: return try await cookie("alice", csrf: true)
-        case .aliceWithoutCSRF: return try await cookie("alice", csrf: false)
-        case .bob: return try await cookie("bob", csrf: true)
-        case .root: return try await cookie("root", csrf: true)
+        case .alice: return try cookie("alice", csrf: true)
+        case .aliceWithoutCSRF: return try cookie("alice", csrf: false)
+        case .bob: return try cookie("bob", csrf: true)
+        case .root: return try cookie("root", csrf: true)
         }
     }
 
@@ -94,7 +138,7 @@ final class RouterScene: Sendable {
         _ method: HTTPMethod, _ path: String, as caller: RouterCaller, body: String? = nil,
         headers: [(String, String)] = []
     ) async throws -> HTTPResponse {
-        await fixture.handle(method, fill(path), body: body, headers: try await self.headers(for: caller) + headers)
+        await fixture.handle(method, fill(path), body: body, headers: try self.headers(for: caller) + headers)
     }
 }
 
