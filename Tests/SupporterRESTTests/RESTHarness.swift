@@ -140,29 +140,54 @@ func python(_ fixture: RESTFixture, _ script: String, _ extra: [String] = [], ti
 
 /// The router without sockets: requests built here, answers read back.
 final class RouterFixture: Sendable {
-    let certificates: TestCertificates
+    /// This fixture's files (certificates, store), removed by ``stop()``.
+    let folder: String
     let node: SupporterNode
     let feed: EventFeed
     let router: RESTRouter
     let adminToken: String
 
-    /// `store` and `journal`: the bytes of a SQLite store file and its `-wal` to start from (``RouterSceneTemplate``),
-    /// copied into this fixture's own folder; nil for an empty in-memory store.
-    init(store: [UInt8]? = nil, journal: [UInt8] = []) throws {
-        certificates = try TestCertificates.make()
-        var configuration = SupporterNodeConfiguration(
-            tls: .makeServerConfiguration(
-                certificateChain: .file(certificates.server.certificatePath),
-                privateKey: .file(certificates.server.keyPath)))
-        if let store {
-            let path = certificates.directory + "/store.sqlite"
-            guard FileManager.default.createFile(atPath: path, contents: Data(store)),
-                journal.isEmpty || FileManager.default.createFile(atPath: path + "-wal", contents: Data(journal))
-            else {
-                throw ScriptFailure(description: "cannot write \(path)")
-            }
-            configuration.storePath = path
+    /// Fresh certificates and an empty in-memory store.
+    convenience init() throws {
+        let certificates = try TestCertificates.make()
+        do {
+            try self.init(
+                folder: certificates.directory, certificate: certificates.server.certificatePath,
+                key: certificates.server.keyPath, storePath: nil)
+        } catch {
+            certificates.remove()
+            throw error
         }
+    }
+
+    /// Starts from `template`'s files (``RouterSceneTemplate``: certificate, key, SQLite store and its `-wal`), copied
+    /// into a folder of its own.
+    convenience init(template: RouterSceneTemplate) throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("rsup-router-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        do {
+            for (name, bytes) in [
+                ("server.pem", template.certificate), ("server.key", template.key), ("store.sqlite", template.store),
+                ("store.sqlite-wal", template.journal),
+            ] where !bytes.isEmpty || name == "store.sqlite" {
+                guard FileManager.default.createFile(atPath: folder + "/" + name, contents: Data(bytes)) else {
+                    throw ScriptFailure(description: "cannot write \(folder)/\(name)")
+                }
+            }
+            try self.init(
+                folder: folder, certificate: folder + "/server.pem", key: folder + "/server.key",
+                storePath: folder + "/store.sqlite")
+        } catch {
+            try? FileManager.default.removeItem(atPath: folder)
+            throw error
+        }
+    }
+
+    private init(folder: String, certificate: String, key: String, storePath: String?) throws {
+        self.folder = folder
+        var configuration = SupporterNodeConfiguration(
+            tls: .makeServerConfiguration(certificateChain: .file(certificate), privateKey: .file(key)))
+        if let storePath { configuration.storePath = storePath }
         node = try SupporterNode(configuration: configuration)
         adminToken = try node.issueAPIToken(scope: .admin)
         feed = EventFeed(node: node, logger: .disabled)
@@ -174,7 +199,7 @@ final class RouterFixture: Sendable {
     func stop() {
         feed.stop()
         node.shutdown()
-        certificates.remove()
+        try? FileManager.default.removeItem(atPath: folder)
     }
 
     /// A request as the HTTP server would hand it over, from 127.0.0.1, with the admin token unless `headers` say

@@ -5,7 +5,8 @@ import SupportHTTP
 
 /// The REST API's route table itself: its invariants, protocol/openapi.yaml both ways, and the 401/403/405 of every
 /// route derived from the table (so a route added to it is tested without a new case).
-@Suite struct RESTRouteTableTests {
+/// Serialized, as ``RouterEndpointTests``: a node per case.
+@Suite(.serialized) struct RESTRouteTableTests {
     typealias Route = RESTRouter.Route
 
     /// The patterns of the table, once each, in table order.

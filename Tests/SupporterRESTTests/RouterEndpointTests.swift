@@ -25,7 +25,8 @@ struct EndpointCase: Sendable, CustomTestStringConvertible {
     var testDescription: String { "\(method) \(path) as \(caller) → \(status): \(name)" }
 }
 
-@Suite struct RouterEndpointTests {
+/// Serialized: each case starts a node of its own, and the machine has two cores shared with the socket suites.
+@Suite(.serialized) struct RouterEndpointTests {
     typealias Case = EndpointCase
 
     static let console: [Case] = [

@@ -25,12 +25,16 @@ enum RouterCaller: String, Sendable, CustomStringConvertible {
 }
 
 /// The store every ``RouterScene`` starts from, made once per test process: accounts root (admin), alice and bob
-/// (supporters, each signed in once), a code nobody is assigned to, one assigned to bob, and a device token. Made
-/// once because scrypt is slow on purpose (about 0.1 s a password); kept in memory, its folder removed at once.
+/// (supporters, each signed in once), a code nobody is assigned to, one assigned to bob, a device token, and the
+/// certificates. Made once because scrypt is slow on purpose (about 0.1 s a password) and certificates take several
+/// openssl runs; kept in memory, its folder removed at once.
 struct RouterSceneTemplate: Sendable {
     let store: [UInt8]
     /// The store's write-ahead log (`-wal`), empty when there is none.
     let journal: [UInt8]
+    /// The server certificate and key (PEM) every scene's node is configured with (no listener is opened).
+    let certificate: [UInt8]
+    let key: [UInt8]
     let code: String
     let bobCode: String
     let deviceToken: String
@@ -81,6 +85,8 @@ struct RouterSceneTemplate: Sendable {
         }
         store = Array(bytes)
         journal = FileManager.default.contents(atPath: path + "-wal").map(Array.init) ?? []
+        certificate = try requireValue(FileManager.default.contents(atPath: certificates.server.certificatePath)).map { $0 }
+        key = try requireValue(FileManager.default.contents(atPath: certificates.server.keyPath)).map { $0 }
         self.sessions = sessions
     }
 }
@@ -93,7 +99,7 @@ final class RouterScene: Sendable {
 
     init() async throws {
         template = try await RouterSceneTemplate.shared.value
-        fixture = try RouterFixture(store: template.store, journal: template.journal)
+        fixture = try RouterFixture(template: template)
     }
 
     /// Unassigned, made by the admin token.
