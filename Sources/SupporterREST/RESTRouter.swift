@@ -31,7 +31,7 @@ struct RESTRouter: Sendable {
         case .found(let route, let parameters):
             return try await route.handler.run(self, request, parameters: parameters)
         case .methodNotAllowed(let allowed, let routes, _):
-            // Every route of a path has the same access and method check (RESTRouterTableTests).
+            // Every route of a path has the same access and method check (RESTRouteTableTests).
             if let endpoint = routes.first?.handler, endpoint.methodCheck == .afterAccess {
                 _ = try await authorize(request, endpoint.access)
             }
