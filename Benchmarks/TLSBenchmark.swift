@@ -14,13 +14,13 @@ import SupporterNode
 import SupporterREST
 import SupportPostgres
 
-/// The `tls` group: SupportTransport over real loopback sockets: new connections per second (next to `openssl
+/// The `tls` group: the TLS transport (SupportRuntime, SupportLink) over real loopback sockets: new connections per second (next to `openssl
 /// s_time`/`s_server`), small-frame round trips, and the node's memory per idle connection (a child process holds
 /// the client ends; see ``IdleConnectionsBenchmark``).
 enum TLSBenchmark {
     static let group = BenchmarkGroup(
         name: "tls",
-        summary: "SupportTransport on loopback: connections/s vs openssl, frame round trips, memory per idle link",
+        summary: "the TLS transport on loopback: connections/s vs openssl, frame round trips, memory per idle link",
         run: run)
 
     /// Seconds per connection-rate row (ours and `s_time -time`).
@@ -30,7 +30,7 @@ enum TLSBenchmark {
 
     static func run(_ options: BenchmarkOptions) {
         if options.allocationProbe { return }  // nothing here is allocation-counted
-        print("== tls: SupportTransport over loopback TLS 1.3 (EC P-256 certificates, 127.0.0.1) ==")
+        print("== tls: the TLS transport over loopback TLS 1.3 (EC P-256 certificates, 127.0.0.1) ==")
         let fileLimit = ProcessInfoLite.raiseFileLimit()
         guard let fixture = TLSFixture.make() else {
             print("   tls: cannot set up (certificates or TLS contexts failed); skipped\n")

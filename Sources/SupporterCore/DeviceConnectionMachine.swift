@@ -1,4 +1,4 @@
-public import SupportUtilities
+import SupportUtilities
 public import SupportWire
 
 /// What one device connection owes and may still do, as a value: its outbox, the commit barriers in it, when reading

@@ -7,10 +7,11 @@ import SupportUtilities
 
 /// Session codes: create, list, read, change, delete, and the supporter's actions on them.
 extension RESTRouter {
-    func create(_ request: HTTPRequest, by principal: RESTPrincipal) async throws(RESTError) -> HTTPResponse {
+    /// `POST /sessions`.
+    func createSession(_ call: RESTCall, by principal: RESTPrincipal) async throws(RESTError) -> HTTPResponse {
         // Unassigned unless `assigned_supporter` says otherwise (an unassigned code becomes a supporter's when they
         // send a request on it).
-        let input = try StrictJSON.decode(APISessionCreate.self, from: request.body).validated(now: Date())
+        let input = try StrictJSON.decode(APISessionCreate.self, from: call.request.body).validated(now: Date())
         if let assignee = input.assignedSupporter { try checkAssignment(to: assignee, by: principal) }
         let info: SessionCodeInfo
         do {
@@ -34,7 +35,9 @@ extension RESTRouter {
         }
     }
 
-    func list(_ request: HTTPRequest, for principal: RESTPrincipal) throws(RESTError) -> HTTPResponse {
+    /// `GET /sessions?offset=&limit=`: the codes the caller may see.
+    func listSessions(_ call: RESTCall, for principal: RESTPrincipal) throws(RESTError) -> HTTPResponse {
+        let request = call.request
         guard let offset = Self.integer(request.query("offset"), default: 0), offset >= 0 else {
             throw RESTError(.badRequest, "offset must be a whole number, 0 or more")
         }
@@ -72,15 +75,16 @@ extension RESTRouter {
         return info
     }
 
-    func get(_ code: String, for principal: RESTPrincipal) throws(RESTError) -> HTTPResponse {
-        .api(.ok, encoding: APISession(try visibleCode(code, for: principal)))
+    /// `GET /sessions/{code}`.
+    func getSession(_ call: RESTCall, for principal: RESTPrincipal) throws(RESTError) -> HTTPResponse {
+        .api(.ok, encoding: APISession(try visibleCode(call["code"], for: principal)))
     }
 
-    func update(_ code: String, _ request: HTTPRequest, by principal: RESTPrincipal) async throws(RESTError)
-        -> HTTPResponse
-    {
+    /// `PUT /sessions/{code}`: metadata, feature rules, closing.
+    func updateSession(_ call: RESTCall, by principal: RESTPrincipal) async throws(RESTError) -> HTTPResponse {
+        let code = call["code"]
         let current = try visibleCode(code, for: principal)
-        let change = try StrictJSON.decode(APISessionUpdate.self, from: request.body).validated(now: Date())
+        let change = try StrictJSON.decode(APISessionUpdate.self, from: call.request.body).validated(now: Date())
         if case .set(let assignee) = change.assignedSupporter { try checkAssignment(to: assignee, by: principal) }
         if change.state == .open, current.record.isClosed {
             throw RESTError(.conflict, "a closed session code cannot be reopened")
@@ -99,7 +103,9 @@ extension RESTRouter {
         return .api(.ok, encoding: APISession(info))
     }
 
-    func delete(_ code: String, by principal: RESTPrincipal) async throws(RESTError) -> HTTPResponse {
+    /// `DELETE /sessions/{code}`.
+    func deleteSession(_ call: RESTCall, by principal: RESTPrincipal) async throws(RESTError) -> HTTPResponse {
+        let code = call["code"]
         _ = try visibleCode(code, for: principal)
         do {
             try await node.deleteCode(code, by: principal.actor)
@@ -109,35 +115,55 @@ extension RESTRouter {
         return HTTPResponse(status: .noContent)
     }
 
-    /// `POST /sessions/{code}/connect|cancel|end`: answered 202 with the code's state once the action is audited
-    /// and on its way to the device; the device's answer arrives as events.
-    func act(_ action: String, on code: String, _ request: HTTPRequest, by principal: RESTPrincipal)
-        async throws(RESTError) -> HTTPResponse
-    {
-        _ = try visibleCode(code, for: principal)
-        do {
-            switch action {
-            case "connect":
-                // The name the device's user sees is the account's, never free text: an API token has none.
-                guard let account = principal.account else {
-                    throw RESTError(
-                        .forbidden, "a connection request is sent as a supporter account: sign in (POST /api/v1/login)")
-                }
-                let input = try StrictJSON.decode(APIConnect.self, from: request.body)
-                try await node.requestConnection(
+    /// `POST /sessions/{code}/connect`: a connection request to the device, sent as the signed-in account.
+    func connectSession(_ call: RESTCall, by principal: RESTPrincipal) async throws(RESTError) -> HTTPResponse {
+        try await act(on: call["code"], by: principal) { code throws(RESTError) in
+            // The name the device's user sees is the account's, never free text: an API token has none.
+            guard let account = principal.account else {
+                throw RESTError(
+                    .forbidden, "a connection request is sent as a supporter account: sign in (POST /api/v1/login)")
+            }
+            let input = try StrictJSON.decode(APIConnect.self, from: call.request.body)
+            try await nodeCall { () throws(SupporterNodeError) in
+                _ = try await node.requestConnection(
                     code: code, account: account, type: input.connectionType, features: input.features,
                     by: principal.actor)
-            case "cancel":
-                try await node.abortRequest(code: code, by: principal.actor)
-            case "end":
-                try await node.endSession(code: code, by: principal.actor)
-            default:
-                throw RESTError(.notFound, "no such action '\(action)' (connect, cancel, end)")
             }
-        } catch {
-            throw RESTError(any: error)
         }
+    }
+
+    /// `POST /sessions/{code}/cancel`: withdraws the pending connection request.
+    func cancelRequest(_ call: RESTCall, by principal: RESTPrincipal) async throws(RESTError) -> HTTPResponse {
+        try await act(on: call["code"], by: principal) { code throws(RESTError) in
+            try await nodeCall { () throws(SupporterNodeError) in
+                try await node.abortRequest(code: code, by: principal.actor)
+            }
+        }
+    }
+
+    /// `POST /sessions/{code}/end`: ends the code's session.
+    func endSession(_ call: RESTCall, by principal: RESTPrincipal) async throws(RESTError) -> HTTPResponse {
+        try await act(on: call["code"], by: principal) { code throws(RESTError) in
+            try await nodeCall { () throws(SupporterNodeError) in
+                try await node.endSession(code: code, by: principal.actor)
+            }
+        }
+    }
+
+    /// A supporter's action on `code`: 404 or 403 unless the caller may work on it, then `action`; answered 202 with
+    /// the code's state once the action is audited and on its way to the device (the device's answer arrives as
+    /// events).
+    private func act(
+        on code: String, by principal: RESTPrincipal, _ action: (String) async throws(RESTError) -> Void
+    ) async throws(RESTError) -> HTTPResponse {
+        _ = try visibleCode(code, for: principal)
+        try await action(code)
         guard let info = node.code(code) else { throw RESTError(.notFound, "no session code \(code)") }
         return .api(.accepted, encoding: APISession(info))
+    }
+
+    /// `body`'s refusal as the API answers it (``RESTError/init(_:)``).
+    private func nodeCall(_ body: () async throws(SupporterNodeError) -> Void) async throws(RESTError) {
+        do throws(SupporterNodeError) { try await body() } catch { throw RESTError(error) }
     }
 }

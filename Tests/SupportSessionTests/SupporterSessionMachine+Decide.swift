@@ -1,4 +1,5 @@
 import SupportSession
+import SupportUtilities
 import SupportWire
 
 extension SupporterSessionMachine {

@@ -1,4 +1,4 @@
-import SupportRegistry
+import SupporterCore
 import SupportWire
 import Testing
 

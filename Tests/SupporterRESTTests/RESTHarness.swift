@@ -143,18 +143,54 @@ func python(_ fixture: RESTFixture, _ script: String, _ extra: [String] = [], ti
 
 /// The router without sockets: requests built here, answers read back.
 final class RouterFixture: Sendable {
-    let certificates: TestCertificates
+    /// This fixture's files (certificates, store), removed by ``stop()``.
+    let folder: String
     let node: SupporterNode
     let feed: EventFeed
     let router: RESTRouter
     let adminToken: String
 
-    init() throws {
-        certificates = try TestCertificates.make()
-        let configuration = SupporterNodeConfiguration(
-            tls: .makeServerConfiguration(
-                certificateChain: .file(certificates.server.certificatePath),
-                privateKey: .file(certificates.server.keyPath)))
+    /// Fresh certificates and an empty in-memory store.
+    convenience init() throws {
+        let certificates = try TestCertificates.make()
+        do {
+            try self.init(
+                folder: certificates.directory, certificate: certificates.server.certificatePath,
+                key: certificates.server.keyPath, storePath: nil)
+        } catch {
+            certificates.remove()
+            throw error
+        }
+    }
+
+    /// Starts from `template`'s files (``RouterSceneTemplate``: certificate, key, SQLite store and its `-wal`), copied
+    /// into a folder of its own.
+    convenience init(template: RouterSceneTemplate) throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("rsup-router-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        do {
+            for (name, bytes) in [
+                ("server.pem", template.certificate), ("server.key", template.key), ("store.sqlite", template.store),
+                ("store.sqlite-wal", template.journal),
+            ] where !bytes.isEmpty || name == "store.sqlite" {
+                guard FileManager.default.createFile(atPath: folder + "/" + name, contents: Data(bytes)) else {
+                    throw ScriptFailure(description: "cannot write \(folder)/\(name)")
+                }
+            }
+            try self.init(
+                folder: folder, certificate: folder + "/server.pem", key: folder + "/server.key",
+                storePath: folder + "/store.sqlite")
+        } catch {
+            try? FileManager.default.removeItem(atPath: folder)
+            throw error
+        }
+    }
+
+    private init(folder: String, certificate: String, key: String, storePath: String?) throws {
+        self.folder = folder
+        var configuration = SupporterNodeConfiguration(
+            tls: .makeServerConfiguration(certificateChain: .file(certificate), privateKey: .file(key)))
+        if let storePath { configuration.storePath = storePath }
         node = try SupporterNode(configuration: configuration)
         adminToken = try node.issueAPIToken(scope: .admin)
         feed = EventFeed(node: node, logger: .disabled)
@@ -166,7 +202,7 @@ final class RouterFixture: Sendable {
     func stop() {
         feed.stop()
         node.shutdown()
-        certificates.remove()
+        try? FileManager.default.removeItem(atPath: folder)
     }
 
     /// A request as the HTTP server would hand it over, from 127.0.0.1, with the admin token unless `headers` say
@@ -179,10 +215,18 @@ final class RouterFixture: Sendable {
             fields.remove(name: "Authorization")
         }
         if body != nil { fields.add(name: "Content-Type", value: "application/json") }
-        let segments = path.split(separator: "?")[0].split(separator: "/").map(String.init)
+        let parts = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        let segments = parts[0].split(separator: "/").map(String.init)
+        // The query as the parser hands it over: name=value pairs, percent-decoded (no '+' here).
+        let query: [HTTPQueryItem] = parts.count > 1 ? parts[1].split(separator: "&").map { pair -> HTTPQueryItem in
+            let nameValue = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            return HTTPQueryItem(
+                name: String(nameValue[0]).removingPercentEncoding ?? "",
+                value: nameValue.count > 1 ? String(nameValue[1]).removingPercentEncoding ?? "" : "")
+        } : []
         return HTTPRequest(
-            method: method, target: path, path: String(path.split(separator: "?")[0]), pathSegments: segments,
-            queryItems: [], version: .http1_1, headers: fields, body: Array((body ?? "").utf8), keepAlive: true,
+            method: method, target: path, path: String(parts[0]), pathSegments: segments,
+            queryItems: query, version: .http1_1, headers: fields, body: Array((body ?? "").utf8), keepAlive: true,
             peerAddress: (try? SocketAddress.resolve(host: "127.0.0.1", port: 40000))?.first)
     }
 

@@ -1,0 +1,75 @@
+import Foundation
+import SupportHTTP
+import SupporterNode
+import SupporterCore
+
+/// The audit trail, paged (`GET /audit`) and live (`GET /events`).
+extension RESTRouter {
+    /// `GET /audit?code=&kind=&before_id=&limit=`: newest first, only what the caller may see.
+    func listAudit(_ call: RESTCall, as principal: RESTPrincipal) throws(RESTError) -> HTTPResponse {
+        let request = call.request
+        guard let limit = Self.integer(request.query("limit"), default: 100), (1...1000).contains(limit) else {
+            throw RESTError(.badRequest, "limit must be a whole number from 1 to 1000")
+        }
+        var before: Int64?
+        if let text = request.query("before_id") {
+            guard let value = Self.integer(text, default: 0) else {
+                throw RESTError(.badRequest, "before_id must be a whole number")
+            }
+            before = Int64(value)
+        }
+        let code = request.query("code")
+        if let code { _ = try visibleCode(code, for: principal) }
+        let kind = request.query("kind")
+        if code == nil, !principal.isAdmin {
+            throw RESTError(.forbidden, "a supporter reads the audit trail of one code at a time (code=…)")
+        }
+        var events: [AuditEvent] = []
+        var cursor = before
+        var reachedEnd = false
+        // Filtering by kind happens here: read pages until `limit` match or the trail ends (bounded to 20 pages).
+        for _ in 0..<20 {
+            let page: [AuditEvent]
+            do {
+                page = try node.auditEvents(code: code, limit: limit, beforeID: cursor, newestFirst: true)
+            } catch {
+                throw RESTError(error)
+            }
+            events += page.filter { kind == nil || $0.kind.rawValue == kind }
+            cursor = page.last?.id ?? cursor
+            if page.count < limit {
+                reachedEnd = true
+                break
+            }
+            if events.count >= limit { break }
+        }
+        events = Array(events.prefix(limit))
+        // A full page goes on after its last row; a page cut short by the 20-page bound goes on where reading stopped
+        // (so a client is never told the trail ended when it did not).
+        let next = events.count == limit ? events.last?.id : (reachedEnd ? nil : cursor)
+        return .api(.ok, encoding: APIAuditPage(events: events.map(APIAuditEvent.init), nextBeforeID: next))
+    }
+
+    /// `GET /events`: Server-Sent Events (``EventFeed``), resuming after `Last-Event-ID` when sent.
+    func streamEvents(_ call: RESTCall, as principal: RESTPrincipal) throws(RESTError) -> HTTPResponse {
+        let request = call.request
+        var lastEventID: Int64?
+        if let text = request.headers["Last-Event-ID"] ?? request.query("last_event_id") {
+            guard let value = Self.integer(text.trimmingCharacters(in: .whitespaces), default: 0) else {
+                throw RESTError(.badRequest, "Last-Event-ID must be an event id (a whole number)")
+            }
+            lastEventID = Int64(value)
+        }
+        let credential: EventFeed.Credential
+        if let sessionSecret = call.sessionSecret {
+            credential = .session(sessionSecret)
+        } else if let token = AuthenticationGuard.bearerToken(request.headers["Authorization"]) {
+            credential = .token(token)
+        } else {
+            throw RESTError(.unauthorized, "missing bearer token: send 'Authorization: Bearer <admin token>'")
+        }
+        let stream = try feed.subscribe(principal, credential: credential, lastEventID: lastEventID)
+        return HTTPResponse(
+            status: .ok, headers: ["Content-Type": "text/event-stream", "Cache-Control": "no-store"], stream: stream)
+    }
+}

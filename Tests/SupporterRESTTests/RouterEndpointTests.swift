@@ -1,0 +1,385 @@
+import Foundation
+import Testing
+import SupportHTTP
+import SupporterNode
+import SupporterCore
+@testable import SupporterREST
+
+/// One request to the router in process and what must come back. `path` may hold `{code}`, `{bobCode}`, `{login}` and
+/// `{id}` (``RouterScene/fill(_:)``). ``RouterEndpointTests/everyRouteHasAnAnswerAndARefusal`` reads these through
+/// the route table to prove every route has at least one of each.
+struct EndpointCase: Sendable, CustomTestStringConvertible {
+    var name: String
+    var method: HTTPMethod
+    var path: String
+    var caller: RouterCaller = .admin
+    var body: String? = nil
+    var headers: [(String, String)] = []
+    var status: Int
+    /// A part of the error body's message.
+    var message: String? = nil
+    /// The `Allow` header, exactly.
+    var allow: String? = nil
+    /// More checks of the answer, with the scene (the node) for state.
+    var check: (@Sendable (HTTPResponse, RouterScene) async throws -> Void)? = nil
+
+    var testDescription: String { "\(method) \(path) as \(caller) → \(status): \(name)" }
+}
+
+/// Serialized: each case starts a node of its own, and the machine has two cores shared with the socket suites.
+@Suite(.serialized) struct RouterEndpointTests {
+    typealias Case = EndpointCase
+
+    static let console: [Case] = [
+        Case(name: "the console's page", method: .get, path: "/", caller: .nobody, status: 200) { answer, _ in
+            #expect(answer.headers["Content-Type"] == "text/html; charset=utf-8")
+            #expect(answer.headers["Cache-Control"] == "no-cache")
+            #expect(answer.text.contains("<html"))
+        },
+        Case(name: "HEAD of the page answers as GET", method: .head, path: "/", caller: .nobody, status: 200),
+        Case(name: "other methods on / are 405", method: .post, path: "/", caller: .nobody, status: 405,
+             message: "POST is not allowed here", allow: "GET, HEAD"),
+        Case(name: "a console file", method: .get, path: "/console.js", caller: .nobody, status: 200) { answer, _ in
+            #expect(answer.headers["Content-Type"] == "text/javascript; charset=utf-8")
+        },
+        Case(name: "/index.html is the page", method: .head, path: "/index.html", caller: .nobody, status: 200),
+        Case(name: "no such file", method: .get, path: "/nothing.txt", caller: .nobody, status: 404,
+             message: "no such page: /nothing.txt"),
+        Case(name: "a file by another method", method: .delete, path: "/console.js", status: 405, allow: "GET, HEAD"),
+        Case(name: "deeper paths are no file", method: .get, path: "/a/console.js", caller: .nobody, status: 404,
+             message: "no such page: /a/console.js"),
+        Case(name: "HEAD of a deeper path", method: .head, path: "/a/b", caller: .nobody, status: 404),
+        Case(name: "deeper paths refuse other methods as files do", method: .put, path: "/a/b", caller: .nobody,
+             status: 405, allow: "GET, HEAD"),
+    ]
+
+    static let outside: [Case] = [
+        Case(name: "an unknown resource, before any authentication", method: .get, path: "/api/v1/nope",
+             caller: .nobody, status: 404, message: "no such resource: /api/v1/nope"),
+        Case(name: "/api itself", method: .patch, path: "/api", caller: .nobody, status: 404,
+             message: "no such resource: /api"),
+        Case(name: "another version", method: .get, path: "/api/v2/sessions", status: 404),
+        Case(name: "more segments than any route", method: .get, path: "/api/v1/sessions/{code}/connect/x",
+             caller: .nobody, status: 404, message: "no such resource"),
+        Case(name: "below /users", method: .get, path: "/api/v1/users/a/b", caller: .nobody, status: 404),
+        Case(name: "below /me", method: .get, path: "/api/v1/me/x", caller: .nobody, status: 404),
+        Case(name: "a duplicated header is refused before routing", method: .get, path: "/api/v1/nope",
+             headers: [("Origin", "https://a"), ("Origin", "https://b")], status: 400,
+             message: "more than one Origin header"),
+        Case(name: "another action on a code, once authenticated", method: .post, path: "/api/v1/sessions/{code}/x",
+             status: 404, message: "no such resource: /api/v1/sessions/"),
+        Case(name: "another action on a code asks for credentials first", method: .get,
+             path: "/api/v1/sessions/{code}/x", caller: .nobody, status: 401),
+        Case(name: "another action on a code checks CSRF first", method: .post, path: "/api/v1/sessions/{code}/x",
+             caller: .aliceWithoutCSRF, status: 403, message: "X-CSRF-Token"),
+    ]
+
+    static let signIn: [Case] = [
+        Case(name: "signs in: cookies and the CSRF token", method: .post, path: "/api/v1/login", caller: .nobody,
+             body: #"{"login":"alice","password":"password of alice"}"#, status: 200) { answer, _ in
+            let cookies = answer.headers.values(for: "Set-Cookie")
+            #expect(cookies.count == 2)
+            #expect(cookies.first?.hasPrefix("rsup_known=") == true)
+            #expect(cookies.last?.hasPrefix("rsup_session=") == true)
+            #expect(answer.json?["csrf_token"] is String)
+            #expect((answer.json?["account"] as? [String: Any])?["login"] as? String == "alice")
+        },
+        Case(name: "a wrong password", method: .post, path: "/api/v1/login", caller: .nobody,
+             body: #"{"login":"alice","password":"not the one"}"#, status: 401) { answer, _ in
+            #expect(answer.headers["WWW-Authenticate"] == #"Bearer realm="rsup""#)
+        },
+        Case(name: "an unknown member", method: .post, path: "/api/v1/login", caller: .nobody,
+             body: #"{"login":"alice","password":"x","x":1}"#, status: 422, message: "unknown member 'x'"),
+        Case(name: "another site's sign-in", method: .post, path: "/api/v1/login", caller: .nobody,
+             body: #"{"login":"alice","password":"password of alice"}"#,
+             headers: [("Origin", "https://evil.example")], status: 403, message: "cross-origin"),
+        Case(name: "GET is 405 before anything else", method: .get, path: "/api/v1/login", caller: .nobody,
+             status: 405, allow: "POST"),
+
+        Case(name: "signs out: the session ends, the cookie is cleared", method: .post, path: "/api/v1/logout",
+             caller: .alice, status: 204) { answer, scene in
+            #expect(answer.headers["Set-Cookie"] == BrowserSecurity.clearedCookie)
+            let secret = try requireValue(scene.template.sessions["alice"]?.secret)
+            #expect(scene.fixture.node.loginSession(secret: secret) == nil)
+        },
+        Case(name: "an admin token has nothing to end", method: .post, path: "/api/v1/logout", status: 204),
+        Case(name: "no credentials", method: .post, path: "/api/v1/logout", caller: .nobody, status: 401),
+        Case(name: "the cookie without CSRF token", method: .post, path: "/api/v1/logout", caller: .aliceWithoutCSRF,
+             status: 403, message: "X-CSRF-Token"),
+        Case(name: "GET is 405 before authentication", method: .get, path: "/api/v1/logout", caller: .nobody,
+             status: 405, allow: "POST"),
+
+        Case(name: "who is signed in", method: .get, path: "/api/v1/me", caller: .alice, status: 200) { answer, _ in
+            #expect((answer.json?["account"] as? [String: Any])?["role"] as? String == "supporter")
+            #expect(answer.json?["csrf_token"] is String)
+        },
+        Case(name: "an API token has no account", method: .get, path: "/api/v1/me", status: 404,
+             message: "an API token has no account"),
+        Case(name: "no credentials", method: .get, path: "/api/v1/me", caller: .nobody, status: 401),
+        Case(name: "a device token", method: .get, path: "/api/v1/me", caller: .device, status: 403),
+        Case(name: "HEAD is 405 before authentication", method: .head, path: "/api/v1/me", caller: .nobody,
+             status: 405, allow: "GET"),
+    ]
+
+    static let sessions: [Case] = [
+        Case(name: "an admin lists every code", method: .get, path: "/api/v1/sessions?limit=1", status: 200) {
+            answer, _ in
+            #expect(answer.json?["total"] as? Int == 2)
+            #expect((answer.json?["sessions"] as? [Any])?.count == 1)
+        },
+        Case(name: "a supporter sees the unassigned code and not bob's", method: .get, path: "/api/v1/sessions",
+             caller: .alice, status: 200) { answer, scene in
+            let codes = (answer.json?["sessions"] as? [[String: Any]])?.compactMap { $0["code"] as? String }
+            #expect(codes == [scene.code])
+        },
+        Case(name: "a malformed limit", method: .get, path: "/api/v1/sessions?limit=0", status: 400,
+             message: "limit must be a whole number from 1 to 500"),
+        Case(name: "a malformed offset", method: .get, path: "/api/v1/sessions?offset=-1", status: 400,
+             message: "offset must be a whole number"),
+        Case(name: "no credentials", method: .get, path: "/api/v1/sessions", caller: .nobody, status: 401),
+        Case(name: "a wrong method is 401 before 405", method: .patch, path: "/api/v1/sessions", caller: .nobody,
+             status: 401),
+        Case(name: "a wrong method once authenticated", method: .patch, path: "/api/v1/sessions", status: 405,
+             message: "PATCH is not allowed here", allow: "GET, POST"),
+
+        Case(name: "creates a code", method: .post, path: "/api/v1/sessions", body: #"{"description":"printer"}"#,
+             status: 201) { answer, scene in
+            let code = try requireValue(answer.json?["code"] as? String)
+            #expect(answer.headers["Location"] == "/api/v1/sessions/\(code)")
+            #expect(scene.fixture.node.code(code)?.record.description == "printer")
+        },
+        Case(name: "a supporter creates a code for themselves", method: .post, path: "/api/v1/sessions",
+             caller: .alice, body: #"{"assigned_supporter":"alice"}"#, status: 201),
+        Case(name: "a supporter may not assign to another", method: .post, path: "/api/v1/sessions", caller: .alice,
+             body: #"{"assigned_supporter":"bob"}"#, status: 403, message: "only to themselves"),
+        Case(name: "not JSON", method: .post, path: "/api/v1/sessions", body: "description", status: 400,
+             message: "not valid JSON"),
+        Case(name: "an unknown member", method: .post, path: "/api/v1/sessions", body: #"{"colour":"red"}"#,
+             status: 422, message: "unknown member 'colour'"),
+        Case(name: "the cookie without CSRF token", method: .post, path: "/api/v1/sessions", caller: .aliceWithoutCSRF,
+             body: "{}", status: 403, message: "X-CSRF-Token") { _, scene in
+            #expect(scene.fixture.node.codes().count == 2, "nothing was created")
+        },
+
+        Case(name: "reads a code", method: .get, path: "/api/v1/sessions/{code}", status: 200) { answer, scene in
+            #expect(answer.json?["code"] as? String == scene.code)
+        },
+        Case(name: "no such code", method: .get, path: "/api/v1/sessions/000000000", status: 404,
+             message: "no session code 000000000"),
+        Case(name: "another supporter's code", method: .get, path: "/api/v1/sessions/{bobCode}", caller: .alice,
+             status: 403, message: "assigned to another supporter"),
+        Case(name: "a wrong method on a code", method: .post, path: "/api/v1/sessions/{code}", status: 405,
+             allow: "GET, PUT, DELETE"),
+        Case(name: "a wrong method on a code is 401 first", method: .post, path: "/api/v1/sessions/{code}",
+             caller: .nobody, status: 401),
+
+        Case(name: "changes a code", method: .put, path: "/api/v1/sessions/{code}",
+             body: #"{"description":"new"}"#, status: 200) { answer, scene in
+            #expect(answer.json?["description"] as? String == "new")
+            #expect(scene.fixture.node.code(scene.code)?.record.description == "new")
+        },
+        Case(name: "closes a code, which cannot be reopened", method: .put, path: "/api/v1/sessions/{code}",
+             body: #"{"state":"closed"}"#, status: 200) { _, scene in
+            let again = await scene.fixture.handle(.put, "/api/v1/sessions/\(scene.code)", body: #"{"state":"open"}"#)
+            #expect(again.status == .conflict)
+            #expect(again.errorMessage == "a closed session code cannot be reopened")
+        },
+        Case(name: "a body that is no object", method: .put, path: "/api/v1/sessions/{code}", body: "[]",
+             status: 400, message: "the body must be a JSON object"),
+        Case(name: "changing another supporter's code", method: .put, path: "/api/v1/sessions/{bobCode}",
+             caller: .alice, body: "{}", status: 403),
+
+        Case(name: "deletes a code", method: .delete, path: "/api/v1/sessions/{code}", status: 204) { _, scene in
+            #expect(scene.fixture.node.code(scene.code) == nil)
+        },
+        Case(name: "deleting no such code", method: .delete, path: "/api/v1/sessions/000000000", status: 404),
+
+        Case(name: "connect needs a device on the code", method: .post, path: "/api/v1/sessions/{code}/connect",
+             caller: .alice, body: "{}", status: 409, message: "no device is online"),
+        Case(name: "connect is sent as an account, never a token", method: .post,
+             path: "/api/v1/sessions/{code}/connect", body: "{}", status: 403, message: "sign in (POST /api/v1/login)"),
+        Case(name: "connect with an unknown connection type", method: .post, path: "/api/v1/sessions/{code}/connect",
+             caller: .alice, body: #"{"connection_type":"telepathy"}"#, status: 422, message: "connection_type"),
+        Case(name: "connect on another's code", method: .post, path: "/api/v1/sessions/{bobCode}/connect",
+             caller: .alice, body: "{}", status: 403),
+        Case(name: "connect by GET, once authenticated", method: .get, path: "/api/v1/sessions/{code}/connect",
+             status: 405, allow: "POST"),
+
+        Case(name: "cancel needs a device on the code", method: .post, path: "/api/v1/sessions/{code}/cancel",
+             status: 409, message: "no device is online"),
+        Case(name: "cancel on no such code", method: .post, path: "/api/v1/sessions/000000000/cancel", status: 404),
+        Case(name: "cancel by DELETE is 401 first", method: .delete, path: "/api/v1/sessions/{code}/cancel",
+             caller: .nobody, status: 401),
+
+        Case(name: "end needs a device on the code", method: .post, path: "/api/v1/sessions/{code}/end",
+             caller: .root, status: 409, message: "no device is online"),
+        Case(name: "end on another's code", method: .post, path: "/api/v1/sessions/{bobCode}/end", caller: .alice,
+             status: 403),
+        Case(name: "end by PUT", method: .put, path: "/api/v1/sessions/{code}/end", status: 405, allow: "POST"),
+    ]
+
+    static let audit: [Case] = [
+        Case(name: "the trail, newest first", method: .get, path: "/api/v1/audit?limit=2", status: 200) { answer, _ in
+            let events = try requireValue(answer.json?["events"] as? [[String: Any]])
+            #expect(events.count == 2)
+            let ids = events.compactMap { $0["id"] as? Int }
+            #expect(ids == ids.sorted(by: >))
+        },
+        Case(name: "a supporter reads one code's trail", method: .get, path: "/api/v1/audit?code={code}",
+             caller: .alice, status: 200),
+        Case(name: "a supporter reads one code at a time", method: .get, path: "/api/v1/audit", caller: .alice,
+             status: 403, message: "one code at a time"),
+        Case(name: "a malformed before_id", method: .get, path: "/api/v1/audit?before_id=x", status: 400,
+             message: "before_id must be a whole number"),
+        Case(name: "POST is 405 before authentication", method: .post, path: "/api/v1/audit", caller: .nobody,
+             status: 405, allow: "GET"),
+
+        Case(name: "the live stream", method: .get, path: "/api/v1/events", caller: .alice, status: 200) { answer, _ in
+            #expect(answer.headers["Content-Type"] == "text/event-stream")
+            #expect(answer.headers["Cache-Control"] == "no-store")
+            #expect(answer.stream != nil)
+        },
+        Case(name: "a malformed Last-Event-ID", method: .get, path: "/api/v1/events",
+             headers: [("Last-Event-ID", "x")], status: 400, message: "Last-Event-ID must be an event id"),
+        Case(name: "no credentials", method: .get, path: "/api/v1/events", caller: .nobody, status: 401),
+        Case(name: "DELETE is 405 before authentication", method: .delete, path: "/api/v1/events", caller: .nobody,
+             status: 405, allow: "GET"),
+    ]
+
+    static let users: [Case] = [
+        Case(name: "lists the accounts", method: .get, path: "/api/v1/users", caller: .root, status: 200) {
+            answer, _ in
+            let logins = (answer.json?["users"] as? [[String: Any]])?.compactMap { $0["login"] as? String }
+            #expect(logins.map(Set.init) == ["root", "alice", "bob"])
+        },
+        Case(name: "a supporter is no admin", method: .get, path: "/api/v1/users", caller: .alice, status: 403,
+             message: "only an admin may do this"),
+        Case(name: "a wrong method by a supporter is 403 before 405", method: .patch, path: "/api/v1/users",
+             caller: .alice, status: 403),
+        Case(name: "a wrong method by an admin", method: .delete, path: "/api/v1/users", status: 405,
+             allow: "GET, POST"),
+
+        Case(name: "adds an account", method: .post, path: "/api/v1/users",
+             body: #"{"login":"carol","display_name":"Carol","password":"password of carol"}"#, status: 201) {
+            answer, scene in
+            #expect(answer.headers["Location"] == "/api/v1/users/carol")
+            #expect(scene.fixture.node.account("carol")?.role == .supporter)
+        },
+        Case(name: "an existing login", method: .post, path: "/api/v1/users",
+             body: #"{"login":"alice","display_name":"A","password":"password of alice"}"#, status: 409),
+        Case(name: "a missing member", method: .post, path: "/api/v1/users", body: #"{"login":"dave"}"#, status: 422),
+        Case(name: "no credentials", method: .post, path: "/api/v1/users", caller: .nobody, body: "{}", status: 401),
+
+        Case(name: "reads an account", method: .get, path: "/api/v1/users/{login}", status: 200) { answer, _ in
+            #expect(answer.json?["login"] as? String == "alice")
+        },
+        Case(name: "no such account", method: .get, path: "/api/v1/users/nobody", status: 404,
+             message: "no account 'nobody'"),
+        Case(name: "a wrong method on an account", method: .delete, path: "/api/v1/users/{login}", status: 405,
+             allow: "GET, PUT"),
+        Case(name: "a wrong method on an account by a supporter", method: .delete, path: "/api/v1/users/{login}",
+             caller: .bob, status: 403),
+
+        Case(name: "changes an account", method: .put, path: "/api/v1/users/{login}", caller: .root,
+             body: #"{"display_name":"Alice M."}"#, status: 200) { answer, scene in
+            #expect(answer.json?["display_name"] as? String == "Alice M.")
+            #expect(scene.fixture.node.account("alice")?.displayName == "Alice M.")
+        },
+        Case(name: "the last admin stays an admin", method: .put, path: "/api/v1/users/root",
+             body: #"{"role":"supporter"}"#, status: 409),
+        Case(name: "an unknown role", method: .put, path: "/api/v1/users/{login}", body: #"{"role":"owner"}"#,
+             status: 422),
+        Case(name: "changing no such account", method: .put, path: "/api/v1/users/nobody", body: "{}", status: 404),
+    ]
+
+    static let tokens: [Case] = [
+        Case(name: "lists the tokens, never their secrets", method: .get, path: "/api/v1/tokens", status: 200) {
+            answer, scene in
+            let tokens = try requireValue(answer.json?["tokens"] as? [[String: Any]])
+            #expect(tokens.contains { $0["id"] as? String == scene.deviceTokenID })
+            #expect(!answer.text.contains(scene.deviceToken))
+        },
+        Case(name: "a device token may not", method: .get, path: "/api/v1/tokens", caller: .device, status: 403),
+        Case(name: "a supporter may not", method: .get, path: "/api/v1/tokens", caller: .bob, status: 403,
+             message: "only an admin may do this"),
+
+        Case(name: "issues a token, shown once", method: .post, path: "/api/v1/tokens",
+             body: #"{"scope":"device","label":"kiosk"}"#, status: 201) { answer, scene in
+            let token = try requireValue(answer.json?["token"] as? String)
+            #expect(scene.fixture.node.tokenRecord(of: token)?.label == "kiosk")
+        },
+        Case(name: "an unknown scope", method: .post, path: "/api/v1/tokens", body: #"{"scope":"god"}"#, status: 422),
+        Case(name: "a wrong method", method: .put, path: "/api/v1/tokens", status: 405, allow: "GET, POST"),
+
+        Case(name: "revokes a token", method: .delete, path: "/api/v1/tokens/{id}", status: 204) { _, scene in
+            #expect(scene.fixture.node.tokenRecord(of: scene.deviceToken) == nil)
+        },
+        Case(name: "revoking no such token", method: .delete, path: "/api/v1/tokens/nothing", status: 404),
+        Case(name: "reading one token is no method", method: .get, path: "/api/v1/tokens/{id}", status: 405,
+             allow: "DELETE"),
+        Case(name: "a supporter is refused before the method", method: .get, path: "/api/v1/tokens/{id}",
+             caller: .alice, status: 403),
+    ]
+
+    static let all = console + outside + signIn + sessions + audit + users + tokens
+
+    @Test(arguments: all)
+    func endpoint(_ expected: Case) async throws {
+        let scene = try await RouterScene()
+        defer { scene.stop() }
+        let answer = try await scene.send(
+            expected.method, expected.path, as: expected.caller, body: expected.body, headers: expected.headers)
+        #expect(answer.status.code == expected.status, "\(answer.text)")
+        if answer.status.code >= 400 {
+            // Every refusal has the error body of protocol/openapi.yaml.
+            let error = answer.json?["error"] as? [String: Any]
+            #expect(error?["status"] as? Int == expected.status, "\(answer.text)")
+            #expect(error?["code"] as? String == answer.status.errorCode)
+        }
+        if let message = expected.message {
+            #expect(answer.errorMessage?.contains(message) == true, "\(answer.text)")
+        }
+        if let allow = expected.allow { #expect(answer.headers["Allow"] == allow) }
+        if answer.status != .methodNotAllowed { #expect(answer.headers["Allow"] == nil) }
+        try await expected.check?(answer, scene)
+    }
+
+    /// The routes whose 202 needs a device connected to the node (a TLS socket, so not here): their answer in
+    /// process is the node's 409 "no device is online", reached past every check of the router; the 202s are driven
+    /// by the curl tests (Tests/CLITests/RESTAPITests.swift) and protocol/check_openapi.py (`--online-code`,
+    /// `--pending-code`).
+    static let needADevice: Set<String> = [
+        "/api/v1/sessions/{code}/connect", "/api/v1/sessions/{code}/cancel", "/api/v1/sessions/{code}/end",
+    ]
+
+    /// Every route of the table, for each of its methods, has at least one case it answers (2xx; for the
+    /// fallbacks, their 404) and one it refuses (a 405 on its path counts for each of the path's methods) — counted by
+    /// matching each case's request through the table, not by labels.
+    @Test func everyRouteHasAnAnswerAndARefusal() {
+        func key(_ method: HTTPMethod?, _ pattern: RoutePattern) -> String { "\(method?.rawValue ?? "*") \(pattern)" }
+        var answered: Set<String> = []
+        var refused: Set<String> = []
+        for expected in Self.all {
+            let segments = expected.path.split(separator: "?", maxSplits: 1)[0].split(separator: "/").map(String.init)
+            switch RESTRouter.routes.match(expected.method, segments) {
+            case .found(let route, _):
+                let covered = key(route.methods == nil ? nil : expected.method, route.pattern)
+                let isAnswer = (200..<300).contains(expected.status)
+                    || (route.handler.operationID == nil && expected.status == 404)
+                    || (Self.needADevice.contains(route.pattern.description) && expected.status == 409
+                        && expected.message == "no device is online")
+                if isAnswer { answered.insert(covered) } else { refused.insert(covered) }
+            case .methodNotAllowed(_, let routes, _):
+                for route in routes { for method in route.methods ?? [] { refused.insert(key(method, route.pattern)) } }
+            case .notFound:
+                Issue.record("\(expected.testDescription): no route")
+            }
+        }
+        for route in RESTRouter.routes.routes {
+            for method in route.methods.map({ $0.map(Optional.some) }) ?? [nil] {
+                #expect(answered.contains(key(method, route.pattern)), "no case answered by \(key(method, route.pattern))")
+                #expect(refused.contains(key(method, route.pattern)), "no case refused by \(key(method, route.pattern))")
+            }
+        }
+    }
+}
