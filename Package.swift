@@ -16,6 +16,10 @@ let package = Package(
         .library(name: "SupportLink", targets: ["SupportLink"]),
         .library(name: "SupportSession", targets: ["SupportSession"]),
         .library(name: "SupporterCore", targets: ["SupporterCore"]),
+        .library(name: "SupporterStore", targets: ["SupporterStore"]),
+        .library(name: "SupporterStoreSQLite", targets: ["SupporterStoreSQLite"]),
+        .library(name: "SupporterStorePostgres", targets: ["SupporterStorePostgres"]),
+        .library(name: "SupporterStores", targets: ["SupporterStores"]),
         .library(name: "SupporterNode", targets: ["SupporterNode"]),
         .library(name: "SupporterREST", targets: ["SupporterREST"]),
         .library(name: "DeviceNode", targets: ["DeviceNode"]),
@@ -52,8 +56,37 @@ let package = Package(
         .target(
             name: "SupporterNode",
             dependencies: [
-                "SupporterCore", "SupportSession", "SupportWire", "SupportUtilities", "SupportRuntime", "SupportLink",
-                "CSQLite", "SupportPostgres",
+                "SupporterCore", "SupporterStore", "SupportSession", "SupportWire", "SupportUtilities", "SupportRuntime",
+                "SupportLink",
+            ],
+            swiftSettings: settings),
+        // What a supporter node needs from its durable store, whatever the engine: the engine, audit-trail and
+        // cluster-bus protocols, StoreError, the audit archive format and the data folder. No engine here.
+        .target(
+            name: "SupporterStore", dependencies: ["SupporterCore", "SupportSession", "SupportWire", "SupportUtilities"],
+            swiftSettings: settings),
+        // The embedded default engine: one SQLite file (Debian libsqlite3-dev), its writer thread and checkpoints.
+        .target(
+            name: "SupporterStoreSQLite",
+            dependencies: [
+                "SupporterStore", "SupporterCore", "SupportSession", "SupportWire", "SupportUtilities", "SupportRuntime",
+                "CSQLite",
+            ],
+            swiftSettings: settings),
+        // The PostgreSQL engine (libpq through SupportPostgres), with the cluster listener and peers as its cluster bus.
+        .target(
+            name: "SupporterStorePostgres",
+            dependencies: [
+                "SupporterStore", "SupporterCore", "SupportSession", "SupportWire", "SupportUtilities", "SupportPostgres",
+            ],
+            swiftSettings: settings),
+        // The engines a node can be built with, chosen by name (`StoreBackend`), and the audit trail opened by a tool
+        // in either: the one place that knows every engine. A new engine is a new target and a case here.
+        .target(
+            name: "SupporterStores",
+            dependencies: [
+                "SupporterStore", "SupporterStoreSQLite", "SupporterStorePostgres", "SupporterCore", "SupportWire",
+                "SupportUtilities",
             ],
             swiftSettings: settings),
         // The supporter node's REST API (protocol/openapi.yaml), served beside the node on its public API only.
@@ -82,7 +115,7 @@ let package = Package(
             swiftSettings: settings),
         .executableTarget(
             name: "rsup-supporter",
-            dependencies: [
+            dependencies: ["SupporterStore", "SupporterStores",
                 "CLIKit", "SupporterNode", "SupporterREST", "SupporterCore", "SupportSession", "SupportWire",
                 "SupportRuntime", "SupportUtilities",
             ],
@@ -101,7 +134,7 @@ let package = Package(
             path: "examples/SampleApp/CLI", swiftSettings: settings),
         .executableTarget(
             name: "Benchmarks",
-            dependencies: [
+            dependencies: ["SupporterStore", "SupporterStores", "SupporterStoreSQLite",
                 "SupportWire", "SupportUtilities", "SupportRuntime", "SupportLink", "SupportSession", "SupporterCore",
                 "CLinuxShims", "COpenSSL", "DeviceNode", "SupporterNode", "SupporterREST", "SupportPostgres",
             ],
@@ -112,7 +145,7 @@ let package = Package(
             swiftSettings: settings),
         .testTarget(
             name: "SupporterNodeTests",
-            dependencies: [
+            dependencies: ["SupporterStore", "SupporterStoreSQLite", "SupporterStorePostgres", "SupporterStores",
                 "SupporterNode", "SupporterCore", "SupportSession", "SupportWire", "SupportUtilities", "TestSupport",
             ],
             swiftSettings: settings),
@@ -121,7 +154,7 @@ let package = Package(
             swiftSettings: settings),
         .testTarget(
             name: "SupporterRESTTests",
-            dependencies: [
+            dependencies: ["SupporterStore", "SupporterStores",
                 "SupporterREST", "SupporterNode", "SupporterCore", "SupportSession", "SupportWire", "SupportHTTP",
                 "SupportRuntime", "TestSupport",
             ],
@@ -139,7 +172,7 @@ let package = Package(
             swiftSettings: settings),
         .testTarget(
             name: "NodeTests",
-            dependencies: [
+            dependencies: ["SupporterStore", "SupporterStoreSQLite", "SupporterStorePostgres", "SupporterStores",
                 "DeviceNode", "SampleAppModel", "SupporterNode", "SupporterCore", "SupportSession", "SupportWire",
                 "SupportUtilities", "SupportRuntime", "SupportPostgres", "COpenSSL", "TestSupport",
             ],

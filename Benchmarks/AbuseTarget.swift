@@ -1,4 +1,6 @@
 import SupporterNode
+import SupporterStore
+import SupporterStores
 import SupporterREST
 import SupportRuntime
 import SupportWire
@@ -42,10 +44,11 @@ final class AbuseTarget {
                 certificateChain: .file(directory + "/supporter.pem"), privateKey: .file(directory + "/supporter.key")))
         configuration.port = 0
         if let loopCount { configuration.loopCount = loopCount }
-        configuration.storePath = directory + "/node.sqlite"
+        let store = StoreConfiguration(path: directory + "/node.sqlite")
         let node: SupporterNode
         do throws(SupporterNodeError) {
-            node = try SupporterNode(configuration: configuration)
+            let opened = try store.openForNode()
+            node = try SupporterNode(configuration: configuration, store: opened.engine, cluster: opened.cluster)
             try node.start()
         } catch {
             print("   \(group): cannot start the supporter node: \(error)\n")

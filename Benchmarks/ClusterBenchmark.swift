@@ -5,6 +5,8 @@ import Dispatch
 import Synchronization
 import DeviceNode
 import SupporterNode
+import SupporterStore
+import SupporterStores
 import SupportPostgres
 import SupportRuntime
 import SupportSession
@@ -151,10 +153,11 @@ enum ClusterBenchmark {
         configuration.port = 0
         configuration.loopCount = 2
         configuration.keepaliveInterval = keepalive
-        configuration.storePath = directory + "/store-\(name).sqlite"
-        if let store { configuration.storeBackend = .postgres(store) }
+        var storeConfiguration = StoreConfiguration(path: directory + "/store-\(name).sqlite")
+        if let store { storeConfiguration.backend = .postgres(store) }
         do throws(SupporterNodeError) {
-            let node = try SupporterNode(configuration: configuration)
+            let opened = try storeConfiguration.openForNode()
+            let node = try SupporterNode(configuration: configuration, store: opened.engine, cluster: opened.cluster)
             try node.start()
             return .success(node)
         } catch {

@@ -4,6 +4,9 @@ import Glibc
 import Dispatch
 import Synchronization
 import SupporterNode
+import SupporterStore
+import SupporterStores
+import SupporterStoreSQLite
 import SupportWire
 import SupportLink
 import SupportRuntime
@@ -120,13 +123,13 @@ enum NodeCostBenchmark {
         configuration.port = 0
         configuration.loopCount = 2
         configuration.keepaliveInterval = keepalive
-        configuration.storePath = storePath
         // Every simulated device comes from 127.0.0.1.
         configuration.registryPolicy.unauthenticatedPerAddress = 100_000
         configuration.registryPolicy.unauthenticatedTotal = 100_000
         let node: SupporterNode
         do throws(SupporterNodeError) {
-            node = try SupporterNode(configuration: configuration)
+            let opened = try StoreConfiguration(path: storePath).openForNode()
+            node = try SupporterNode(configuration: configuration, store: opened.engine, cluster: opened.cluster)
             try node.start()
         } catch {
             print("   nodecost: cannot start the supporter node: \(error)\n")

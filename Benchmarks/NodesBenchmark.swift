@@ -5,6 +5,8 @@ import Dispatch
 import Synchronization
 import DeviceNode
 import SupporterNode
+import SupporterStore
+import SupporterStores
 import SupportRuntime
 import SupportSession
 import SupportUtilities
@@ -155,11 +157,13 @@ enum NodesBenchmark {
         // RSUP_NODES_STORE=memory keeps it in memory instead, to tell the store's share from the machine's; a libpq
         // connection string (postgres://… or key=value, e.g. from scripts/pg-cluster.sh) uses PostgreSQL instead.
         let store = getenv("RSUP_NODES_STORE").map { String(cString: $0) } ?? ""
-        configuration.storePath = store == "memory" ? ":memory:" : directory + "/store-\(count)-\(run).sqlite"
-        if !store.isEmpty, store != "memory" { configuration.storeBackend = .postgres(store) }
+        var storeConfiguration = StoreConfiguration(
+            path: store == "memory" ? ":memory:" : directory + "/store-\(count)-\(run).sqlite")
+        if !store.isEmpty, store != "memory" { storeConfiguration.backend = .postgres(store) }
         let node: SupporterNode
         do throws(SupporterNodeError) {
-            node = try SupporterNode(configuration: configuration)
+            let opened = try storeConfiguration.openForNode()
+            node = try SupporterNode(configuration: configuration, store: opened.engine, cluster: opened.cluster)
             try node.start()
         } catch {
             print("   \(count) devices: cannot start the supporter node: \(error)")

@@ -1,5 +1,6 @@
 import Foundation
 import SupporterCore
+import SupporterStore
 import SupportSession
 import SupportLink
 import SupportRuntime

@@ -1,5 +1,6 @@
 public import Foundation
 public import SupporterCore
+import SupporterStore
 import SupportUtilities
 public import SupportWire
 

@@ -1,5 +1,6 @@
 import Foundation
 import SupporterCore
+import SupporterStore
 import SupportSession
 import SupportWire
 import SupportRuntime
@@ -8,29 +9,19 @@ import SupportUtilities
 /// Several nodes on one PostgreSQL database (docs/cluster.md): what this node learns from the others, and the
 /// commands it carries out for their supporters.
 extension SupporterNode {
-    /// This node's id among the nodes sharing its database; nil for a node on SQLite (alone).
-    public var clusterNodeID: String? { cluster?.member.nodeID }
+    /// This node's id among the nodes sharing its database; nil for a node alone (SQLite).
+    public var clusterNodeID: String? { cluster?.nodeID }
 
-    /// Starts listening for the other nodes (on PostgreSQL only).
+    /// Starts listening for the other nodes (when there is a cluster).
     func startClusterListener() {
-        guard let cluster, case .postgres(let connectionString) = configuration.storeBackend else { return }
-        let listener = ClusterListener(
-            connectionString: connectionString, member: cluster.member, location: store.location, logger: logger
-        ) { [weak self] news in self?.received(news) }
-        cluster.listener.withLock { $0 = listener }
-        if !listener.waitUntilListening(timeout: .seconds(5)) {
+        guard let cluster else { return }
+        if !cluster.start(logger: logger, timeout: .seconds(5), deliver: { [weak self] news in self?.received(news) }) {
             logger.log(.warning, "cluster: not listening to the other nodes yet; still trying")
         }
-        logger.log(.info, "cluster: this node is \(cluster.member.nodeID); presence lease \(cluster.member.presenceLease)")
+        logger.log(.info, "cluster: this node is \(cluster.nodeID); presence lease \(cluster.presenceLease)")
     }
 
-    func stopClusterListener() {
-        let listener = cluster?.listener.withLock { listener in
-            defer { listener = nil }
-            return listener
-        }
-        listener?.stop()
-    }
+    func stopClusterListener() { cluster?.stop() }
 
     /// What the listener read; on its thread, so only brief in-memory work here (commands run in tasks).
     func received(_ news: ClusterNews) {
@@ -175,7 +166,7 @@ extension SupporterNode {
         let unknown = DeviceConnection.ResumeDecision.rejected(
             ResumeResult(reason: .resumeRejected, text: "no resumable session for that code and secret"))
         guard let cluster else { return unknown }
-        let holding: ClusterPeers.Holding
+        let holding: ClusterHolding
         do throws(SupporterNodeError) {
             holding = try await cluster.holding(of: resume.sessionCode)
         } catch {

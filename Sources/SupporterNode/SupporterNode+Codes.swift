@@ -1,5 +1,6 @@
 public import Foundation
 public import SupporterCore
+import SupporterStore
 public import SupportSession
 import SupportUtilities
 public import SupportWire

@@ -1,4 +1,5 @@
 public import SupporterCore
+import SupporterStore
 import SupportSession
 import SupportUtilities
 public import SupportWire

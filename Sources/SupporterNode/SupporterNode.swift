@@ -2,6 +2,7 @@ public import Foundation
 import Glibc
 import Synchronization
 public import SupporterCore
+public import SupporterStore
 import SupportSession
 import SupportLink
 import SupportRuntime
@@ -23,10 +24,10 @@ public final class SupporterNode: Sendable {
     private let context: TLSContext
     private let listener = Mutex<TLSListener?>(nil)
     private let sweeper = Mutex<Task<Void, Never>?>(nil)
-    /// The durable store: SQLite (embedded default) or PostgreSQL, by ``SupporterNodeConfiguration/storeBackend``.
+    /// The durable store: any engine (SQLite, the embedded default, or PostgreSQL), opened by the caller.
     let store: any StoreEngine
     /// The other nodes sharing the database (PostgreSQL only).
-    let cluster: ClusterPeers?
+    let cluster: (any ClusterBus)?
     /// Hashes and checks passwords off every loop and cooperative thread: sign-ins (admitted per source address key,
     /// a sign-in that proves an earlier success in the reserved lane) and admins' new passwords (reserved lane).
     let passwords = BlockingWorker(name: "rsup-passwords")
@@ -62,34 +63,24 @@ public final class SupporterNode: Sendable {
         var shuttingDown = false
     }
 
-    /// Opens the store (creating or migrating it) and loads codes, token digests and bans; checks the TLS
-    /// configuration. Nothing listens until ``start()``.
-    public init(configuration: SupporterNodeConfiguration) throws(SupporterNodeError) {
+    /// Loads codes, token digests, accounts and bans from `store` (an opened engine: SQLite, PostgreSQL, …) and checks
+    /// the TLS configuration; `cluster` is the other nodes sharing the store's database, if any. Nothing listens until
+    /// ``start()``. The node stops the engine when it stops (or when this throws).
+    public init(
+        configuration: SupporterNodeConfiguration, store engine: any StoreEngine, cluster: (any ClusterBus)? = nil
+    ) throws(SupporterNodeError) {
         self.configuration = configuration
         self.logger = configuration.logger
         self.handshakeLog = RateLimitedLog(logger: configuration.logger, interval: .seconds(10))
+        self.cluster = cluster
         do {
             self.context = try TLSContext(configuration.tls)
             self.group = try EventLoopGroup(loopCount: configuration.loopCount)
         } catch {
+            engine.stop()
             throw SupporterNodeError(transport: error)
         }
         do throws(StoreError) {
-            let engine: any StoreEngine
-            switch configuration.storeBackend {
-            case .sqlite:
-                engine = try SQLiteStoreEngine(
-                    path: configuration.storePath, durability: configuration.durability,
-                    logger: configuration.logger, capacity: configuration.storeQueueCapacity)
-                cluster = nil
-            case .postgres(let connectionString):
-                let member = ClusterMember(presenceLease: configuration.presenceLease)
-                let postgres = try PostgresStoreEngine(
-                    connectionString: connectionString, logger: configuration.logger,
-                    capacity: configuration.storeQueueCapacity, member: member)
-                engine = postgres
-                cluster = ClusterPeers(member: member, engine: postgres)
-            }
             store = engine
             var registry = CodeRegistry(policy: configuration.registryPolicy)
             let now = Date()

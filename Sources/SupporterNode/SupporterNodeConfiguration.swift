@@ -1,4 +1,5 @@
 public import SupporterCore
+import SupporterStore
 import SupportSession
 public import SupportRuntime
 public import SupportUtilities
@@ -32,20 +33,7 @@ public struct SupporterNodeConfiguration: Sendable {
     public var registryPolicy = CodeRegistry.Policy()
     /// How long an accepted connection may stay without registering on a code (SPEC §13).
     public var registrationDeadline: Duration = .seconds(10)
-    /// Most store jobs waiting for the writer; beyond it new events are refused (SPEC §13).
-    public var storeQueueCapacity = 65_536
     public var logger: NodeLogger = .disabled
-    /// Which engine keeps the node's durable state: the SQLite file at ``storePath`` (default) or a PostgreSQL
-    /// database.
-    public var storeBackend: StoreBackend = .sqlite
-    /// With ``StoreBackend/postgres(_:)`` (several nodes may share the database): how long another node keeps
-    /// seeing this node's devices after it stopped renewing (it died or lost the database). Renewed every third of
-    /// it. Keep it well under the resume grace period.
-    public var presenceLease: Duration = .seconds(10)
-    /// With ``StoreBackend/sqlite``: the SQLite file that keeps codes, the audit trail, token digests and bans; `:memory:` keeps nothing.
-    public var storePath: String = ":memory:"
-    /// What a committed audit event survives: a crash of the node (default) or also a power loss (slower).
-    public var durability: SQLiteDatabase.Durability = .processCrash
 
     public init(tls: TLSConfiguration) { self.tls = tls }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import SupporterNode
+import SupporterCore
 public import SupportSession
 import SupportWire
 import SupportUtilities

@@ -1,5 +1,6 @@
 public import Foundation
 public import SupporterNode
+import SupporterCore
 public import SupportSession
 public import SupportWire
 import SupportUtilities

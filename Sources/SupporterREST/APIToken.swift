@@ -1,5 +1,6 @@
 import Foundation
 import SupporterNode
+import SupporterCore
 import SupportWire
 import SupportUtilities
 

@@ -1,4 +1,5 @@
 import SupporterNode
+import SupporterCore
 public import SupportSession
 public import SupportWire
 import SupportUtilities

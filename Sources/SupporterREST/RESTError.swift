@@ -1,5 +1,6 @@
 public import SupportHTTP
-public import SupporterNode
+import SupporterNode
+public import SupporterCore
 import SupportWire
 import SupportUtilities
 

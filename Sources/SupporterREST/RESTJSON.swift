@@ -1,6 +1,7 @@
 import Foundation
 import SupportHTTP
 import SupporterNode
+import SupporterCore
 import SupportUtilities
 import SupportWire
 

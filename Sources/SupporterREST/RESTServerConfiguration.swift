@@ -1,5 +1,6 @@
 public import SupportHTTP
 import SupporterNode
+import SupporterCore
 public import SupportRuntime
 public import SupportUtilities
 import SupportWire

@@ -6,11 +6,15 @@ import Testing
 import SupportSession
 import SupportWire
 import SampleAppModel
-import SupporterCore
 import SupportUtilities
 import SupportRuntime
 import SupportPostgres
 import TestSupport
+@testable import SupporterStore
+@testable import SupporterStoreSQLite
+@testable import SupporterStorePostgres
+@testable import SupporterCore
+import SupporterStores
 
 extension NodeIntegration {
     /// The classic delegate and the AsyncSequence report the same events, in the same order, on the documented queue.

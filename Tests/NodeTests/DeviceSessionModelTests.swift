@@ -7,10 +7,14 @@ import Testing
 import SupportSession
 import SupportWire
 import SampleAppModel
-import SupporterCore
 import SupportUtilities
 import SupportRuntime
 import SupportPostgres
+@testable import SupporterStore
+@testable import SupporterStoreSQLite
+@testable import SupporterStorePostgres
+@testable import SupporterCore
+import SupporterStores
 
 /// Polls a main-actor condition (the main actor stays free between polls).
 @MainActor

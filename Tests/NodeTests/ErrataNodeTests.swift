@@ -4,12 +4,16 @@ import SupportWire
 import TestSupport
 import Testing
 import SampleAppModel
-import SupporterCore
 import SupportSession
 import SupportUtilities
 import SupportRuntime
 import SupportPostgres
 import TestSupport
+@testable import SupporterStore
+@testable import SupporterStoreSQLite
+@testable import SupporterStorePostgres
+@testable import SupporterCore
+import SupporterStores
 
 extension NodeIntegration {
     /// The supporter node's share of the errata of SPEC 1.0.1 (§14), seen from a device on the wire.

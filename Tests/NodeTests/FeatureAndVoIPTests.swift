@@ -5,11 +5,15 @@ import Testing
 import SupportSession
 import SupportWire
 import SampleAppModel
-import SupporterCore
 import SupportUtilities
 import SupportRuntime
 import SupportPostgres
 import TestSupport
+@testable import SupporterStore
+@testable import SupporterStoreSQLite
+@testable import SupporterStorePostgres
+@testable import SupporterCore
+import SupporterStores
 
 extension NodeIntegration {
     @Suite(.serialized) struct FeatureAndVoIPTests {

@@ -4,13 +4,17 @@ import Synchronization
 import DeviceNode
 import SampleAppModel
 import SupporterNode
-import SupporterCore
 import SupportSession
 import SupportWire
 import SupportUtilities
 import SupportRuntime
 import SupportPostgres
 import TestSupport
+@testable import SupporterStore
+@testable import SupporterStoreSQLite
+@testable import SupporterStorePostgres
+@testable import SupporterCore
+import SupporterStores
 
 /// A TCP relay on loopback between a device and the supporter node that can go silent on command: while frozen it
 /// swallows bytes in both directions and never passes a close on, exactly like a link that died without a word.

@@ -6,12 +6,16 @@ import SupporterNode
 import SupportWire
 import TestSupport
 import Testing
-import SupporterCore
 import SampleAppModel
 import SupportSession
 import SupportUtilities
 import SupportRuntime
 import SupportPostgres
+@testable import SupporterStore
+@testable import SupporterStoreSQLite
+@testable import SupporterStorePostgres
+@testable import SupporterCore
+import SupporterStores
 
 extension NodeIntegration {
     /// Findings of the abuse review, each reproduced against a real node on loopback TLS with raw peers that send

@@ -3,12 +3,16 @@ import SupporterNode
 import TestSupport
 import Testing
 import SampleAppModel
-import SupporterCore
 import SupportSession
 import SupportWire
 import SupportUtilities
 import SupportRuntime
 import SupportPostgres
+@testable import SupporterStore
+@testable import SupporterStoreSQLite
+@testable import SupporterStorePostgres
+@testable import SupporterCore
+import SupporterStores
 
 extension NodeIntegration {
     /// Keepalive and the lifetime of session objects.

@@ -4,13 +4,17 @@ import Glibc
 import SupporterNode
 import Testing
 import SampleAppModel
-import SupporterCore
 import SupportSession
 import SupportWire
 import SupportUtilities
 import SupportRuntime
 import SupportPostgres
 import TestSupport
+@testable import SupporterStore
+@testable import SupporterStoreSQLite
+@testable import SupporterStorePostgres
+@testable import SupporterCore
+import SupporterStores
 
 extension NodeIntegration {
     /// A device with several supporter-node addresses (`DeviceConfiguration.alternateNodes`): an unreachable one is

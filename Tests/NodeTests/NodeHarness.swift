@@ -8,9 +8,13 @@ import SupportRuntime
 import SupportSession
 import SupportUtilities
 import SupportWire
-import SupporterCore
 import SampleAppModel
 import SupportPostgres
+@testable import SupporterStore
+@testable import SupporterStoreSQLite
+@testable import SupporterStorePostgres
+@testable import SupporterCore
+import SupporterStores
 
 /// Collects events from any thread and lets a test wait for one. A waiter is woken by the append that satisfies it
 /// (no polling), so a test can time what it waits for.
@@ -96,14 +100,15 @@ final class NodeHarness: Sendable {
         configuration.requestTimeout = requestTimeout
         configuration.registryPolicy = policy
         configuration.registrationDeadline = registrationDeadline
-        configuration.storePath = storePath
-        configuration.storeBackend = storeBackend
-        configuration.storeQueueCapacity = storeQueueCapacity
         configuration.extensions = extensions
         configuration.resumeGrace = resumeGrace
-        configuration.presenceLease = presenceLease
         configuration.logger = NodeHarness.logger(prefix: "supporter")
-        supporter = try SupporterNode(configuration: configuration)
+        var store = StoreConfiguration(backend: storeBackend, path: storePath)
+        store.queueCapacity = storeQueueCapacity
+        store.presenceLease = presenceLease
+        store.logger = configuration.logger
+        let opened = try store.open()
+        supporter = try SupporterNode(configuration: configuration, store: opened.engine, cluster: opened.cluster)
         try supporter.start()
         port = supporter.port ?? 0
         token = try supporter.issueAPIToken()

@@ -3,13 +3,17 @@ import SupporterNode
 import TestSupport
 import Testing
 import SupportUtilities
-import SupporterCore
 import DeviceNode
 import SampleAppModel
 import SupportSession
 import SupportWire
 import SupportRuntime
 import SupportPostgres
+@testable import SupporterStore
+@testable import SupporterStoreSQLite
+@testable import SupporterStorePostgres
+@testable import SupporterCore
+import SupporterStores
 
 extension NodeIntegration {
     /// A password hashed with weaker scrypt parameters than today's is hashed again at the next sign-in.

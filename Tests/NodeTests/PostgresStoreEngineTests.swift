@@ -3,7 +3,6 @@ import Foundation
 import SupportPostgres
 import Synchronization
 @testable import SupporterNode
-import SupporterCore
 import TestSupport
 import Testing
 import SupportSession
@@ -11,6 +10,11 @@ import SampleAppModel
 import SupportWire
 import SupportUtilities
 import SupportRuntime
+@testable import SupporterStore
+@testable import SupporterStoreSQLite
+@testable import SupporterStorePostgres
+@testable import SupporterCore
+import SupporterStores
 
 extension NodeIntegration {
     /// The supporter node with all its durable state in PostgreSQL (a real throwaway cluster per test): the same
@@ -235,15 +239,10 @@ extension NodeIntegration {
         }
 
         @Test func anUnreachableServerIsAClearErrorAtStart() throws {
-            let certificates = try TestCertificates.make()
-            defer { certificates.remove() }
-            var configuration = SupporterNodeConfiguration(
-                tls: .makeServerConfiguration(
-                    certificateChain: .file(certificates.server.certificatePath),
-                    privateKey: .file(certificates.server.keyPath)))
-            configuration.storeBackend = .postgres("host=127.0.0.1 port=1 dbname=rsup connect_timeout=2")
+            // The engine is opened before the node, as `rsup-supporter serve` does.
+            let store = StoreConfiguration(backend: .postgres("host=127.0.0.1 port=1 dbname=rsup connect_timeout=2"))
             do {
-                _ = try SupporterNode(configuration: configuration)
+                _ = try store.open()
                 Issue.record("a node started without its database")
             } catch {
                 #expect(error.description.contains("connect to PostgreSQL"), "\(error)")

@@ -4,11 +4,15 @@ import Testing
 import SupportSession
 import SupportWire
 import SampleAppModel
-import SupporterCore
 import SupportUtilities
 import SupportRuntime
 import SupportPostgres
 import TestSupport
+@testable import SupporterStore
+@testable import SupporterStoreSQLite
+@testable import SupporterStorePostgres
+@testable import SupporterCore
+import SupporterStores
 
 extension NodeIntegration {
     /// Protocol 1.1 over real TLS between the two nodes: negotiation both ways, access control, chat, files, and

@@ -5,12 +5,16 @@ import SupportWire
 import DeviceNode
 import SampleAppModel
 import SupporterNode
-import SupporterCore
 import SupportSession
 import SupportUtilities
 import SupportRuntime
 import SupportPostgres
 import TestSupport
+@testable import SupporterStore
+@testable import SupporterStoreSQLite
+@testable import SupporterStorePostgres
+@testable import SupporterCore
+import SupporterStores
 
 /// A device peer outside our stack, as an attacker or a scripted device would be: a blocking socket bound to a
 /// chosen loopback source address, OpenSSL with ALPN `rsup/1` and no certificate check, and frames written and read

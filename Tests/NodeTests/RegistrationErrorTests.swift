@@ -3,12 +3,16 @@ import SupporterNode
 import TestSupport
 import Testing
 import SupportSession
-import SupporterCore
 import SampleAppModel
 import SupportWire
 import SupportUtilities
 import SupportRuntime
 import SupportPostgres
+@testable import SupporterStore
+@testable import SupporterStoreSQLite
+@testable import SupporterStorePostgres
+@testable import SupporterCore
+import SupporterStores
 
 extension NodeIntegration {
     /// Bad codes and tokens are errors; after one the session is over.

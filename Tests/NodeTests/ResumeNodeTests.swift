@@ -5,11 +5,15 @@ import Testing
 import SupportSession
 import SupportWire
 import SampleAppModel
-import SupporterCore
 import SupportUtilities
 import SupportRuntime
 import SupportPostgres
 import TestSupport
+@testable import SupporterStore
+@testable import SupporterStoreSQLite
+@testable import SupporterStorePostgres
+@testable import SupporterCore
+import SupporterStores
 
 extension NodeIntegration {
     /// Session resume (SPEC §15.5) between real nodes, through a relay whose link really breaks.

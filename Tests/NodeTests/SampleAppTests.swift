@@ -5,11 +5,15 @@ import TestSupport
 import Testing
 import SupportWire
 import TestSupport
-import SupporterCore
 import SupportSession
 import SupportUtilities
 import SupportRuntime
 import SupportPostgres
+@testable import SupporterStore
+@testable import SupporterStoreSQLite
+@testable import SupporterStorePostgres
+@testable import SupporterCore
+import SupporterStores
 
 extension NodeIntegration {
     /// The sample app (examples/SampleApp), written as docs/sdk.md tells app developers to write theirs, against a

@@ -4,13 +4,17 @@ import Synchronization
 import SupporterNode
 import TestSupport
 import Testing
-import SupporterCore
 import SampleAppModel
 import SupportSession
 import SupportWire
 import SupportUtilities
 import SupportRuntime
 import SupportPostgres
+@testable import SupporterStore
+@testable import SupporterStoreSQLite
+@testable import SupporterStorePostgres
+@testable import SupporterCore
+import SupporterStores
 
 extension NodeIntegration {
     /// Many devices on one supporter node at once; one device's misbehaviour touches no other.

@@ -2,13 +2,17 @@ import DeviceNode
 import SupporterNode
 import Testing
 import SampleAppModel
-import SupporterCore
 import SupportSession
 import SupportWire
 import SupportUtilities
 import SupportRuntime
 import SupportPostgres
 import TestSupport
+@testable import SupporterStore
+@testable import SupporterStoreSQLite
+@testable import SupporterStorePostgres
+@testable import SupporterCore
+import SupporterStores
 
 extension NodeIntegration {
     /// Every flow of a remote-support session, over real TLS on loopback between a device node and a supporter node.

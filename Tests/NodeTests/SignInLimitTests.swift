@@ -2,7 +2,6 @@ import Foundation
 import SupporterNode
 import Testing
 import SupportUtilities
-import SupporterCore
 import DeviceNode
 import SampleAppModel
 import SupportSession
@@ -10,6 +9,11 @@ import SupportWire
 import SupportRuntime
 import SupportPostgres
 import TestSupport
+@testable import SupporterStore
+@testable import SupporterStoreSQLite
+@testable import SupporterStorePostgres
+@testable import SupporterCore
+import SupporterStores
 
 extension NodeIntegration {
     /// Sign-in limits hold against attempts sent all at once (an outside probe found them checked only one by one):

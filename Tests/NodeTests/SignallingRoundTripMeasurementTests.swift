@@ -7,12 +7,16 @@ import TestSupport
 import Testing
 import TestSupport
 import SampleAppModel
-import SupporterCore
 import SupportSession
 import SupportWire
 import SupportUtilities
 import SupportRuntime
 import SupportPostgres
+@testable import SupporterStore
+@testable import SupporterStoreSQLite
+@testable import SupporterStorePostgres
+@testable import SupporterCore
+import SupporterStores
 
 extension NodeIntegration {
     /// Measures, and prints, the signalling round trip an app's user sees: the supporter asks, the app's main actor

@@ -2,7 +2,6 @@ import DeviceNode
 import Foundation
 import SupportPostgres
 @testable import SupporterNode
-import SupporterCore
 import SupportSession
 import TestSupport
 import Testing
@@ -10,6 +9,11 @@ import SupportWire
 import SampleAppModel
 import SupportUtilities
 import SupportRuntime
+@testable import SupporterStore
+@testable import SupporterStoreSQLite
+@testable import SupporterStorePostgres
+@testable import SupporterCore
+import SupporterStores
 
 extension NodeIntegration {
     /// Several supporter nodes on one real PostgreSQL server (docs/cluster.md): what one node commits the others see,

@@ -2,11 +2,15 @@ import Foundation
 import Testing
 
 @testable import SupporterNode
-import SupporterCore
 import SupportSession
 import SupportWire
 import SupportUtilities
 import TestSupport
+@testable import SupporterStore
+@testable import SupporterStoreSQLite
+@testable import SupporterStorePostgres
+@testable import SupporterCore
+import SupporterStores
 
 /// API tokens: validation, the in-memory set a node checks, and their identity in the store.
 @Suite struct APITokenStoreTests {

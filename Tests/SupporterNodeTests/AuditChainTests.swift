@@ -2,11 +2,15 @@ import Foundation
 import Testing
 
 @testable import SupporterNode
-import SupporterCore
 import SupportSession
 import SupportWire
 import SupportUtilities
 import TestSupport
+@testable import SupporterStore
+@testable import SupporterStoreSQLite
+@testable import SupporterStorePostgres
+@testable import SupporterCore
+import SupporterStores
 
 /// The digest format of the audit trail's hash chain.
 @Suite struct AuditChainTests {

@@ -3,10 +3,14 @@ import Testing
 import TestSupport
 
 @testable import SupporterNode
-import SupporterCore
 import SupportSession
 import SupportWire
 import SupportUtilities
+@testable import SupporterStore
+@testable import SupporterStoreSQLite
+@testable import SupporterStorePostgres
+@testable import SupporterCore
+import SupporterStores
 
 /// The store writes audit details with its own JSON writer; what it writes must stay byte for byte what
 /// `JSONEncoder` (sorted keys, slashes unescaped) wrote before, so old and new rows look alike and tools that

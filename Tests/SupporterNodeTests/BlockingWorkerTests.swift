@@ -3,10 +3,14 @@ import Testing
 import TestSupport
 
 @testable import SupporterNode
-import SupporterCore
 import SupportSession
 import SupportWire
 import SupportUtilities
+@testable import SupporterStore
+@testable import SupporterStoreSQLite
+@testable import SupporterStorePostgres
+@testable import SupporterCore
+import SupporterStores
 
 @Suite struct BlockingWorkerTests {
     /// A node whose init fails after making its worker must leave no thread behind: the thread comes with the first job.

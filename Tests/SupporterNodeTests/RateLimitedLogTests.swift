@@ -4,9 +4,13 @@ import Testing
 
 @testable import SupporterNode
 import SupportUtilities
-import SupporterCore
 import SupportWire
 import TestSupport
+@testable import SupporterStore
+@testable import SupporterStoreSQLite
+@testable import SupporterStorePostgres
+@testable import SupporterCore
+import SupporterStores
 
 @Suite struct RateLimitedLogTests {
     final class Lines: Sendable {

@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import Glibc
-import SupporterCore
 import TestSupport
 import Testing
 
@@ -9,6 +8,11 @@ import Testing
 import SupportSession
 import SupportWire
 import SupportUtilities
+@testable import SupporterStore
+@testable import SupporterStoreSQLite
+@testable import SupporterStorePostgres
+@testable import SupporterCore
+import SupporterStores
 
 /// The store writer takes WAL checkpoints over from SQLite: its checkpointer copies the WAL on its own connection once
 /// enough frames wait, and the writer checkpoints between batches once the WAL reaches its limit, so the WAL stays

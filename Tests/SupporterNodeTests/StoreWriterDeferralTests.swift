@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import Synchronization
-import SupporterCore
 import TestSupport
 import Testing
 
@@ -9,6 +8,11 @@ import Testing
 import SupportSession
 import SupportWire
 import SupportUtilities
+@testable import SupporterStore
+@testable import SupporterStoreSQLite
+@testable import SupporterStorePostgres
+@testable import SupporterCore
+import SupporterStores
 
 /// A deferrable job (the record of a connection that closed) waits a little for the next job that wakes the writer and
 /// shares its transaction; it is never left behind, and order is kept.

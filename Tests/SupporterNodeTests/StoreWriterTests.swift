@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import Synchronization
-import SupporterCore
 import Testing
 
 @testable import SupporterNode
@@ -9,6 +8,11 @@ import SupportSession
 import SupportWire
 import SupportUtilities
 import TestSupport
+@testable import SupporterStore
+@testable import SupporterStoreSQLite
+@testable import SupporterStorePostgres
+@testable import SupporterCore
+import SupporterStores
 
 /// The writer's queue: order kept across many batches, a bounded queue, and a stop that writes everything queued.
 @Suite struct StoreWriterTests {

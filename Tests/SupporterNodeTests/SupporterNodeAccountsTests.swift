@@ -5,9 +5,13 @@ import TestSupport
 
 @testable import SupporterNode
 import SupportUtilities
-import SupporterCore
 import SupportSession
 import SupportWire
+@testable import SupporterStore
+@testable import SupporterStoreSQLite
+@testable import SupporterStorePostgres
+@testable import SupporterCore
+import SupporterStores
 
 /// Sign-in against a password worker that strangers keep full (issue 20, findings 2 and 10): admission before the
 /// queue, a refusal for lack of room counted as an attempt, the reserved lane for a proven earlier success, token
@@ -24,7 +28,7 @@ import SupportWire
                 tls: .makeServerConfiguration(
                     certificateChain: .file(certificates.server.certificatePath),
                     privateKey: .file(certificates.server.keyPath)))
-            node = try SupporterNode(configuration: configuration)
+            node = try SupporterNode(configuration: configuration, store: try StoreConfiguration().open().engine)
             for login in ["ann", "bea"] {
                 _ = try await node.addAccount(login: login, displayName: login, password: "the right password")
             }

@@ -1,10 +1,14 @@
 import Foundation
 import SupporterNode
-import SupporterCore
 import SupportSession
 import SupportWire
 import SupportUtilities
 import TestSupport
+@testable import SupporterStore
+@testable import SupporterStoreSQLite
+@testable import SupporterStorePostgres
+@testable import SupporterCore
+import SupporterStores
 
 /// A fresh folder under the system's temporary directory, removed when the value is released.
 final class TemporaryFolder {

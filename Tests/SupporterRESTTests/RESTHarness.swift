@@ -5,6 +5,7 @@ import Foundation
 import Testing
 import TestSupport
 import SupporterNode
+import SupporterStores
 import SupportHTTP
 @testable import SupporterREST
 import SupportRuntime
@@ -30,7 +31,7 @@ final class RESTFixture: Sendable {
                 certificateChain: .file(certificates.server.certificatePath),
                 privateKey: .file(certificates.server.keyPath)))
         configuration.port = 0
-        node = try SupporterNode(configuration: configuration)
+        node = try SupporterNode(configuration: configuration, store: try StoreConfiguration().open().engine)
         for (login, role) in accounts {
             _ = try await node.addAccount(login: login, displayName: login, role: role, password: Self.password(login))
         }
@@ -188,10 +189,10 @@ final class RouterFixture: Sendable {
 
     private init(folder: String, certificate: String, key: String, storePath: String?) throws {
         self.folder = folder
-        var configuration = SupporterNodeConfiguration(
+        let configuration = SupporterNodeConfiguration(
             tls: .makeServerConfiguration(certificateChain: .file(certificate), privateKey: .file(key)))
-        if let storePath { configuration.storePath = storePath }
-        node = try SupporterNode(configuration: configuration)
+        let store = StoreConfiguration(path: storePath ?? ":memory:")
+        node = try SupporterNode(configuration: configuration, store: try store.open().engine)
         adminToken = try node.issueAPIToken(scope: .admin)
         feed = EventFeed(node: node, logger: .disabled)
         router = RESTRouter(

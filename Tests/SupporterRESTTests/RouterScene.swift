@@ -2,6 +2,7 @@ import Foundation
 import SupportHTTP
 import TestSupport
 import SupporterNode
+import SupporterStores
 import SupporterCore
 @testable import SupporterREST
 
@@ -55,13 +56,12 @@ struct RouterSceneTemplate: Sendable {
     private init() async throws {
         let certificates = try TestCertificates.make()
         defer { certificates.remove() }
-        var configuration = SupporterNodeConfiguration(
+        let configuration = SupporterNodeConfiguration(
             tls: .makeServerConfiguration(
                 certificateChain: .file(certificates.server.certificatePath),
                 privateKey: .file(certificates.server.keyPath)))
         let path = certificates.directory + "/template.sqlite"
-        configuration.storePath = path
-        let node = try SupporterNode(configuration: configuration)
+        let node = try SupporterNode(configuration: configuration, store: try StoreConfiguration(path: path).open().engine)
         var sessions: [String: LoginPair] = [:]
         do {
             for (login, role) in [("root", SupporterRole.admin), ("alice", .supporter), ("bob", .supporter)] {

@@ -1,6 +1,8 @@
 import CLIKit
 import Foundation
 import SupporterNode
+import SupporterStore
+import SupporterStores
 import SupporterCore
 import SupporterREST
 import SupportSession

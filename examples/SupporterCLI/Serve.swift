@@ -2,6 +2,8 @@ import CLIKit
 import Dispatch
 import Foundation
 import SupporterNode
+import SupporterStore
+import SupporterStores
 import SupporterREST
 import SupportRuntime
 import SupporterCore
@@ -111,18 +113,20 @@ enum Serve {
         }
         defer { withExtendedLifetime(folderLock) {} }
         let storeText: String
+        var store = StoreConfiguration()
+        store.logger = configuration.logger
         switch try storeBackend(parsed.options["store"], dataFolder: folder) {
         case .sqlite(let path):
-            configuration.storePath = path
+            store.path = path
             storeText = folder
         case .postgres(let connectionString):
-            configuration.storeBackend = .postgres(connectionString)
+            store.backend = .postgres(connectionString)
             storeText = StoreBackend.redacted(connectionString)
             let lease = try parsed.duration("presence-lease", default: .seconds(10))
             guard lease >= .seconds(1), lease <= .seconds(300) else { throw .usage("--presence-lease takes 1s to 300s") }
-            configuration.presenceLease = lease
+            store.presenceLease = lease
         }
-        if parsed.options["presence-lease"] != nil, configuration.storeBackend == .sqlite {
+        if parsed.options["presence-lease"] != nil, store.backend == .sqlite {
             throw .usage("--presence-lease needs --store postgres://… (it concerns several nodes on one database)")
         }
         var restConfiguration: RESTServerConfiguration?
@@ -145,7 +149,8 @@ enum Serve {
         DescriptorBudget.raiseSoftLimit()
         let node: SupporterNode
         do {
-            node = try SupporterNode(configuration: configuration)
+            let opened = try store.openForNode()
+            node = try SupporterNode(configuration: configuration, store: opened.engine, cluster: opened.cluster)
             try node.start()
         } catch {
             throw .failure(Explain.supporterNode(error))

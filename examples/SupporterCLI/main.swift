@@ -1,6 +1,8 @@
 import CLIKit
 import Foundation
 import SupporterNode
+import SupporterStore
+import SupporterStores
 import SupportRuntime
 import SupportSession
 import SupportUtilities

@@ -1,0 +1,96 @@
+public import Foundation
+public import SupporterCore
+import SupportWire
+import SupportUtilities
+
+/// What a supporter node needs from its durable store, whatever the engine (``SQLiteStoreEngine``, the embedded
+/// default, or ``PostgresStoreEngine``).
+///
+/// Writes go through one writer per engine, never on an event loop: ``submit(_:deferrable:completion:)`` queues a job
+/// (a list of ``StoreIntent``, applied all or nothing) and returns at once; its completion runs after the commit (nil)
+/// or with the error (nothing of the job is stored). The queue is bounded: a full queue refuses the job at once
+/// (returns false) and nothing grows without bound. Jobs are applied and completed in the order they were submitted.
+///
+/// The other calls block the calling thread until the engine answered: call them from a node's start, a control
+/// command or an API handler's worker, never from an event loop.
+public protocol StoreEngine: Sendable {
+    /// Where the store is, for logs (a file path, or a PostgreSQL server without its password).
+    var location: String { get }
+
+    /// Everything the node keeps in memory, read at start; login sessions that began before `expiredBefore` are
+    /// deleted first (in their own transaction).
+    func loadSnapshot(expiringLoginSessionsBefore expiredBefore: Date) throws(StoreError) -> StoreSnapshot
+
+    /// Queues `intents`; `completion` runs once they are durable (nil) or failed (the error). Returns false, without
+    /// queueing or calling `completion`, when the queue is full or the engine stopped.
+    ///
+    /// `deferrable`: nothing but events waits for this job, so the engine may let it wait a little and share the
+    /// transaction of the next job.
+    @discardableResult
+    func submit(_ intents: [StoreIntent], deferrable: Bool, completion: @escaping @Sendable (StoreError?) -> Void)
+        -> Bool
+
+    /// Applies `intents` and waits for the commit. Not on an event loop.
+    func write(_ intents: [StoreIntent]) async throws(StoreError)
+
+    /// Stores the digest of an API token with a new public id, in one transaction with the audit event `audit`
+    /// makes for the new record. A digest stored already changes nothing (no audit) and returns the stored record
+    /// with `isNew` false; a revoked one throws ``StoreError/Kind/revoked``.
+    func addToken(
+        digest: [UInt8], scope: APITokenScope, label: String?, createdAt: Date,
+        audit: @escaping @Sendable (APITokenRecord) -> AuditEvent
+    ) throws(StoreError) -> (record: APITokenRecord, isNew: Bool)
+
+    /// Revokes the active token with public id `id`, in one transaction with `audit`; false (and no audit) when there
+    /// is no such active token.
+    func revokeToken(id: String, at date: Date, audit: AuditEvent) throws(StoreError) -> Bool
+
+    /// Every token (revoked ones too), oldest first.
+    func tokens() throws(StoreError) -> [APITokenRecord]
+
+    /// Stored audit events in id order (or newest first), filtered as ``SessionStore/auditEvents(code:from:to:limit:afterID:beforeID:newestFirst:)``.
+    func auditEvents(
+        code: String?, from: Date?, to: Date?, limit: Int, afterID: Int64?, beforeID: Int64?, newestFirst: Bool
+    ) throws(StoreError) -> [AuditEvent]
+
+    /// The id of the newest audit event (0 when there is none).
+    func latestAuditID() throws(StoreError) -> Int64
+
+    /// What the writer did so far.
+    var statistics: StoreStatistics { get }
+
+    /// Applies what is queued, then stops the writer. Later submissions are refused.
+    func stop()
+}
+
+/// What a node loads from its store at start.
+public struct StoreSnapshot: Sendable {
+    public init() {}
+    public var codes: [SessionCodeRecord] = []
+    public var backoff: [BackoffRow] = []
+    public var activeTokens: [(digest: [UInt8], record: APITokenRecord)] = []
+    public var accounts: [SupporterAccountRecord] = []
+    public var loginSessions: [LoginSessionRecord] = []
+}
+
+/// Counters of a store engine's writer.
+public struct StoreStatistics: Sendable, Hashable {
+    public init(
+        jobsApplied: Int = 0, jobsFailed: Int = 0, transactions: Int = 0, largestBatch: Int = 0, queued: Int = 0,
+        conflictRetries: Int = 0
+    ) {
+        self.jobsApplied = jobsApplied
+        self.jobsFailed = jobsFailed
+        self.transactions = transactions
+        self.largestBatch = largestBatch
+        self.queued = queued
+        self.conflictRetries = conflictRetries
+    }
+    public var jobsApplied = 0
+    public var jobsFailed = 0
+    public var transactions = 0
+    public var largestBatch = 0
+    public var queued = 0
+    /// Transactions run again after a serialization failure or a deadlock (PostgreSQL).
+    public var conflictRetries = 0
+}

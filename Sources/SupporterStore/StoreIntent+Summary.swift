@@ -1,0 +1,18 @@
+package import SupporterCore
+
+extension StoreIntent {
+    /// A short name for logs.
+    package var summary: String {
+        switch self {
+        case .insertCode: "new code"
+        case .updateCode: "code change"
+        case .deleteCode: "code deletion"
+        case .audit(let event): "audit \(event.kind)"
+        case .saveBackoff, .deleteBackoff: "back-off"
+        case .saveAccount: "supporter account"
+        case .saveLoginSession, .deleteLoginSession, .deleteLoginSessions, .deleteLoginSessionsBefore: "login session"
+        case .claimPresence, .presenceState, .resumeState: "device presence"
+        case .releasePresence: "end of device presence"
+        }
+    }
+}

@@ -1,0 +1,12 @@
+public import SupporterCore
+
+extension SupporterNodeError {
+    /// The store failed (`.store`), with its error kept.
+    public init(store error: StoreError) {
+        self.init(
+            "the node's store: \(error)", kind: .store, underlying: error, isDuplicateCode: error.kind == .duplicate)
+    }
+
+    /// The store error underneath, for `.store`.
+    public var storeError: StoreError? { underlying as? StoreError }
+}

@@ -1,0 +1,83 @@
+public import SupporterStore
+public import Foundation
+public import SupporterCore
+public import SupportUtilities
+import SupportWire
+
+/// The embedded default store: one SQLite file (``SessionStore``) written by a ``StoreWriter`` thread, exactly as a
+/// node kept it before engines could be chosen.
+public final class SQLiteStoreEngine: StoreEngine {
+    let store: SessionStore
+    let writer: StoreWriter
+
+    /// Opens (creating or migrating) the file at `path` and starts its writer.
+    public init(path: String, durability: SQLiteDatabase.Durability, logger: NodeLogger, capacity: Int) throws(StoreError) {
+        store = try SessionStore(path: path, durability: durability)
+        writer = StoreWriter(store: store, logger: logger, capacity: capacity)
+    }
+
+    public var location: String { store.path }
+
+    public func loadSnapshot(expiringLoginSessionsBefore expiredBefore: Date) throws(StoreError) -> StoreSnapshot {
+        var snapshot = StoreSnapshot()
+        snapshot.codes = try store.allRecords()
+        snapshot.backoff = try store.loadBackoff()
+        snapshot.activeTokens = try store.activeTokens()
+        snapshot.accounts = try store.accounts()
+        try store.write { (transaction: inout StoreTransaction) throws(StoreError) in
+            try transaction.apply([.deleteLoginSessionsBefore(expiredBefore)])
+        }
+        snapshot.loginSessions = try store.loginSessions()
+        return snapshot
+    }
+
+    @discardableResult
+    public func submit(_ intents: [StoreIntent], deferrable: Bool, completion: @escaping @Sendable (StoreError?) -> Void)
+        -> Bool
+    {
+        writer.submit(intents, deferrable: deferrable, completion: completion)
+    }
+
+    public func write(_ intents: [StoreIntent]) async throws(StoreError) { try await writer.write(intents) }
+
+    public func addToken(
+        digest: [UInt8], scope: APITokenScope, label: String?, createdAt: Date,
+        audit: @escaping @Sendable (APITokenRecord) -> AuditEvent
+    ) throws(StoreError) -> (record: APITokenRecord, isNew: Bool) {
+        try store.write { (transaction: inout StoreTransaction) throws(StoreError) -> (APITokenRecord, Bool) in
+            let (record, isNew) = try transaction.addTokenReportingNew(
+                digest: digest, scope: scope, label: label, createdAt: createdAt)
+            if isNew { _ = try transaction.append(audit(record)) }
+            return (record, isNew)
+        }
+    }
+
+    public func revokeToken(id: String, at date: Date, audit: AuditEvent) throws(StoreError) -> Bool {
+        try store.write { (transaction: inout StoreTransaction) throws(StoreError) -> Bool in
+            guard try transaction.revokeToken(id: id, at: date) else { return false }
+            _ = try transaction.append(audit)
+            return true
+        }
+    }
+
+    public func tokens() throws(StoreError) -> [APITokenRecord] { try store.tokens() }
+
+    public func auditEvents(
+        code: String?, from: Date?, to: Date?, limit: Int, afterID: Int64?, beforeID: Int64?, newestFirst: Bool
+    ) throws(StoreError) -> [AuditEvent] {
+        try store.auditEvents(
+            code: code, from: from, to: to, limit: limit, afterID: afterID, beforeID: beforeID,
+            newestFirst: newestFirst)
+    }
+
+    public func latestAuditID() throws(StoreError) -> Int64 { try store.latestAuditID() }
+
+    public var statistics: StoreStatistics {
+        let counters = writer.statistics
+        return StoreStatistics(
+            jobsApplied: counters.jobsApplied, jobsFailed: counters.jobsFailed, transactions: counters.transactions,
+            largestBatch: counters.largestBatch, queued: writer.queued)
+    }
+
+    public func stop() { writer.stop() }
+}
