@@ -1925,6 +1925,7 @@ class Scenario:
             self.excuse(operation_id, 503, "the node's worker must be saturated (too many password hashes or store "
                         "writes waiting at once)")
         self.excuse("signIn", 503, "needs more sign-ins checked at once than the node's hashing queue holds")
+        self.excuse("signOut", 503, "the node's store must fail to record the sign-out (openapi 1.4.1)")
         # Last: 429 after repeated unknown tokens on every operation, and after repeated wrong passwords.
         if self.args.no_rate_limit:
             for operation_id in self.spec.operations:
