@@ -84,6 +84,9 @@ public final class HTTPServer: Sendable {
     /// shares of ``HTTPServerConfiguration/maxConnections``; see ``HTTPServer``).
     public var evictedConnections: Int { registry.evicted }
 
+    /// Open connections now that are idle (evictable: not in the middle of a request or its answer). For tests.
+    var idleConnectionCount: Int { registry.idle }
+
     /// Stops accepting and closes every connection (cleanly, after what was written is sent); running handlers are
     /// cancelled and their answers dropped. Safe to call twice.
     public func close() {
@@ -160,6 +163,7 @@ final class HTTPConnectionRegistry: Sendable {
     var count: Int { state.withLock { $0.connections.count } }
     var refused: Int { state.withLock { $0.refused } }
     var evicted: Int { state.withLock { $0.evicted } }
+    var idle: Int { state.withLock { $0.connections.values.count(where: { !$0.busy }) } }
 
     /// Registers `connection` from `address` (canonical) unless the server is closed, its key's cap is reached, or the
     /// global cap is reached and no bigger holder has an idle connection to evict (see the type's comment). The

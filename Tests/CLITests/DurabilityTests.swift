@@ -267,10 +267,11 @@ struct DurabilityTests {
             let token = try await node.issueToken()
             let first = try await node.createCode()
             let second = try await node.createCode()
-            // Three phases, a little apart: a session on the first code, one on the second, then the first again.
+            // Three phases: a session on the first code, one on the second, then the first again. Each phase starts a
+            // device process and waits for its exit, so phases are milliseconds apart; the windows below are checked to
+            // separate them (and the expected rows use the same >=/< rule as the CLI, so rows sharing a millisecond
+            // with a window's edge are expected exactly where the CLI puts them).
             for code in [first, second, first] {
-                // wall clock: the three phases need audit times milliseconds apart for the --from/--to windows
-                try await Task.sleep(for: .milliseconds(30))
                 let device = try node.startDevice(code: code, token: token, trust: trust, extra: ["--auto-accept"])
                 _ = try #require(await device.waitForEvent("online"), "\(device.transcript)")
                 _ = try await node.connect(code)
@@ -319,6 +320,10 @@ struct DurabilityTests {
             #expect(window.first?.id == all.first { $0.milliseconds == from.milliseconds }?.id)
             #expect(!window.contains { $0.id == to.id })
             #expect(Set(window.map(\.code)) == [first, second], "\(window)")
+            // The window separates the phases: it holds the second session and neither the first's start nor the
+            // third's.
+            #expect(window.contains { $0.code == second && $0.kind == "session_started" }, "\(window)")
+            #expect(!window.contains { $0.code == first && $0.kind == "session_started" }, "\(window)")
         }
     }
 }

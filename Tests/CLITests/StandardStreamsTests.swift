@@ -8,15 +8,25 @@ import SupportWire
 /// started on a data folder that one serves already: one clear error, never a crash, never a second node.
 @Suite("standard streams and the data folder lock", .serialized)
 struct StandardStreamsTests {
-    /// Runs `arguments` with its standard output piped into a reader that has already gone away (`| true`) or into
-    /// /dev/full; its exit status and standard error.
+    /// Runs `arguments` with its standard output on a pipe whose reader has already gone away (the read end closed
+    /// before the program starts, so its first write fails whatever the timing) or on /dev/full; its exit status and
+    /// standard error.
     static func withLostOutput(_ arguments: [String], into sink: String) async throws -> (status: Int32?, stderr: [String]) {
-        let quoted = ([Binaries.supporter] + arguments).map { "'\($0)'" }.joined(separator: " ")
-        let script =
-            sink == "pipe"
-            ? "sleep 0.2 | true; \(quoted) | true; echo \"status ${PIPESTATUS[0]}\" >&2"
-            : "\(quoted) > \(sink); echo \"status $?\" >&2"
-        let result = try await runCommand("/bin/bash", ["-c", script])
+        let command = [Binaries.supporter] + arguments
+        let result: CommandResult
+        if sink == "pipe" {
+            let script = """
+                import os, subprocess, sys
+                reader, writer = os.pipe()
+                os.close(reader)
+                status = subprocess.call(sys.argv[1:], stdout=writer)
+                print("status", status if status >= 0 else 128 - status, file=sys.stderr, flush=True)
+                """
+            result = try await runCommand("/usr/bin/env", ["python3", "-c", script] + command)
+        } else {
+            let quoted = command.map { "'\($0)'" }.joined(separator: " ")
+            result = try await runCommand("/bin/bash", ["-c", "\(quoted) > \(sink); echo \"status $?\" >&2"])
+        }
         let status = result.stderr.last.flatMap { $0.hasPrefix("status ") ? Int32($0.dropFirst(7)) : nil }
         return (status, result.stderr.filter { !$0.hasPrefix("status ") })
     }

@@ -97,9 +97,15 @@ extension NodeIntegration {
             var otherEndings: [String] = []
         }
 
+        /// Connections closed at accept so far, over all spamming peers: the event that says the spam is in full swing
+        /// (the node has blocked the address).
+        final class SpamProgress: Sendable {
+            let closedAtAccept = Atomic<Int>(0)
+        }
+
         /// Reconnects from the attacker's address for `duration`, each time sending 50 REGISTERs with a bad token and
         /// reading until the node closes the connection.
-        private static func spam(port: UInt16, code: String, for duration: Duration) -> SpamReport {
+        private static func spam(port: UInt16, code: String, for duration: Duration, progress: SpamProgress) -> SpamReport {
             var report = SpamReport()
             let clock = ContinuousClock()
             let end = clock.now + duration
@@ -123,6 +129,7 @@ extension NodeIntegration {
                 } catch {
                     if error.description.contains("TLS handshake ended by the node") {
                         report.closedAtAccept += 1
+                        progress.closedAtAccept.add(1, ordering: .relaxed)
                     } else {
                         report.otherEndings.append(error.description)
                     }
@@ -140,17 +147,26 @@ extension NodeIntegration {
             let port = harness.port
             let spammers = 3
             let duration: Duration = .seconds(3)
+            let progress = SpamProgress()
+            let clock = ContinuousClock()
+            let spamEnds = clock.now + duration
             let reports = Task {
                 await withTaskGroup(of: SpamReport.self) { group in
                     for _ in 0..<spammers {
-                        group.addTask { await blocking { Self.spam(port: port, code: targeted, for: duration) } }
+                        group.addTask {
+                            await blocking { Self.spam(port: port, code: targeted, for: duration, progress: progress) }
+                        }
                     }
                     return await group.reduce(into: []) { $0.append($1) }
                 }
             }
-            // wall clock: the spam runs for 3 s of real time and the device must join in its middle; no event says "in full swing"
-            try await Task.sleep(for: .milliseconds(800))  // the spam is in full swing
+            // The spam is in full swing once the node has blocked the address (a connection closed at accept); the
+            // device joins then, in the middle of the spam.
+            try await eventually("the spam's address to be blocked at accept") {
+                progress.closedAtAccept.load(ordering: .relaxed) > 0 ? true : nil
+            }
             let (joined, device) = try await join(harness, code: legitimate)
+            let joinEnded = clock.now
             defer { withExtendedLifetime(device) {} }
             let all = await reports.value
             let connections = all.map(\.connections).reduce(0, +)
@@ -169,6 +185,7 @@ extension NodeIntegration {
 
             let online = try #require(joined, "the legitimate device did not come online during the spam")
             #expect(online < .seconds(2))
+            #expect(joinEnded < spamEnds, "the device came online after the spam ended, not in its middle")
             #expect(harness.supporter.code(legitimate)?.state == .online)
             #expect(connections >= 1, "the spam never got going")
             // Once the address is blocked, its new connections get 5 a second (a burst of 5): the rest are closed at
@@ -411,15 +428,15 @@ extension NodeIntegration {
             }
         }
 
-        /// Another process holds the node's SQLite file with `BEGIN EXCLUSIVE` for 7 s. The store writer waits
-        /// `busy_timeout` (5 s) for the write lock, then gives up: a device that registers meanwhile must never be
-        /// told success before its `device_online` row is written — it gets GOAWAY `internal_error` when the writer
-        /// gives up, and supporters hear nothing of it — while the event loops, which never wait for SQLite, keep
-        /// answering PINGs at once.
+        /// Another process holds the node's SQLite file with `BEGIN EXCLUSIVE` until the node has given up on it. The
+        /// store writer waits `busy_timeout` (5 s) for the write lock, then gives up: a device that registers
+        /// meanwhile must never be told success before its `device_online` row is written — it gets GOAWAY
+        /// `internal_error` when the writer gives up, and supporters hear nothing of it — while the event loops, which
+        /// never wait for SQLite, keep answering PINGs at once.
         @Test func aDatabaseLockedByAnotherProcessDelaysNoAcknowledgementAndStallsNoLoop() async throws {
             let store = try ExternallyLockedStore()
             defer { store.remove() }
-            let harness = try NodeHarness(storePath: store.path)
+            let harness = try NodeHarness(storePath: store.path, captureLog: true)
             defer { harness.shutdown() }
             let lockedCode = try await harness.supporter.createCode().code
             let onlineCode = try await harness.supporter.createCode().code
@@ -433,13 +450,12 @@ extension NodeIntegration {
 
             try await store.lock()
             let clock = ContinuousClock()
-            let lockedAt = clock.now
-            let holdFor: Duration = .seconds(7)
-            async let registration = Self.register(registrant, code: lockedCode, token: token, after: .milliseconds(500))
+            // The PINGs go on until the node has given up on the registration (the lock is held all that time).
+            let gaveUp = Atomic<Bool>(false)
             async let roundTrips = blocking { () -> [Duration?] in
                 var roundTrips: [Duration?] = []
                 var nonce: UInt64 = 1
-                while ContinuousClock.now < lockedAt + holdFor - .milliseconds(300) {
+                while !gaveUp.load(ordering: .acquiring) {
                     let sent = ContinuousClock.now
                     pinger.send(.ping(Ping(nonce: nonce)))
                     var answered: Duration?
@@ -457,11 +473,11 @@ extension NodeIntegration {
                 }
                 return roundTrips
             }
-            // wall clock: the store lock is held for a real duration, past the node's real-time busy_timeout
-            try await clock.sleep(until: lockedAt + holdFor)
+            // The lock is held until the node gives up on the registration (after its busy_timeout), then released.
+            let outcome = await Self.register(registrant, code: lockedCode, token: token, after: .milliseconds(500))
+            gaveUp.store(true, ordering: .releasing)
             let releasedAt = clock.now
             #expect(await store.release(), "python3 could not commit its lock transaction: \(store.pythonLog)")
-            let outcome = await registration
             let pings = await roundTrips
 
             let answered = pings.compactMap { $0 }
@@ -486,9 +502,10 @@ extension NodeIntegration {
             #expect(closedAt < releasedAt)
 
             // Let the node finish with the registrant's connection (it waits up to 2 s for a close_notify this peer
-            // never sends) and write whatever queued behind the lock.
-            // wall clock: the node waits up to 2 s of real time for a close_notify this peer never sends; no event marks the end
-            try await Task.sleep(for: .milliseconds(2500))
+            // never sends: its log says when it is done) and write whatever queued behind the lock: a code made now
+            // is acknowledged once committed, behind every commit queued before it.
+            try await Self.waitForDisconnects(1, harness)
+            _ = try await harness.supporter.createCode()
             let trail = try harness.supporter.auditEvents(code: lockedCode)
             #expect(!trail.contains { $0.kind == .deviceOnline })
             #expect(
@@ -505,6 +522,21 @@ extension NodeIntegration {
             defer { withExtendedLifetime(device) {} }
             #expect(joined != nil && joined! < .seconds(2))
             #expect(try harness.supporter.auditEvents(code: lockedCode).contains { $0.kind == .deviceOnline })
+            // The supporters' first news of the code is this join's: anything announced for the refused registration
+            // would have come before it.
+            let online = await harness.supporterEvent(on: lockedCode) { if case .deviceOnline = $0 { true } else { false } }
+            #expect(online != nil, "supporters never heard the device come online")
+            let heard = harness.supporterEvents.all.filter { $0.code == lockedCode }.map(\.event)
+            #expect(heard.first.map { if case .deviceOnline = $0 { true } else { false } } == true, "\(heard)")
+        }
+
+        /// Waits until the node has logged the end of `count` device connections in all (its last step with one,
+        /// after the close_notify it waited for, or after giving up on it).
+        private static func waitForDisconnects(_ count: Int, _ harness: NodeHarness) async throws {
+            try await eventually("\(count) device connections to end") {
+                harness.supporterLog.all.count(where: { $0.hasPrefix("device at ") && $0.contains(" disconnected: ") })
+                    >= count ? true : nil
+            }
         }
 
         /// With the writer stuck behind the lock, a store queue of one job fills: the registration it cannot take is
@@ -513,7 +545,7 @@ extension NodeIntegration {
         @Test func aFullStoreQueueRefusesARegistrationWithoutAnnouncingIt() async throws {
             let store = try ExternallyLockedStore()
             defer { store.remove() }
-            let harness = try NodeHarness(storePath: store.path, storeQueueCapacity: 1)
+            let harness = try NodeHarness(storePath: store.path, storeQueueCapacity: 1, captureLog: true)
             defer { harness.shutdown() }
             let port = harness.port
             let token = harness.token
@@ -528,7 +560,6 @@ extension NodeIntegration {
 
             try await store.lock()
             let clock = ContinuousClock()
-            let lockedAt = clock.now
             // In order, 300 ms apart: the writer takes the first job and waits for the lock; the second fills the
             // queue; the third finds it full.
             let (stuckPeer, queuedPeer, refusedPeer) = (peers[0], peers[1], peers[2])
@@ -537,11 +568,12 @@ extension NodeIntegration {
             async let queued = Self.register(queuedPeer, code: queuedCode, token: token, after: .milliseconds(600))
             async let refused = Self.register(refusedPeer, code: refusedCode, token: token, after: .milliseconds(900))
             let refusal = await refused
-            // wall clock: the store lock is held past the node's real-time 5 s busy_timeout
-            try await clock.sleep(until: lockedAt + .seconds(7))
+            // The lock is held until the writer gives up on the stuck job (after its busy_timeout); the queued job,
+            // taken next, then finds the lock gone.
+            let first = await stuck
             let releasedAt = clock.now
             #expect(await store.release(), "python3 could not commit its lock transaction: \(store.pythonLog)")
-            let (first, second) = await (stuck, queued)
+            let second = await queued
             print(
                 "full store queue: stuck \(first.summary); queued \(second.summary), released at "
                     + "\(second.after(releasedAt)); refused \(refusal.summary)")
@@ -554,8 +586,17 @@ extension NodeIntegration {
             #expect(second.result?.reason == .success)
             #expect(second.resultAt.map { $0 >= releasedAt } == true, "success before the lock was released")
 
-            // wall clock: the node waits up to 2 s of real time for close_notify from these peers; no event marks the end
-            try await Task.sleep(for: .milliseconds(2500))  // the closing connections are done with
+            // The node is done with the two refused connections once it has logged their end (it waits up to 2 s for
+            // a close_notify these peers never send). A device joined after that is announced, and its row committed,
+            // behind anything those ends wrote or announced.
+            try await Self.waitForDisconnects(2, harness)
+            let later = try await harness.supporter.createCode().code
+            let (joined, device) = try await join(harness, code: later)
+            defer { withExtendedLifetime(device) {} }
+            #expect(joined != nil, "a device could not join after the lock")
+            _ = try #require(
+                await harness.supporterEvent(on: later) { if case .deviceOnline = $0 { true } else { false } },
+                "supporters never heard the later device come online")
             for (code, recorded) in zip(codes, [false, true, false]) {
                 let trail = try harness.supporter.auditEvents(code: code).map(\.kind)
                 #expect(trail.contains(.deviceOnline) == recorded, "\(code): \(trail)")

@@ -80,6 +80,9 @@ final class NodeHarness: Sendable {
     let token: String
     let port: UInt16
     let supporterEvents = EventLog<SupporterNodeEvent>()
+    /// The supporter node's log lines (debug and up) when made with `captureLog`, else none: the events a test can
+    /// wait for that the node announces only in its log (a connection's end).
+    let supporterLog = EventLog<String>()
     let deviceLoop: EventLoop
     private let collector: Task<Void, Never>
 
@@ -88,7 +91,7 @@ final class NodeHarness: Sendable {
         policy: CodeRegistry.Policy = CodeRegistry.Policy(), registrationDeadline: Duration = .seconds(10),
         storePath: String = ":memory:", storeBackend: StoreBackend = .sqlite, storeQueueCapacity: Int = 65_536,
         extensions: ProtocolExtensions = [.accessControl, .sessionMessages], resumeGrace: Duration = .seconds(30),
-        presenceLease: Duration = .seconds(10)
+        presenceLease: Duration = .seconds(10), captureLog: Bool = false
     ) throws {
         certificates = try TestCertificates.make()
         var configuration = SupporterNodeConfiguration(
@@ -102,7 +105,7 @@ final class NodeHarness: Sendable {
         configuration.registrationDeadline = registrationDeadline
         configuration.extensions = extensions
         configuration.resumeGrace = resumeGrace
-        configuration.logger = NodeHarness.logger(prefix: "supporter")
+        configuration.logger = NodeHarness.logger(prefix: "supporter", capturingInto: captureLog ? supporterLog : nil)
         var store = StoreConfiguration(backend: storeBackend, path: storePath)
         store.queueCapacity = storeQueueCapacity
         store.presenceLease = presenceLease
@@ -142,10 +145,12 @@ final class NodeHarness: Sendable {
     }
 
     /// Logs to stderr when RSUP_TEST_LOG is set (debugging a failing test).
-    static func logger(prefix: String) -> NodeLogger {
-        guard ProcessInfo.processInfo.environment["RSUP_TEST_LOG"] != nil else { return .disabled }
-        return NodeLogger(minimumLevel: .trace) { level, message in
-            FileHandle.standardError.write(Data("[\(prefix)] \(level): \(message)\n".utf8))
+    static func logger(prefix: String, capturingInto captured: EventLog<String>? = nil) -> NodeLogger {
+        let printing = ProcessInfo.processInfo.environment["RSUP_TEST_LOG"] != nil
+        guard printing || captured != nil else { return .disabled }
+        return NodeLogger(minimumLevel: printing ? .trace : .debug) { level, message in
+            if level >= .debug { captured?.append(message) }
+            if printing { FileHandle.standardError.write(Data("[\(prefix)] \(level): \(message)\n".utf8)) }
         }
     }
 

@@ -517,8 +517,11 @@ extension HTTPIntegration {
                                       "evicted": sum(1 for c in held if closed_by_server(c))}))
                     """)
                 try await client.waitReady()
-                try await eventually("both held answers to wait") {
+                // The handler runs before the server takes its held answer: wait until the server counts both
+                // connections as idle (their answers held), or the newcomer would find them busy and be refused.
+                try await eventually("both held answers to wait, their connections idle") {
                     calls.withLock { $0 } == 3 && fixture.server.connectionCount == 2
+                        && fixture.server.idleConnectionCount == 2
                 }
                 client.go()
                 let result = try await client.result()

@@ -55,7 +55,8 @@ extension RESTIntegration {
         }
 
         /// Opens a stream with `credential` (Python: headers), reads its first comment, runs `change` (Python), then
-        /// creates a code with the description `after-the-change` and reads what the stream sends for 8 s.
+        /// creates a code with the description `after-the-change` and reads what the stream sends until it closes (at
+        /// most 60 s).
         static let reauthorisation = """
             CREDENTIAL = sys.argv[4]; CHANGE = sys.argv[5]
             cookie, csrf = sign_in("ada") if CREDENTIAL == "cookie" else (None, None)
@@ -78,7 +79,11 @@ extension RESTIntegration {
             assert status in (200, 204), (CHANGE, status, raw)
             status, _, raw = admin("POST", "/sessions", {"description": "after-the-change", "assigned_supporter": "bo"})
             assert status == 201, raw
-            data, closed = read_stream(stream, 8)
+            # Everything the stream sends until the node closes it, or 60 s pass (a deadline, not an expected time).
+            data, closed, deadline = b"", False, time.time() + 60
+            while not closed and time.time() < deadline:
+                more, closed = read_stream(stream, 1)
+                data += more
             print(json.dumps({"closed": closed, "saw_later_row": b"after-the-change" in data,
                               "data": data.decode("utf-8", "replace")}))
             """
@@ -100,11 +105,13 @@ extension RESTIntegration {
                     line, stream = open_stream({"Authorization": "Bearer " + ADMIN})
                     status, _, raw = admin("POST", "/sessions", {"description": "x\u009by\u202ez"})
                     assert status == 201, raw
-                    data = b""
-                    while b"code_created" not in data:
-                        more, closed = read_stream(stream, 5)
+                    # Until the row's event comes, the stream closes, or 60 s pass (a deadline: the feed polls every
+                    # 250 ms, but a CPU hog on both cores once held it back for more than 5 s).
+                    data, deadline = b"", time.time() + 60
+                    while b"code_created" not in data and time.time() < deadline:
+                        more, closed = read_stream(stream, 1)
                         data += more
-                        if closed or not more: break
+                        if closed: break
                     print(json.dumps({"escaped": b"x\\u009by\\u202ez" in data,
                                       "raw": "\u009b".encode() in data or "\u202e".encode() in data}))
                     """#)
