@@ -97,39 +97,3 @@ public struct DeviceConfiguration: Sendable {
         self.deviceName = deviceName
     }
 }
-
-/// Why the device node refused a request at once, without contacting the supporter node.
-public struct DeviceNodeError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// What was wrong.
-    public struct Kind: Hashable, Sendable {
-        let name: String
-        /// A code is already joined: leave it first.
-        public static let alreadyJoined = Kind(name: "already_joined")
-        /// The code is empty or longer than 64 bytes.
-        public static let invalidSessionCode = Kind(name: "invalid_session_code")
-        /// The configuration cannot work.
-        public static let invalidConfiguration = Kind(name: "invalid_configuration")
-        /// The system refused what the SDK needs to run (a thread, a descriptor); try again later.
-        public static let unavailable = Kind(name: "unavailable")
-    }
-    /// What was wrong.
-    public let kind: Kind
-    /// What to change.
-    public let description: String
-    /// The error underneath, when there is one (a certificate file the TLS layer could not use, …).
-    public let underlying: (any Error & Sendable)?
-    init(_ kind: Kind, _ description: String, underlying: (any Error & Sendable)? = nil) {
-        self.kind = kind
-        self.description = description
-        self.underlying = underlying
-    }
-
-    public static func == (lhs: DeviceNodeError, rhs: DeviceNodeError) -> Bool {
-        lhs.kind == rhs.kind && lhs.description == rhs.description
-    }
-
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(kind)
-        hasher.combine(description)
-    }
-}

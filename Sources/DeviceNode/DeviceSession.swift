@@ -396,18 +396,18 @@ public final class DeviceSession: @unchecked Sendable {
         do {
             outcome = try await node.loop.submit { [self] () -> Swift.Result<Result, DeviceSessionError> in
                 guard phase == .attached || phase == .reconnecting else {
-                    return .failure(DeviceSessionError("the session is over"))
+                    return .failure(DeviceSessionError(.sessionOver, "the session is over"))
                 }
                 do throws(DeviceSessionMachine.Refusal) {
                     let (actions, result) = try body(&machine)
                     perform(actions)
                     return .success(result)
                 } catch {
-                    return .failure(DeviceSessionError(error.description))
+                    return .failure(DeviceSessionError(.refused, error.message, underlying: error))
                 }
             }
         } catch {
-            throw DeviceSessionError("the device node is shut down")
+            throw DeviceSessionError(.shutDown, "the device node is shut down", underlying: error)
         }
         return try outcome.get()
     }
@@ -659,13 +659,6 @@ public final class DeviceSession: @unchecked Sendable {
         case .resumed: delegate.sessionDidResume(self)
         }
     }
-}
-
-/// Why the session refused an app's command (nothing was sent): the message says what to change.
-public struct DeviceSessionError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// What was refused and what to change.
-    public let description: String
-    init(_ description: String) { self.description = description }
 }
 
 /// The link's delegate: forwards to the session weakly, so neither the link nor a pending dial keeps it alive.

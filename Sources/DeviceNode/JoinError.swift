@@ -9,8 +9,60 @@ import SupportUtilities
 /// Why ``DeviceNode/join(code:delegate:)`` (or ``DeviceSessionModel/join(code:)``) did not bring the code online.
 ///
 /// Switch over ``reason`` (a closed set); show ``errorDescription`` (or `localizedDescription`) to the user; log
-/// ``detail``.
+/// ``detail``. The `StoreError` shape besides: ``kind`` (a struct over a private enum, one kind per reason), a human
+/// ``message`` and the ``underlying`` error.
 public struct JoinError: Error, Sendable, Hashable, LocalizedError, CustomStringConvertible {
+    /// Why the join failed, coarsely: ``JoinError/reason`` as a kind that can grow without breaking callers.
+    public struct Kind: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable {
+            case invalidSessionCode = "invalid_session_code", invalidAPIToken = "invalid_api_token"
+            case sessionCodeExpired = "session_code_expired", sessionCodeClosed = "session_code_closed"
+            case sessionCodeInUse = "session_code_in_use", rateLimited = "rate_limited", network, unavailable
+            case alreadyJoined = "already_joined", cancelled
+        }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// ``Reason/invalidSessionCode``.
+        public static let invalidSessionCode = Kind(.invalidSessionCode)
+        /// ``Reason/invalidAPIToken``.
+        public static let invalidAPIToken = Kind(.invalidAPIToken)
+        /// ``Reason/sessionCodeExpired``.
+        public static let sessionCodeExpired = Kind(.sessionCodeExpired)
+        /// ``Reason/sessionCodeClosed``.
+        public static let sessionCodeClosed = Kind(.sessionCodeClosed)
+        /// ``Reason/sessionCodeInUse``.
+        public static let sessionCodeInUse = Kind(.sessionCodeInUse)
+        /// ``Reason/rateLimited``.
+        public static let rateLimited = Kind(.rateLimited)
+        /// ``Reason/network``.
+        public static let network = Kind(.network)
+        /// ``Reason/unavailable``.
+        public static let unavailable = Kind(.unavailable)
+        /// ``Reason/alreadyJoined``.
+        public static let alreadyJoined = Kind(.alreadyJoined)
+        /// ``Reason/cancelled``.
+        public static let cancelled = Kind(.cancelled)
+
+        /// The kind of `reason`.
+        public init(reason: Reason) {
+            switch reason {
+            case .invalidSessionCode: self.init(.invalidSessionCode)
+            case .invalidAPIToken: self.init(.invalidAPIToken)
+            case .sessionCodeExpired: self.init(.sessionCodeExpired)
+            case .sessionCodeClosed: self.init(.sessionCodeClosed)
+            case .sessionCodeInUse: self.init(.sessionCodeInUse)
+            case .rateLimited: self.init(.rateLimited)
+            case .network: self.init(.network)
+            case .unavailable: self.init(.unavailable)
+            case .alreadyJoined: self.init(.alreadyJoined)
+            case .cancelled: self.init(.cancelled)
+            }
+        }
+
+        public var description: String { base.rawValue }
+    }
+
     /// The closed set of reasons a join fails.
     public enum Reason: Sendable, Hashable, CaseIterable {
         /// The code is empty or too long (checked before anything is sent), or the node does not know it.
@@ -43,13 +95,25 @@ public struct JoinError: Error, Sendable, Hashable, LocalizedError, CustomString
     public var detail: String
     /// With ``Reason/rateLimited``: how long to wait.
     public var retryAfter: Duration?
+    /// The error underneath, when there is one (the ``SessionEnding`` or ``DeviceNodeError`` the join ended with).
+    /// Not part of equality.
+    public var underlying: (any Error & Sendable)?
+
+    /// Why the join failed, coarsely: the kind of ``reason``.
+    public var kind: Kind { Kind(reason: reason) }
+    /// One sentence for the user: ``errorDescription``.
+    public var message: String { errorDescription ?? "" }
 
     /// A join error; apps meet these, and build them only in tests.
-    public init(_ reason: Reason, wireReason: ReasonCode? = nil, detail: String, retryAfter: Duration? = nil) {
+    public init(
+        _ reason: Reason, wireReason: ReasonCode? = nil, detail: String, retryAfter: Duration? = nil,
+        underlying: (any Error & Sendable)? = nil
+    ) {
         self.reason = reason
         self.wireReason = wireReason
         self.detail = detail
         self.retryAfter = retryAfter
+        self.underlying = underlying
     }
 
     /// The join error for how a session ended before it came online.
@@ -66,7 +130,9 @@ public struct JoinError: Error, Sendable, Hashable, LocalizedError, CustomString
             case .endedByUser: .cancelled
             case .endedBySupporter, .serviceUnavailable, .failed: .unavailable
             }
-        self.init(reason, wireReason: ending.reason, detail: ending.detail ?? "\(ending.reason)", retryAfter: ending.retryAfter)
+        self.init(
+            reason, wireReason: ending.reason, detail: ending.detail ?? "\(ending.reason)", retryAfter: ending.retryAfter,
+            underlying: ending)
     }
 
     /// The join error for a refusal before anything was sent.
@@ -79,7 +145,19 @@ public struct JoinError: Error, Sendable, Hashable, LocalizedError, CustomString
             } else {
                 .unavailable
             }
-        self.init(reason, detail: error.description)
+        self.init(reason, detail: error.description, underlying: error)
+    }
+
+    public static func == (lhs: JoinError, rhs: JoinError) -> Bool {
+        lhs.reason == rhs.reason && lhs.wireReason == rhs.wireReason && lhs.detail == rhs.detail
+            && lhs.retryAfter == rhs.retryAfter
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(reason)
+        hasher.combine(wireReason)
+        hasher.combine(detail)
+        hasher.combine(retryAfter)
     }
 
     /// One sentence for the user.

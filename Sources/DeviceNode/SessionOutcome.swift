@@ -93,42 +93,6 @@ public enum SessionOutcome: Sendable, Hashable, CaseIterable {
     }
 }
 
-/// How a session ended: the outcome an app switches over, the user-facing text, and the wire detail.
-public struct SessionEnding: Error, Sendable, Hashable, LocalizedError, CustomStringConvertible {
-    /// The closed outcome.
-    public var outcome: SessionOutcome
-    /// The wire reason (SPEC §6), for logs and support tickets.
-    public var reason: ReasonCode
-    /// The supporter's text, or the SDK's technical message for a failure; for logs, not for the user.
-    public var detail: String?
-    /// With ``SessionOutcome/rateLimited``: how long to wait before joining again.
-    public var retryAfter: Duration?
-
-    /// An ending for a wire reason.
-    public init(reason: ReasonCode, detail: String? = nil, retryAfter: Duration? = nil) {
-        self.outcome = SessionOutcome(reason)
-        self.reason = reason
-        self.detail = detail
-        self.retryAfter = retryAfter
-    }
-
-    /// The ending a failure event carries.
-    public init(_ failure: DeviceSessionFailure) {
-        self.init(
-            reason: failure.reason, detail: failure.message,
-            retryAfter: failure.retryAfterMilliseconds.map { .milliseconds(Int64($0)) })
-    }
-
-    /// ``SessionOutcome/userMessage``.
-    public var errorDescription: String? { outcome.userMessage }
-    /// The wire reason and the detail.
-    public var failureReason: String? { detail.map { "\(reason): \($0)" } ?? "\(reason)" }
-    /// ``SessionOutcome/recoverySuggestion``.
-    public var recoverySuggestion: String? { outcome.recoverySuggestion }
-    /// The outcome's text, then the wire reason.
-    public var description: String { "\(outcome.userMessage) (\(failureReason ?? ""))" }
-}
-
 extension DeviceSessionFailure: LocalizedError {
     /// The closed outcome of this failure.
     public var outcome: SessionOutcome { SessionOutcome(reason) }

@@ -48,43 +48,6 @@ public struct FeatureAsk: Sendable, Hashable {
     public var text: String?
 }
 
-/// Why the device's session failed; after it the session is over (SPEC §5.6 outcomes and link failures).
-public struct DeviceSessionFailure: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The SPEC §6 reason: `invalid_session_code`, `invalid_api_token`, `session_code_expired`, `session_code_closed`,
-    /// `session_code_in_use`, `rate_limited`, `connection_lost`, `protocol_error`, …
-    public var reason: ReasonCode
-    /// Words for people.
-    public var message: String
-    /// With `rate_limited`: when to try again.
-    public var retryAfterMilliseconds: UInt32?
-    /// The error underneath, when there is one (a transport error for network failures), for code that wants to
-    /// tell them apart without reading the message.
-    public var underlying: (any Error & Sendable)?
-
-    public init(
-        reason: ReasonCode, message: String, retryAfterMilliseconds: UInt32? = nil,
-        underlying: (any Error & Sendable)? = nil
-    ) {
-        self.reason = reason
-        self.message = message
-        self.retryAfterMilliseconds = retryAfterMilliseconds
-        self.underlying = underlying
-    }
-
-    public var description: String { message }
-
-    /// Equal when reason, message and retry hint are; the underlying error is detail.
-    public static func == (lhs: DeviceSessionFailure, rhs: DeviceSessionFailure) -> Bool {
-        lhs.reason == rhs.reason && lhs.message == rhs.message && lhs.retryAfterMilliseconds == rhs.retryAfterMilliseconds
-    }
-
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(reason)
-        hasher.combine(message)
-        hasher.combine(retryAfterMilliseconds)
-    }
-}
-
 /// What the device session reports to the app, in order (SPEC §8).
 public enum DeviceSessionEvent: Sendable, Hashable {
     /// The code is online: the supporter sees it; the device waits (handleSessionCodeOnline).

@@ -27,11 +27,6 @@ public struct DeviceSessionMachine: Sendable {
         case resumeLater(milliseconds: UInt32)
     }
 
-    /// Something the app asked that the current state does not allow; nothing was sent.
-    public struct Refusal: Error, Sendable, Hashable, CustomStringConvertible {
-        public let description: String
-    }
-
     public private(set) var state: State = .idle
     /// What the device can do, sent with REGISTER and checked against requests.
     public let capabilities: FeatureSet
@@ -103,12 +98,12 @@ public struct DeviceSessionMachine: Sendable {
     /// encode: a code of 1–64 bytes, a token of 1–256, capabilities with versions ≥ 1 that fit a 16 KiB frame.
     public mutating func register(code: String, token: String) throws(Refusal) -> [Action] {
         guard state == .idle else {
-            throw Refusal(description: "a session code is already joined; leave it before joining another")
+            throw Refusal(.wrongState, "a session code is already joined; leave it before joining another")
         }
         let message = Message.register(Register(sessionCode: code, apiToken: token, capabilities: capabilities))
         guard message.encodesWithinDefaultLimit else {
             throw Refusal(
-                description: "REGISTER would not encode: the code needs 1–64 bytes, the token 1–256, "
+                .invalidArgument, "REGISTER would not encode: the code needs 1–64 bytes, the token 1–256, "
                     + "and every capability a version of 1 or more")
         }
         state = .registering
@@ -477,11 +472,11 @@ public struct DeviceSessionMachine: Sendable {
     /// Revokes a grant (SPEC §15.3): refused when nothing is granted under that id or no link carries the revoke.
     public mutating func revoke(_ feature: Feature.ID, text: String? = nil) throws(Refusal) -> [Action] {
         guard case .active = state, extensions.contains(.accessControl), !isReconnecting else {
-            throw Refusal(description: "no active session with access control to revoke a feature in")
+            throw Refusal(.wrongState, "no active session with access control to revoke a feature in")
         }
-        guard granted.contains(feature) else { throw Refusal(description: "\(feature) is not granted") }
+        guard granted.contains(feature) else { throw Refusal(.denied, "\(feature) is not granted") }
         let message = Message.featureRevoke(FeatureRevoke(feature: feature, text: text))
-        guard message.encodesWithinDefaultLimit else { throw Refusal(description: "a text needs 1–256 bytes") }
+        guard message.encodesWithinDefaultLimit else { throw Refusal(.invalidArgument, "a text needs 1–256 bytes") }
         granted = FeatureSet(granted.filter { $0.id != feature })
         var actions: [Action] = [.send(message), .report(.featureRevoked(feature))]
         let withdrawn = channel.withdraw(needing: feature)
@@ -495,13 +490,13 @@ public struct DeviceSessionMachine: Sendable {
         _ outgoing: MessageChannel.Outgoing
     ) throws(Refusal) -> (transferID: UInt32?, actions: [Action]) {
         guard case .active = state, extensions.contains(.sessionMessages) else {
-            throw Refusal(description: "messages need an active session with session_messages in effect")
+            throw Refusal(.wrongState, "messages need an active session with session_messages in effect")
         }
-        guard !isReconnecting else { throw Refusal(description: "the link is being re-established; try again") }
+        guard !isReconnecting else { throw Refusal(.reconnecting, "the link is being re-established; try again") }
         do throws(MessageChannel.Refusal) {
             let (id, messages) = try channel.send(outgoing, granted: granted)
             return (id, messages.map { .send(.sessionMessage($0)) })
-        } catch { throw Refusal(description: error.description) }
+        } catch { throw Refusal(Refusal.Kind(channel: error.kind), error.message, underlying: error) }
     }
 
     /// ``send(_:)`` of chat text.

@@ -10,11 +10,6 @@ public struct MessageChannel: Sendable, Hashable {
     /// Files being received at once; a further offset-0 part is refused.
     public static let incomingFileLimit = 2
 
-    /// A send the channel refused; nothing was queued.
-    public struct Refusal: Error, Sendable, Hashable, CustomStringConvertible {
-        public let description: String
-    }
-
     /// What the receiving side does with one SESSION_MESSAGE.
     public struct Receipt: Sendable, Hashable {
         /// The acknowledgement to send (nil for a repeat: it is acknowledged again by `repeatAck`).
@@ -129,7 +124,7 @@ public struct MessageChannel: Sendable, Hashable {
         _ outgoing: Outgoing, granted: FeatureSet
     ) throws(Refusal) -> (transferID: UInt32?, messages: [SessionMessage]) {
         guard granted.contains(outgoing.requiredFeature) else {
-            throw Refusal(description: "\(outgoing.requiredFeature) is not granted")
+            throw Refusal(.denied, "\(outgoing.requiredFeature) is not granted")
         }
         switch outgoing {
         case .chat(let text): return (nil, try sendChat(text))
@@ -171,7 +166,7 @@ public struct MessageChannel: Sendable, Hashable {
     public mutating func sendChat(_ text: String) throws(Refusal) -> [SessionMessage] {
         let body = Array(text.utf8)
         guard !body.isEmpty, body.count <= WireLimits.chatTextLength else {
-            throw Refusal(description: "chat text needs 1–\(WireLimits.chatTextLength) bytes of UTF-8")
+            throw Refusal(.invalidArgument, "chat text needs 1–\(WireLimits.chatTextLength) bytes of UTF-8")
         }
         return try enqueue(kind: .chat, contentType: nil, body: body)
     }
@@ -179,10 +174,10 @@ public struct MessageChannel: Sendable, Hashable {
     /// Queues an application message; returns the frames that may go out now.
     public mutating func sendApplication(contentType: String, body: [UInt8]) throws(Refusal) -> [SessionMessage] {
         guard (1...WireLimits.contentTypeLength).contains(contentType.utf8.count) else {
-            throw Refusal(description: "a content type needs 1–\(WireLimits.contentTypeLength) bytes")
+            throw Refusal(.invalidArgument, "a content type needs 1–\(WireLimits.contentTypeLength) bytes")
         }
         guard (1...partSize).contains(body.count) else {
-            throw Refusal(description: "an application message needs 1–\(partSize) bytes")
+            throw Refusal(.invalidArgument, "an application message needs 1–\(partSize) bytes")
         }
         return try enqueue(kind: .application, contentType: contentType, body: body)
     }
@@ -193,15 +188,15 @@ public struct MessageChannel: Sendable, Hashable {
         name: String, contentType: String?, bytes: [UInt8]
     ) throws(Refusal) -> (transferID: UInt32, messages: [SessionMessage]) {
         guard (1...WireLimits.fileNameLength).contains(name.utf8.count) else {
-            throw Refusal(description: "a file name needs 1–\(WireLimits.fileNameLength) bytes")
+            throw Refusal(.invalidArgument, "a file name needs 1–\(WireLimits.fileNameLength) bytes")
         }
         guard !bytes.isEmpty, UInt64(bytes.count) <= WireLimits.largestFileSize else {
-            throw Refusal(description: "a file needs 1 byte to 16 MiB")
+            throw Refusal(.invalidArgument, "a file needs 1 byte to 16 MiB")
         }
         if let contentType, !(1...WireLimits.contentTypeLength).contains(contentType.utf8.count) {
-            throw Refusal(description: "a content type needs 1–\(WireLimits.contentTypeLength) bytes")
+            throw Refusal(.invalidArgument, "a content type needs 1–\(WireLimits.contentTypeLength) bytes")
         }
-        guard outgoingFiles.count < 4 else { throw Refusal(description: "4 files are already being sent") }
+        guard outgoingFiles.count < 4 else { throw Refusal(.limitReached, "4 files are already being sent") }
         let id = nextTransferID
         nextTransferID &+= 1
         outgoingFiles.append(
@@ -213,10 +208,10 @@ public struct MessageChannel: Sendable, Hashable {
         -> [SessionMessage]
     {
         guard queued.count < Self.queueLimit else {
-            throw Refusal(description: "\(Self.queueLimit) messages are already waiting to be sent")
+            throw Refusal(.limitReached, "\(Self.queueLimit) messages are already waiting to be sent")
         }
         guard nextID < UInt32.max - UInt32(queued.count) else {
-            throw Refusal(description: "message ids exhausted in this session")
+            throw Refusal(.limitReached, "message ids exhausted in this session")
         }
         queued.append(SessionMessage(messageID: 0, kind: kind, contentType: contentType, body: body))
         return release()

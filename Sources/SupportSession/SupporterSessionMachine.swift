@@ -25,11 +25,6 @@ public struct SupporterSessionMachine: Sendable {
         case authorize(Register)
     }
 
-    /// A local command the current state does not allow; nothing was sent.
-    public struct Refusal: Error, Sendable, Hashable, CustomStringConvertible {
-        public let description: String
-    }
-
     public private(set) var state: State = .idle
     /// What the device said it can do, from REGISTER.
     public private(set) var deviceCapabilities: FeatureSet = []
@@ -131,15 +126,15 @@ public struct SupporterSessionMachine: Sendable {
         supporterName: String, type: ConnectionType, features: FeatureSet = [], now: Deadline,
         codeRules: FeatureRules = .codeDefault, mediaDescriptor: [UInt8]? = nil
     ) throws(Refusal) -> [Action] {
-        guard !isReconnecting else { throw Refusal(description: "the device is reconnecting; try again shortly") }
+        guard !isReconnecting else { throw Refusal(.reconnecting, "the device is reconnecting; try again shortly") }
         guard case .online(let code) = state else {
             switch state {
-            case .idle: throw Refusal(description: "no device has this code online")
-            case .requestPending: throw Refusal(description: "a request is already pending for this code")
-            default: throw Refusal(description: "a session is already active for this code")
+            case .idle: throw Refusal(.wrongState, "no device has this code online")
+            case .requestPending: throw Refusal(.wrongState, "a request is already pending for this code")
+            default: throw Refusal(.wrongState, "a session is already active for this code")
             }
         }
-        guard lastRequestID < UInt32.max else { throw Refusal(description: "request ids exhausted on this connection") }
+        guard lastRequestID < UInt32.max else { throw Refusal(.limitReached, "request ids exhausted on this connection") }
         var request = ConnectionRequest(
             requestID: lastRequestID + 1, supporterName: supporterName, connectionType: type,
             requestedFeatures: features)
@@ -147,7 +142,7 @@ public struct SupporterSessionMachine: Sendable {
         if extensions.contains(.accessControl) {
             denied = features.filter { codeRules.rule(for: $0.id) == .deny }
             guard codeRules.rule(for: type.requiredFeature) != .deny else {
-                throw Refusal(description: "the code's rules deny \(type.requiredFeature), which this connection type needs")
+                throw Refusal(.denied, "the code's rules deny \(type.requiredFeature), which this connection type needs")
             }
             request.requestedFeatures = FeatureSet(features.filter { codeRules.rule(for: $0.id) != .deny })
             var confirm = request.requestedFeatures.filter { codeRules.rule(for: $0.id) == .confirm }
@@ -158,11 +153,11 @@ public struct SupporterSessionMachine: Sendable {
         }
         guard Message.connectionRequest(request).encodesWithinDefaultLimit else {
             throw Refusal(
-                description: "CONNECTION_REQUEST would not encode: the supporter name needs 1–64 bytes, and every "
+                .invalidArgument, "CONNECTION_REQUEST would not encode: the supporter name needs 1–64 bytes, and every "
                     + "feature a version of 1 or more")
         }
         if let mediaDescriptor, !(1...WireLimits.mediaDescriptorLength).contains(mediaDescriptor.count) {
-            throw Refusal(description: "a media descriptor needs 1–\(WireLimits.mediaDescriptorLength) bytes")
+            throw Refusal(.invalidArgument, "a media descriptor needs 1–\(WireLimits.mediaDescriptorLength) bytes")
         }
         lastRequestID += 1
         self.mediaDescriptor = extensions.contains(.sessionMessages) ? mediaDescriptor : nil
@@ -175,7 +170,7 @@ public struct SupporterSessionMachine: Sendable {
     /// Withdraws the pending request.
     public mutating func abortRequest() throws(Refusal) -> [Action] {
         guard case .requestPending(let code, let request, _) = state else {
-            throw Refusal(description: "no request is pending")
+            throw Refusal(.wrongState, "no request is pending")
         }
         state = .online(code: code)
         lastEndedRequest = (request.requestID, .abortedBySupporter)
@@ -184,9 +179,9 @@ public struct SupporterSessionMachine: Sendable {
 
     /// Ends the registration (or the session) with `reason`: `ended_by_supporter`, `session_code_closed`, ….
     public mutating func end(reason: ReasonCode = .endedBySupporter, text: String? = nil) throws(Refusal) -> [Action] {
-        guard state != .idle else { throw Refusal(description: "no device has this code online") }
+        guard state != .idle else { throw Refusal(.wrongState, "no device has this code online") }
         guard Message.sessionEnd(SessionEnd(reason: reason, text: text)).encodesWithinDefaultLimit else {
-            throw Refusal(description: "SESSION_END would not encode: a text needs 1–256 bytes")
+            throw Refusal(.invalidArgument, "SESSION_END would not encode: a text needs 1–256 bytes")
         }
         return [.send(.sessionEnd(SessionEnd(reason: reason, text: text)))] + endRegistration()
             + [.report(.ended(reason: reason, text: text))]
@@ -245,21 +240,21 @@ public struct SupporterSessionMachine: Sendable {
         _ feature: Feature.ID, text: String? = nil, codeRules: FeatureRules = .codeDefault
     ) throws(Refusal) -> [Action] {
         guard case .active = state, extensions.contains(.accessControl) else {
-            throw Refusal(description: "no active session with access control to ask a feature in")
+            throw Refusal(.wrongState, "no active session with access control to ask a feature in")
         }
-        guard !isReconnecting else { throw Refusal(description: "the device is reconnecting; try again shortly") }
-        guard !granted.contains(feature) else { throw Refusal(description: "\(feature) is already granted") }
+        guard !isReconnecting else { throw Refusal(.reconnecting, "the device is reconnecting; try again shortly") }
+        guard !granted.contains(feature) else { throw Refusal(.wrongState, "\(feature) is already granted") }
         guard !pendingAsks.values.contains(feature) else {
-            throw Refusal(description: "\(feature) was already asked for; wait for the answer")
+            throw Refusal(.wrongState, "\(feature) was already asked for; wait for the answer")
         }
         let rule = codeRules.rule(for: feature)
         guard rule != .deny else {
-            throw Refusal(description: "the code's rules deny \(feature)")
+            throw Refusal(.denied, "the code's rules deny \(feature)")
         }
-        guard lastAskID < UInt32.max else { throw Refusal(description: "ask ids exhausted on this connection") }
+        guard lastAskID < UInt32.max else { throw Refusal(.limitReached, "ask ids exhausted on this connection") }
         let request = FeatureRequest(askID: lastAskID + 1, feature: feature, confirm: rule == .confirm, text: text)
         guard Message.featureRequest(request).encodesWithinDefaultLimit else {
-            throw Refusal(description: "a text needs 1–256 bytes")
+            throw Refusal(.invalidArgument, "a text needs 1–256 bytes")
         }
         lastAskID += 1
         pendingAsks[request.askID] = feature
@@ -272,13 +267,13 @@ public struct SupporterSessionMachine: Sendable {
         _ outgoing: MessageChannel.Outgoing
     ) throws(Refusal) -> (transferID: UInt32?, actions: [Action]) {
         guard case .active = state, extensions.contains(.sessionMessages) else {
-            throw Refusal(description: "messages need an active session with session_messages in effect")
+            throw Refusal(.wrongState, "messages need an active session with session_messages in effect")
         }
-        guard !isReconnecting else { throw Refusal(description: "the device is reconnecting; try again shortly") }
+        guard !isReconnecting else { throw Refusal(.reconnecting, "the device is reconnecting; try again shortly") }
         do throws(MessageChannel.Refusal) {
             let (id, messages) = try channel.send(outgoing, granted: granted)
             return (id, messages.map { .send(.sessionMessage($0)) })
-        } catch { throw Refusal(description: error.description) }
+        } catch { throw Refusal(Refusal.Kind(channel: error.kind), error.message, underlying: error) }
     }
 
     /// ``send(_:)`` of chat text.

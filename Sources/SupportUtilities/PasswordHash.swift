@@ -98,7 +98,8 @@ public struct PasswordHash: Sendable, Hashable, CustomStringConvertible {
         password: String, salt: [UInt8], parameters: Parameters, length: Int = 32
     ) throws(PasswordHashError) -> [UInt8] {
         guard parameters.isAcceptable else {
-            throw PasswordHashError("scrypt parameters ln=\(parameters.logN) r=\(parameters.r) p=\(parameters.p) are out of range")
+            throw PasswordHashError(
+                .invalidParameters, "scrypt parameters ln=\(parameters.logN) r=\(parameters.r) p=\(parameters.p) are out of range")
         }
         var key = [UInt8](repeating: 0, count: length)
         // A terminating NUL keeps the pointer valid for an empty password; it is not part of the length.
@@ -113,13 +114,7 @@ public struct PasswordHash: Sendable, Hashable, CustomStringConvertible {
                 }
             }
         }
-        guard ok == 1 else { throw PasswordHashError("scrypt failed in OpenSSL (out of memory?)") }
+        guard ok == 1 else { throw PasswordHashError(.openSSL, "scrypt failed in OpenSSL (out of memory?)") }
         return key
     }
-}
-
-/// Hashing a password failed (OpenSSL refused the parameters or ran out of memory).
-public struct PasswordHashError: Error, Sendable, CustomStringConvertible {
-    public let description: String
-    package init(_ description: String) { self.description = description }
 }

@@ -3,51 +3,67 @@
 /// Says what was wrong (``code``), where (``offset`` in the byte stream), and, for a field, which one (``field``).
 /// Every decoding error is fatal to the connection it came from; it never affects another connection.
 public struct WireError: Error, Hashable, Sendable, CustomStringConvertible {
-    /// What was wrong, by its SPEC §10.1 name. A struct so that codes can be added without breaking callers.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+    /// What was wrong, by its SPEC §10.1 name: the error's kind. A struct over a private enum (the `StoreError`
+    /// pattern), so that codes can be added without breaking callers.
+    public struct Kind: Hashable, Sendable, CustomStringConvertible {
+        /// The SPEC §10.1 names, in the spec's order.
+        private enum Base: String, Hashable, Sendable, CaseIterable {
+            case truncatedHeader = "truncated_header", truncatedPayload = "truncated_payload"
+            case unsupportedFrameVersion = "unsupported_frame_version", reservedFlags = "reserved_flags"
+            case reservedByte = "reserved_byte", frameTooLarge = "frame_too_large"
+            case ignorableKnownType = "ignorable_known_type", unknownFrameType = "unknown_frame_type"
+            case trailingBytes = "trailing_bytes", truncatedField = "truncated_field"
+            case duplicateField = "duplicate_field", fieldOutOfOrder = "field_out_of_order"
+            case missingField = "missing_field", invalidFieldLength = "invalid_field_length"
+            case valueOutOfRange = "value_out_of_range", stringEmpty = "string_empty"
+            case stringTooLong = "string_too_long", invalidUTF8 = "invalid_utf8"
+            case duplicateFeature = "duplicate_feature", featureOutOfOrder = "feature_out_of_order"
+        }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
         /// The name used in SPEC.md and in `protocol/vectors/`, e.g. `missing_field`.
-        public let name: String
-        private init(_ name: String) { self.name = name }
-        public var description: String { name }
+        public var name: String { base.rawValue }
+        public var description: String { base.rawValue }
 
-        public static let truncatedHeader = Code("truncated_header")
-        public static let truncatedPayload = Code("truncated_payload")
-        public static let unsupportedFrameVersion = Code("unsupported_frame_version")
-        public static let reservedFlags = Code("reserved_flags")
-        public static let reservedByte = Code("reserved_byte")
-        public static let frameTooLarge = Code("frame_too_large")
-        public static let ignorableKnownType = Code("ignorable_known_type")
-        public static let unknownFrameType = Code("unknown_frame_type")
-        public static let trailingBytes = Code("trailing_bytes")
-        public static let truncatedField = Code("truncated_field")
-        public static let duplicateField = Code("duplicate_field")
-        public static let fieldOutOfOrder = Code("field_out_of_order")
-        public static let missingField = Code("missing_field")
-        public static let invalidFieldLength = Code("invalid_field_length")
-        public static let valueOutOfRange = Code("value_out_of_range")
-        public static let stringEmpty = Code("string_empty")
-        public static let stringTooLong = Code("string_too_long")
-        public static let invalidUTF8 = Code("invalid_utf8")
-        public static let duplicateFeature = Code("duplicate_feature")
-        public static let featureOutOfOrder = Code("feature_out_of_order")
+        public static let truncatedHeader = Kind(.truncatedHeader)
+        public static let truncatedPayload = Kind(.truncatedPayload)
+        public static let unsupportedFrameVersion = Kind(.unsupportedFrameVersion)
+        public static let reservedFlags = Kind(.reservedFlags)
+        public static let reservedByte = Kind(.reservedByte)
+        public static let frameTooLarge = Kind(.frameTooLarge)
+        public static let ignorableKnownType = Kind(.ignorableKnownType)
+        public static let unknownFrameType = Kind(.unknownFrameType)
+        public static let trailingBytes = Kind(.trailingBytes)
+        public static let truncatedField = Kind(.truncatedField)
+        public static let duplicateField = Kind(.duplicateField)
+        public static let fieldOutOfOrder = Kind(.fieldOutOfOrder)
+        public static let missingField = Kind(.missingField)
+        public static let invalidFieldLength = Kind(.invalidFieldLength)
+        public static let valueOutOfRange = Kind(.valueOutOfRange)
+        public static let stringEmpty = Kind(.stringEmpty)
+        public static let stringTooLong = Kind(.stringTooLong)
+        public static let invalidUTF8 = Kind(.invalidUTF8)
+        public static let duplicateFeature = Kind(.duplicateFeature)
+        public static let featureOutOfOrder = Kind(.featureOutOfOrder)
 
-        /// Every code SPEC §10.1 defines.
-        public static let allCases: [Code] = [
-            .truncatedHeader, .truncatedPayload, .unsupportedFrameVersion, .reservedFlags, .reservedByte,
-            .frameTooLarge, .ignorableKnownType, .unknownFrameType, .trailingBytes, .truncatedField,
-            .duplicateField, .fieldOutOfOrder, .missingField, .invalidFieldLength, .valueOutOfRange, .stringEmpty,
-            .stringTooLong, .invalidUTF8, .duplicateFeature, .featureOutOfOrder,
-        ]
+        /// Every code SPEC §10.1 defines, in its order.
+        public static let allCases: [Kind] = Base.allCases.map { Kind($0) }
 
         /// Looks a code up by its SPEC name.
         public init?(name: String) {
-            guard let code = Code.allCases.first(where: { $0.name == name }) else { return nil }
-            self = code
+            guard let base = Base(rawValue: name) else { return nil }
+            self.init(base)
         }
     }
 
-    /// What was wrong.
-    public let code: Code
+    /// SPEC §10.1 calls the kinds of wire error *codes*; the name callers and the vectors use.
+    public typealias Code = Kind
+
+    /// What was wrong (SPEC §10.1 calls it the error's code).
+    public let kind: Kind
+    /// ``kind`` by the name SPEC §10.1 gives it.
+    public var code: Code { kind }
     /// Offset in the byte stream of the byte the error is about (SPEC §10.1). When encoding: offset in the frame.
     public let offset: Int
     /// The field's tag, when the error concerns a field.
@@ -56,19 +72,25 @@ public struct WireError: Error, Hashable, Sendable, CustomStringConvertible {
     public let fieldName: String?
     /// The frame type byte of the frame concerned, when the header was read.
     public let frameType: UInt8?
-    /// Extra detail for people (a value, a limit); not part of the error's identity in the spec.
-    public let detail: String
+    /// Extra detail for people (a value, a limit); not part of the error's identity in the spec. Empty when the
+    /// code and offset say it all.
+    public let message: String
+    /// ``message`` by its older name.
+    public var detail: String { message }
+    /// The error underneath, when there is one. Not part of equality.
+    public let underlying: (any Error & Sendable)?
 
     public init(
         _ code: Code, offset: Int, field: UInt8? = nil, fieldName: String? = nil, frameType: UInt8? = nil,
-        detail: String = ""
+        detail: String = "", underlying: (any Error & Sendable)? = nil
     ) {
-        self.code = code
+        self.kind = code
         self.offset = offset
         self.field = field
         self.fieldName = fieldName
         self.frameType = frameType
-        self.detail = detail
+        self.message = detail
+        self.underlying = underlying
     }
 
     public var description: String {
@@ -82,14 +104,14 @@ public struct WireError: Error, Hashable, Sendable, CustomStringConvertible {
         return text
     }
 
-    /// Two errors are the same when SPEC §10.1 would say so: same code, offset and field. Names and detail are for
-    /// people and do not count.
+    /// Two errors are the same when SPEC §10.1 would say so: same code, offset and field. Names, the message and the
+    /// underlying error are for people and do not count.
     public static func == (lhs: WireError, rhs: WireError) -> Bool {
-        lhs.code == rhs.code && lhs.offset == rhs.offset && lhs.field == rhs.field
+        lhs.kind == rhs.kind && lhs.offset == rhs.offset && lhs.field == rhs.field
     }
 
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(code)
+        hasher.combine(kind)
         hasher.combine(offset)
         hasher.combine(field)
     }

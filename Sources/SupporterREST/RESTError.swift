@@ -76,12 +76,33 @@ public struct RESTError: Error, Sendable, Hashable, CustomStringConvertible {
     /// How long the connection holds the answer before writing it (``HTTPResponse/delay``): a refused sign-in's 429
     /// is held 1 s, so that a flood costs the node one cheap answer per second per connection.
     public var delay: Duration?
+    /// The error underneath, when there is one (the node's error a refusal was made from). Not part of equality, and
+    /// never shown to the client.
+    public var underlying: (any Error & Sendable)?
 
-    public init(_ kind: Kind, _ message: String, retryAfter: Duration? = nil, allowedMethods: String? = nil) {
+    public init(
+        _ kind: Kind, _ message: String, retryAfter: Duration? = nil, allowedMethods: String? = nil,
+        underlying: (any Error & Sendable)? = nil
+    ) {
         self.kind = kind
         self.message = message
         self.retryAfter = retryAfter
         self.allowedMethods = allowedMethods
+        self.underlying = underlying
+    }
+
+    public static func == (lhs: RESTError, rhs: RESTError) -> Bool {
+        lhs.kind == rhs.kind && lhs.message == rhs.message && lhs.retryAfter == rhs.retryAfter
+            && lhs.allowedMethods == rhs.allowedMethods && lhs.header == rhs.header && lhs.delay == rhs.delay
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(kind)
+        hasher.combine(message)
+        hasher.combine(retryAfter)
+        hasher.combine(allowedMethods)
+        hasher.combine(header)
+        hasher.combine(delay)
     }
 
     /// 400 ``Kind/duplicateHeader`` for `name`.
@@ -98,12 +119,12 @@ public struct RESTError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The node's refusal as the API shows it: 404, 409, 422, else 500.
     public init(_ error: SupporterNodeError) {
         switch error.kind {
-        case .notFound: self.init(.notFound, error.description)
-        case .conflict: self.init(.conflict, error.description)
-        case .invalid: self.init(.unprocessable, error.description)
-        case .forbidden: self.init(.forbidden, error.description)
-        case .busy: self.init(.unavailable, error.description, retryAfter: .seconds(1))
-        default: self.init(.internalError, error.description)
+        case .notFound: self.init(.notFound, error.description, underlying: error)
+        case .conflict: self.init(.conflict, error.description, underlying: error)
+        case .invalid: self.init(.unprocessable, error.description, underlying: error)
+        case .forbidden: self.init(.forbidden, error.description, underlying: error)
+        case .busy: self.init(.unavailable, error.description, retryAfter: .seconds(1), underlying: error)
+        default: self.init(.internalError, error.description, underlying: error)
         }
     }
 

@@ -52,4 +52,14 @@ import TestSupport
         #expect(RESTError(SupporterNodeError("bad", kind: .invalid)).kind == .unprocessable)
         #expect(RESTError(SupporterNodeError("disk", kind: .store)).kind == .internalError)
     }
+
+    @Test func theNodesErrorIsKeptAsTheCauseAndIsNotPartOfEquality() {
+        let refusal = SupporterNodeError("no such code", kind: .notFound)
+        let error = RESTError(refusal)
+        #expect(error.underlying as? SupporterNodeError == refusal)
+        #expect(error == RESTError(.notFound, "no such code"))
+        #expect(error.hashValue == RESTError(.notFound, "no such code").hashValue)
+        #expect(error != RESTError(.notFound, "no such code", retryAfter: .seconds(1)))
+        #expect(error.description == "404 not_found: no such code")
+    }
 }

@@ -120,20 +120,62 @@ public struct HostPort: Sendable, CustomStringConvertible {
 }
 
 /// What ends a command: a usage error (exit 2) or a failure (exit 1), with one line for people.
-public enum CLIError: Error, Sendable, CustomStringConvertible {
-    case usage(String)
-    case failure(String)
-
-    public var exitCode: Int32 {
-        switch self {
-        case .usage: 2
-        case .failure: 1
+///
+/// A struct over a small kind (the `StoreError` pattern), so new kinds can be added without breaking callers. Throw
+/// ``usage(_:)`` or ``failure(_:)``; test ``kind``.
+public struct CLIError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What ended the command, coarsely; each kind has one exit status.
+    public struct Kind: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable {
+            case usage, failure
         }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The command line is wrong: exit status 2, and the command's help is pointed to.
+        public static let usage = Kind(.usage)
+        /// The command was right but failed: exit status 1.
+        public static let failure = Kind(.failure)
+
+        /// The process's exit status for this kind.
+        public var exitCode: Int32 {
+            switch base {
+            case .usage: 2
+            case .failure: 1
+            }
+        }
+
+        public var description: String { base.rawValue }
     }
 
-    public var description: String {
-        switch self {
-        case .usage(let text), .failure(let text): text
-        }
+    /// What ended the command, coarsely.
+    public var kind: Kind
+    /// The one line for people, e.g. `'x' names no host`.
+    public var message: String
+    /// The error underneath, when there is one. Not part of equality.
+    public var underlying: (any Error & Sendable)?
+
+    public init(_ kind: Kind, _ message: String, underlying: (any Error & Sendable)? = nil) {
+        self.kind = kind
+        self.message = message
+        self.underlying = underlying
     }
+
+    /// A usage error (exit 2) saying `message`.
+    public static func usage(_ message: String) -> CLIError { CLIError(.usage, message) }
+    /// A failure (exit 1) saying `message`.
+    public static func failure(_ message: String) -> CLIError { CLIError(.failure, message) }
+
+    public static func == (lhs: CLIError, rhs: CLIError) -> Bool { lhs.kind == rhs.kind && lhs.message == rhs.message }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(kind)
+        hasher.combine(message)
+    }
+
+    /// The process's exit status: 2 for a usage error, 1 for a failure.
+    public var exitCode: Int32 { kind.exitCode }
+
+    /// The message.
+    public var description: String { message }
 }

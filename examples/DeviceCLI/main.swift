@@ -145,6 +145,6 @@ do {
     exit(StandardStreams.exitStatus(try run()))
 } catch {
     StandardStreams.writeError("error: \(TerminalText.escaped(error.description))\n")
-    if case .usage = error { StandardStreams.writeError("see 'rsup-device --help'\n") }
+    if error.kind == .usage { StandardStreams.writeError("see 'rsup-device --help'\n") }
     exit(error.exitCode)
 }

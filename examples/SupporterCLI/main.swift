@@ -236,7 +236,7 @@ func main() -> Int32 {
         return 0
     } catch {
         StandardStreams.writeError("error: \(TerminalText.escaped(error.description))\n")
-        if case .usage = error { StandardStreams.writeError("see 'rsup-supporter --help'\n") }
+        if error.kind == .usage { StandardStreams.writeError("see 'rsup-supporter --help'\n") }
         return error.exitCode
     }
 }
