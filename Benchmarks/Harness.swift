@@ -1,4 +1,3 @@
-/// Settings shared by every benchmark group.
 import SupportWire
 import SupportUtilities
 import SupportRuntime
@@ -9,6 +8,8 @@ import DeviceNode
 import SupporterNode
 import SupporterREST
 import SupportPostgres
+
+/// Settings shared by every benchmark group.
 struct BenchmarkOptions: Sendable {
     /// Minimum wall time of one timed run.
     var minTime: Duration = .milliseconds(500)

@@ -1,4 +1,3 @@
-/// A plain-text table with aligned columns: text columns left-aligned, numeric columns right-aligned.
 import SupportWire
 import SupportUtilities
 import SupportRuntime
@@ -9,6 +8,8 @@ import DeviceNode
 import SupporterNode
 import SupporterREST
 import SupportPostgres
+
+/// A plain-text table with aligned columns: text columns left-aligned, numeric columns right-aligned.
 struct TablePrinter {
     enum Alignment { case left, right }
 

@@ -1,3 +1,6 @@
+import SupportRuntime
+import SupportSession
+import SupportWire
 /// Why the device node refused a request at once, without contacting the supporter node.
 ///
 /// A struct over a small kind (the `StoreError` pattern), so new kinds can be added without breaking callers.

@@ -1,3 +1,5 @@
+import SupportSession
+import SupportWire
 /// Why the session refused an app's command (nothing was sent): the message says what to change.
 ///
 /// A struct over a small kind (the `StoreError` pattern), so new kinds can be added without breaking callers.

@@ -1,11 +1,12 @@
+public import SupportSession
+public import SupportWire
+import SupportUtilities
+
 /// Where a device session stands, for a UI to bind to: one value, always current, changing in the order of the
 /// session's events.
 ///
 /// Read it from ``DeviceSession/state`` (any thread) or, on the main actor, from ``DeviceSessionModel/state``
 /// (observable). Switch over it without `default`: every case is something the user should see.
-public import SupportSession
-public import SupportWire
-import SupportUtilities
 public enum DeviceSessionState: Sendable, Hashable {
     /// No code joined yet (a model before ``DeviceSessionModel/join(code:)``).
     case offline

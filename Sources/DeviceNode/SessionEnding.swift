@@ -1,7 +1,10 @@
+import SupportRuntime
+public import SupportSession
+public import SupportWire
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+public import FoundationEssentials
 #else
-import Foundation
+public import Foundation
 #endif
 
 /// How a session ended: the outcome an app switches over, the user-facing text, and the wire detail.

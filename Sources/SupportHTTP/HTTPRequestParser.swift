@@ -1,5 +1,6 @@
-/// What ``HTTPRequestParser/next()`` found.
 import SupportUtilities
+
+/// What ``HTTPRequestParser/next()`` found.
 public enum HTTPParseResult: Sendable, Hashable {
     /// The bytes so far do not finish a request; append more.
     case needMoreData

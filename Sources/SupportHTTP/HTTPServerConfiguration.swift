@@ -1,5 +1,6 @@
-/// Limits and timeouts of an ``HTTPServer``, with defaults on every field.
 import SupportUtilities
+
+/// Limits and timeouts of an ``HTTPServer``, with defaults on every field.
 public struct HTTPServerConfiguration: Sendable, Hashable {
     /// Request size limits (request line 8 KiB, header section 16 KiB and 100 fields, body 64 KiB).
     public var limits = HTTPRequestParser.Limits()

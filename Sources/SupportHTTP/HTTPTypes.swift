@@ -1,5 +1,6 @@
-/// An HTTP request method: any RFC 9110 token; the common ones are named.
 import SupportUtilities
+
+/// An HTTP request method: any RFC 9110 token; the common ones are named.
 public struct HTTPMethod: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     /// The method exactly as sent (methods are case-sensitive).
     public let rawValue: String

@@ -1,6 +1,7 @@
+import SupportUtilities
+
 /// Readiness of a file descriptor, as an event loop's handlers see it: the same on every platform (a ``Poller``
 /// translates its own bits).
-import SupportUtilities
 package struct PollEvents: OptionSet, Hashable, Sendable {
     package let rawValue: UInt8
     package init(rawValue: UInt8) { self.rawValue = rawValue }

@@ -1,9 +1,10 @@
+import SupportUtilities
+
 /// The platform's readiness API behind ``EventLoop``: epoll on Linux (``EpollPoller``). A port to kqueue (Apple) or
 /// to another libc is a new type conforming to this and the `PlatformPoller` alias pointing at it; the loop, its
 /// timers, and the connections above it do not change (docs/porting.md).
 ///
 /// Used by one loop thread, except ``wake()``, which any thread may call.
-import SupportUtilities
 package protocol Poller: AnyObject, Sendable {
     /// Watches `fd` for `events`; ``wait(timeoutMilliseconds:_:)`` reports readiness with `token`.
     func add(_ fd: Int32, events: PollEvents, token: UInt64) throws(TransportError)

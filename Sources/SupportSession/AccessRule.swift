@@ -1,9 +1,10 @@
+public import SupportWire
+import SupportUtilities
+
 /// How a feature may be granted in a session (SPEC §15.3): at once, only after the device's user confirms it, or never.
 ///
 /// Two rules meet for every feature: the device's (set by the app) and the code's (set by the supporter team); the
 /// stricter one applies (``stricter(_:)``).
-public import SupportWire
-import SupportUtilities
 public enum AccessRule: UInt8, Sendable, Hashable, CaseIterable, Comparable, CustomStringConvertible {
     /// Granted with the connection (or an ask) without a question.
     case allow = 1

@@ -1,6 +1,7 @@
-/// What the device's call observer reports: whether a system call is running, and its identifier.
 public import SupportWire
 import SupportUtilities
+
+/// What the device's call observer reports: whether a system call is running, and its identifier.
 public struct SystemCallStatus: Sendable, Hashable {
     /// Whether any phone or VoIP call is running on the device.
     public var isCallRunning: Bool

@@ -1,6 +1,7 @@
-/// A connection request as the device's user sees it: who asks, for what. Answer it through the device node.
 public import SupportWire
 import SupportUtilities
+
+/// A connection request as the device's user sees it: who asks, for what. Answer it through the device node.
 public struct ConnectionRequestInfo: Sendable, Hashable {
     public var requestID: UInt32
     public var supporterName: String

@@ -1,3 +1,4 @@
+public import SupportWire
 /// Why the device's session failed; after it the session is over (SPEC §5.6 outcomes and link failures).
 ///
 /// A struct over a small kind (the `StoreError` pattern): ``kind`` sorts the open set of wire reasons into the few

@@ -1,9 +1,10 @@
+public import SupportUtilities
+public import SupportWire
+
 /// The device's session state machine of SPEC §8. Sans-I/O: events in, actions out; time is an input.
 ///
 /// One machine serves one joined code at a time. It never throws and never traps on what a peer sends: an
 /// out-of-state frame becomes the spec'd discard or a `protocolViolation` action.
-public import SupportUtilities
-public import SupportWire
 public struct DeviceSessionMachine: Sendable {
     public enum State: Sendable, Hashable {
         case idle

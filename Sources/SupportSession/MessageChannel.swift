@@ -1,9 +1,10 @@
+public import SupportWire
+import SupportUtilities
+
 /// One side's in-session message channel (SPEC §15.4): numbering, the window of 16 unacknowledged messages, a bounded
 /// local queue, files cut into parts as the window opens, and the receiving side's order, grant and file rules.
 ///
 /// A pure value used by both session machines; it knows nothing of sockets or time.
-public import SupportWire
-import SupportUtilities
 public struct MessageChannel: Sendable, Hashable {
     /// Messages the application may have queued beyond the window before a send is refused.
     public static let queueLimit = 64

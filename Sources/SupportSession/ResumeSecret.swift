@@ -1,6 +1,7 @@
-/// Resume secrets (SPEC §15.2): 32 random bytes as 43 characters of unpadded base64url.
 import SupportWire
 import SupportUtilities
+
+/// Resume secrets (SPEC §15.2): 32 random bytes as 43 characters of unpadded base64url.
 public enum ResumeSecret {
     /// A fresh secret. `SystemRandomNumberGenerator` reads the kernel's CSPRNG (getrandom on Linux), as API tokens do.
     @Sendable public static func make() -> String {

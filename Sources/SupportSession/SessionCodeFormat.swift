@@ -1,9 +1,10 @@
+import SupportWire
+import SupportUtilities
+
 /// Generates and checks session codes: nine random digits as `123-456-789`.
 ///
 /// A billion codes are guessable only with many attempts, which the registration back-off (per code and per source
 /// address) makes slow.
-import SupportWire
-import SupportUtilities
 public enum SessionCodeFormat {
     public static func generate() -> String {
         var generator = SystemRandomNumberGenerator()

@@ -1,6 +1,7 @@
-/// What the supporter node's session with one device reports, in order (SPEC §9).
 public import SupportWire
 import SupportUtilities
+
+/// What the supporter node's session with one device reports, in order (SPEC §9).
 public enum SupporterSessionEvent: Sendable, Hashable {
     /// A device registered a code: the code is online.
     case deviceOnline(code: String, capabilities: FeatureSet)

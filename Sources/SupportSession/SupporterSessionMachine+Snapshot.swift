@@ -1,8 +1,9 @@
+public import SupportUtilities
+public import SupportWire
+
 /// What another supporter node needs to take over a registration whose node died (several nodes on one database):
 /// the session's state, its request and grant, and the resume secrets — but not the messages in flight, which are
 /// lost with the node (SPEC §15.5, "Resume on another node").
-public import SupportUtilities
-public import SupportWire
 extension SupporterSessionMachine {
     public struct ResumeSnapshot: Sendable, Hashable {
         public enum Phase: String, Sendable, Hashable {

@@ -1,8 +1,9 @@
+import SupportWire
+import SupportUtilities
+
 /// Why a string cannot be an API token (see ``APITokenStore/validate(_:)``).
 ///
 /// A struct over a small kind, so new kinds can be added without breaking callers that switch on ``kind``.
-import SupportWire
-import SupportUtilities
 public struct APITokenError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What is wrong with the token.
     public struct Kind: Sendable, Hashable, CustomStringConvertible {

@@ -1,3 +1,6 @@
+import SupportWire
+import SupportUtilities
+
 /// Audit rows an attacker can trigger at will (refused device registrations, failed REST authentications), kept to a
 /// bounded number (SPEC §13): at most ``Policy/rowsPerKey`` rows per key (a source address) per window, and at most
 /// ``Policy/globalLimit`` rows per window over all keys. A key's window opens with its first event (fixed windows). Whatever is held back is counted, and reported as one
@@ -5,8 +8,6 @@
 ///
 /// A value, like ``BackoffTable``: time is an input (any clock's time since its origin), nothing is read inside.
 /// Bounded: at most ``Policy/keys`` keys are tracked; beyond it new keys count toward the global aggregate.
-import SupportWire
-import SupportUtilities
 public struct AuditThrottle: Sendable {
     /// The window and the bounds.
     public struct Policy: Sendable, Hashable {

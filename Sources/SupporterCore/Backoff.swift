@@ -1,11 +1,12 @@
+import SupportWire
+import SupportUtilities
+
 /// How failures of one key (a source address, a session code, an API token, a REST client) are punished: the one
 /// back-off policy type of the supporter node (SPEC §13).
 ///
 /// After ``freeFailures`` failures, each further failure blocks the key for ``base``, doubling up to ``maximum``.
 /// Failures decay: one is forgiven for every ``decayInterval`` without a failure, so an address that failed an hour
 /// ago starts afresh (carrier-grade NAT puts many honest users behind one address). A success resets the key.
-import SupportWire
-import SupportUtilities
 public struct BackoffPolicy: Sendable, Hashable {
     public var freeFailures: Int
     public var base: Duration

@@ -1,6 +1,7 @@
-/// A command the registry refuses (no such code, a device is on it, …), in words a person can act on. Nothing changed.
 import SupportWire
 import SupportUtilities
+
+/// A command the registry refuses (no such code, a device is on it, …), in words a person can act on. Nothing changed.
 public struct RegistryError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What went wrong, coarsely, so callers can map it (REST: 404, 409, 400).
     public struct Kind: Sendable, Hashable, CustomStringConvertible {

@@ -1,7 +1,8 @@
-/// What a change does to one optional member: JSON distinguishes an absent member (keep the value) from `null`
-/// (clear it).
 import SupportWire
 import SupportUtilities
+
+/// What a change does to one optional member: JSON distinguishes an absent member (keep the value) from `null`
+/// (clear it).
 public enum FieldChange<Value: Sendable & Hashable>: Sendable, Hashable {
     /// Absent: the value stays.
     case keep

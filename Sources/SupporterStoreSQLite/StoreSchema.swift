@@ -1,5 +1,8 @@
 public import SupporterStore
 import SupporterCore
+import SupportSession
+import SupportWire
+import SupportUtilities
 /// The supporter store's schema: its version, kept in SQLite's `PRAGMA user_version`, and the ordered migrations
 /// that lead to it.
 ///
@@ -8,9 +11,6 @@ import SupporterCore
 /// written by a newer node and is refused (``StoreError/Kind/schemaTooNew``), never changed.
 ///
 /// To change the schema, append a migration with the next version; never edit one that has shipped.
-import SupportSession
-import SupportWire
-import SupportUtilities
 public enum StoreSchema {
     /// One step of the schema: the SQL that brings a database from `version - 1` to `version`, and optionally work in
     /// Swift that SQL cannot do (computing digests), run after the SQL in the same transaction.

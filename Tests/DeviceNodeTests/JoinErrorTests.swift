@@ -1,3 +1,5 @@
+import SupportWire
+import SupportSession
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else

@@ -1,3 +1,5 @@
+import SupportWire
+import SupportSession
 import Testing
 
 @testable import DeviceNode

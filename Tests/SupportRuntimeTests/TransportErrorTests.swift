@@ -1,3 +1,4 @@
+import SupportWire
 import Testing
 @testable import SupportRuntime
 

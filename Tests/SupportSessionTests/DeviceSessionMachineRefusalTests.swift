@@ -1,3 +1,5 @@
+import SupportWire
+import SupportUtilities
 import Testing
 @testable import SupportSession
 

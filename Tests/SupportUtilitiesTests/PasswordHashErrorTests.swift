@@ -1,5 +1,5 @@
 import Testing
-@testable import SupportRuntime
+@testable import SupportUtilities
 
 @Suite struct PasswordHashErrorTests {
     struct Cause: Error, Sendable {}
