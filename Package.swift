@@ -145,7 +145,7 @@ let package = Package(
             swiftSettings: settings),
         .testTarget(
             name: "SupporterNodeTests",
-            dependencies: ["SupporterStore", "SupporterStoreSQLite", "SupporterStorePostgres", "SupporterStores",
+            dependencies: ["StoreTestSupport", "SupporterStore", "SupporterStoreSQLite", "SupporterStorePostgres", "SupporterStores",
                 "SupporterNode", "SupporterCore", "SupportSession", "SupportWire", "SupportUtilities", "TestSupport",
             ],
             swiftSettings: settings),
@@ -161,6 +161,10 @@ let package = Package(
             swiftSettings: settings),
         .testTarget(
             name: "SupportPostgresTests", dependencies: ["SupportPostgres", "TestSupport"], swiftSettings: settings),
+        // A store engine that fails on command (the audit rule's proof), for the node's test targets.
+        .target(
+            name: "StoreTestSupport", dependencies: ["SupporterStore", "SupporterCore"], path: "Tests/StoreTestSupport",
+            swiftSettings: settings),
         // Certificates made at test time, shared by the test targets that speak TLS.
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: settings),
         .testTarget(
@@ -172,7 +176,7 @@ let package = Package(
             swiftSettings: settings),
         .testTarget(
             name: "NodeTests",
-            dependencies: ["SupporterStore", "SupporterStoreSQLite", "SupporterStorePostgres", "SupporterStores",
+            dependencies: ["StoreTestSupport", "SupporterStore", "SupporterStoreSQLite", "SupporterStorePostgres", "SupporterStores",
                 "DeviceNode", "SampleAppModel", "SupporterNode", "SupporterCore", "SupportSession", "SupportWire",
                 "SupportUtilities", "SupportRuntime", "SupportPostgres", "COpenSSL", "TestSupport",
             ],
@@ -189,7 +193,10 @@ let package = Package(
         // the module search path, not a list of modules.
         .testTarget(
             name: "DocumentationTests",
-            dependencies: ["DeviceNode", "SupportSession", "SupportRuntime", "SupportWire", "SupporterNode", "SupporterREST"],
+            dependencies: [
+                "DeviceNode", "SupportSession", "SupportRuntime", "SupportWire", "SupporterNode", "SupporterREST",
+                "SupporterStores",
+            ],
             swiftSettings: settings),
         // The two CLIs run as real processes against real TLS on loopback (SwiftPM builds them for this target).
         .testTarget(

@@ -486,6 +486,8 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         var suppressed = 0
         var register: Register?
         let now = Date()
+        var stateAfterCommit: SupporterSessionMachine.State?
+        let clustered = node.cluster != nil
         let recordsState = joinedCode != nil || actions.contains { if case .report = $0 { true } else { false } }
         let decides = actions.contains { if case .authorize = $0 { true } else { false } }
         if decides || recordsState {
@@ -523,32 +525,52 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
                         left = true
                     }
                 }
-                if joinedCode != nil { state.registry.machineState(machine.state, on: id) }
+                if let code = joinedCode, clustered {
+                    // What another node needs to take this session over if this one dies, durable with the event.
+                    let stored = machine.resumeSnapshot.map { StoredResumeState($0).json }
+                    if let stored, stored != storedResumeState {
+                        storedResumeState = stored
+                        intents.append(.resumeState(code: code, state: stored))
+                    }
+                }
+                // The session's state as others see it (request pending, active, …) changes when what the step
+                // records is durable: now when it records nothing and no commit is pending, else after the commit, in
+                // order behind it (decide → commit → apply).
+                if joinedCode != nil {
+                    if intents.isEmpty, connection.barriers == 0 {
+                        state.registry.machineState(machine.state, on: id)
+                    } else {
+                        stateAfterCommit = machine.state
+                    }
+                }
             }
         }
         for _ in 0..<suppressed { countSuppressedEvent() }
         if let register { logDecision(on: register, node: node) }
-        if let code = joinedCode, node.cluster != nil {
-            // What another node needs to take this session over if this one dies, durable with the event.
-            let stored = machine.resumeSnapshot.map { StoredResumeState($0).json }
-            if let stored, stored != storedResumeState {
-                storedResumeState = stored
-                intents.append(.resumeState(code: code, state: stored))
-            }
-        }
         if !intents.isEmpty { submit(intents) }
+        let connectionID = self.id
         if let registered {
-            let id = self.id
             enqueue(
                 .then(
                     Completion(
-                        success: { node.state.withLock { _ = $0.registry.registrationCommitted(id, code: registered) } },
+                        success: {
+                            node.state.withLock { state in
+                                _ = state.registry.registrationCommitted(connectionID, code: registered)
+                                if let stateAfterCommit { state.registry.machineState(stateAfterCommit, on: connectionID) }
+                            }
+                        },
                         failed: { [self] in
                             // Never recorded, so it never happened: free the code now, and the closing link ends no
                             // session (no `device_offline` row, no `ended` event for a registration nobody heard of).
-                            node.state.withLock { $0.registry.registrationFailed(id, code: registered) }
+                            node.state.withLock { $0.registry.registrationFailed(connectionID, code: registered) }
                             self.joinedCode = nil
                         })))
+        } else if let stateAfterCommit {
+            enqueue(
+                .then(
+                    Completion(
+                        success: { node.state.withLock { $0.registry.machineState(stateAfterCommit, on: connectionID) } },
+                        failed: {})))
         }
         // The device's frames before the node's own observers: the frames go out as soon as the commit is back, and
         // waking an `events` consumer (another thread) does not delay them.

@@ -60,9 +60,12 @@ import Testing
             _ = try #require(
                 await server.waitForEvent("registration_refused", code: targeted), "the pipelined REGISTERs never arrived")
 
-            // New devices keep coming online as fast as before: the node has two loops, and connections are spread
-            // over them, so three in a row meet the attacker's loop too.
-            let limit = max(Duration.seconds(1), quiet * 5)
+            // New devices keep coming online: the node has two loops, and connections are spread over them, so three
+            // in a row meet the attacker's loop too. A wedged loop would keep them offline until the attacker's
+            // 100,000 frames are read (minutes); the bound is far below that and far above a loaded machine's pauses
+            // (1.8 s was seen beside the rest of the suite). How fast, next to a quiet node, is measured by
+            // `Benchmarks abuse` (pipelined-registers), not here.
+            let limit = max(Duration.seconds(10), quiet * 20)
             for attempt in 1...3 {
                 let joined = try await Self.timeToOnline(server, code: legitimate, token: token, trust: trust)
                 let online = try #require(joined, "device \(attempt) did not come online beside the pipelining peer")

@@ -91,7 +91,8 @@ final class NodeHarness: Sendable {
         policy: CodeRegistry.Policy = CodeRegistry.Policy(), registrationDeadline: Duration = .seconds(10),
         storePath: String = ":memory:", storeBackend: StoreBackend = .sqlite, storeQueueCapacity: Int = 65_536,
         extensions: ProtocolExtensions = [.accessControl, .sessionMessages], resumeGrace: Duration = .seconds(30),
-        presenceLease: Duration = .seconds(10), captureLog: Bool = false
+        presenceLease: Duration = .seconds(10), captureLog: Bool = false,
+        wrappingStore: (any StoreEngine) -> any StoreEngine = { $0 }
     ) throws {
         certificates = try TestCertificates.make()
         var configuration = SupporterNodeConfiguration(
@@ -111,7 +112,8 @@ final class NodeHarness: Sendable {
         store.presenceLease = presenceLease
         store.logger = configuration.logger
         let opened = try store.open()
-        supporter = try SupporterNode(configuration: configuration, store: opened.engine, cluster: opened.cluster)
+        supporter = try SupporterNode(
+            configuration: configuration, store: wrappingStore(opened.engine), cluster: opened.cluster)
         try supporter.start()
         port = supporter.port ?? 0
         token = try supporter.issueAPIToken()

@@ -67,7 +67,7 @@ func python(_ fixture: RESTFixture, _ script: String, _ extra: [String] = [], ti
     async throws -> [String: Any]
 {
     let prelude = #"""
-        import http.client, json, socket, ssl, sys, time
+        import http.client, json, re, socket, ssl, sys, time
         PORT = int(sys.argv[1]); CA = sys.argv[2]; ADMIN = sys.argv[3]
         CTX = ssl.create_default_context(cafile=CA)
         def password(login): return "password of " + login

@@ -1,0 +1,87 @@
+import Dispatch
+public import Foundation
+import Synchronization
+
+public import SupporterCore
+public import SupporterStore
+
+/// A store engine that fails on command, wrapping a real one (the SQLite file of the test): while ``failing`` is
+/// set, every write — queued jobs, awaited writes, token changes — fails with ``injected`` and nothing of it is
+/// stored; reads always go through. The proof of the node's one audit rule: after a failed commit, memory, store and
+/// every answer agree.
+public final class FailingStoreEngine: StoreEngine {
+    public let base: any StoreEngine
+    private let failingFlag = Atomic<Bool>(false)
+    private let failures = Atomic<Int>(0)
+
+    /// The error every failed write reports.
+    public static let injected = StoreError(
+        kind: .io, operation: "write", message: "the disk is full (a test's injected failure)", path: "test")
+
+    public init(wrapping base: any StoreEngine) { self.base = base }
+
+    /// Whether writes fail from now on.
+    public var failing: Bool {
+        get { failingFlag.load(ordering: .acquiring) }
+        set { failingFlag.store(newValue, ordering: .releasing) }
+    }
+
+    /// Writes failed so far.
+    public var failedWrites: Int { failures.load(ordering: .relaxed) }
+
+    private func failIfAsked() throws(StoreError) {
+        guard failing else { return }
+        failures.add(1, ordering: .relaxed)
+        throw Self.injected
+    }
+
+    public var location: String { base.location }
+
+    public func loadSnapshot(expiringLoginSessionsBefore expiredBefore: Date) throws(StoreError) -> StoreSnapshot {
+        try base.loadSnapshot(expiringLoginSessionsBefore: expiredBefore)
+    }
+
+    @discardableResult
+    public func submit(_ intents: [StoreIntent], deferrable: Bool, completion: @escaping @Sendable (StoreError?) -> Void)
+        -> Bool
+    {
+        guard failing else { return base.submit(intents, deferrable: deferrable, completion: completion) }
+        failures.add(1, ordering: .relaxed)
+        // As the writer would: accepted now, failed later, on another thread.
+        DispatchQueue.global().async { completion(Self.injected) }
+        return true
+    }
+
+    public func write(_ intents: [StoreIntent]) async throws(StoreError) {
+        try failIfAsked()
+        try await base.write(intents)
+    }
+
+    public func addToken(
+        digest: [UInt8], scope: APITokenScope, label: String?, createdAt: Date,
+        audit: @escaping @Sendable (APITokenRecord) -> AuditEvent
+    ) throws(StoreError) -> (record: APITokenRecord, isNew: Bool) {
+        try failIfAsked()
+        return try base.addToken(digest: digest, scope: scope, label: label, createdAt: createdAt, audit: audit)
+    }
+
+    public func revokeToken(id: String, at date: Date, audit: AuditEvent) throws(StoreError) -> Bool {
+        try failIfAsked()
+        return try base.revokeToken(id: id, at: date, audit: audit)
+    }
+
+    public func tokens() throws(StoreError) -> [APITokenRecord] { try base.tokens() }
+
+    public func auditEvents(
+        code: String?, from: Date?, to: Date?, limit: Int, afterID: Int64?, beforeID: Int64?, newestFirst: Bool
+    ) throws(StoreError) -> [AuditEvent] {
+        try base.auditEvents(
+            code: code, from: from, to: to, limit: limit, afterID: afterID, beforeID: beforeID, newestFirst: newestFirst)
+    }
+
+    public func latestAuditID() throws(StoreError) -> Int64 { try base.latestAuditID() }
+
+    public var statistics: StoreStatistics { base.statistics }
+
+    public func stop() { base.stop() }
+}
