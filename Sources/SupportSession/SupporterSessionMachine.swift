@@ -273,7 +273,7 @@ public struct SupporterSessionMachine: Sendable {
         do throws(MessageChannel.Refusal) {
             let (id, messages) = try channel.send(outgoing, granted: granted)
             return (id, messages.map { .send(.sessionMessage($0)) })
-        } catch { throw Refusal(Refusal.Kind(channel: error.kind), error.message, underlying: error) }
+        } catch { throw Refusal(error.kind, error.message, underlying: error) }
     }
 
     /// ``send(_:)`` of chat text.

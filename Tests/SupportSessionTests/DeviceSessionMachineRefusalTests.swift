@@ -28,7 +28,6 @@ import Testing
         #expect(one == two)
         #expect(one.hashValue == two.hashValue)
         #expect(one != Refusal(.invalidArgument, two.message))
-        #expect(Refusal.Kind(channel: .limitReached) == .limitReached)
         #expect(Refusal.Kind.wrongState.description == "wrong_state")
     }
 }

