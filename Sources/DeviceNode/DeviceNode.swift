@@ -5,9 +5,9 @@ public import Foundation
 #endif
 import Synchronization
 import SupportSession
-package import SupportRuntime
+public import SupportRuntime
 import SupportWire
-import SupportUtilities
+public import SupportUtilities
 
 /// The device SDK's entry point: joins session codes on a supporter node, one at a time.
 ///
@@ -23,6 +23,8 @@ public final class DeviceNode: Sendable {
     public let configuration: DeviceConfiguration
     let context: TLSContext
     let loop: EventLoop
+    /// The session machines' time and the deadlines of their timers on ``loop``.
+    let clock: any NodeClock
     private let ownsLoop: Bool
     private let current = Mutex<WeakSession>(WeakSession())
     private let handedOverCall = Mutex<String?>(nil)
@@ -31,17 +33,29 @@ public final class DeviceNode: Sendable {
 
     /// Checks the configuration (TLS files, pins, names) and starts the node's event loop.
     ///
+    /// - Parameters:
+    ///   - loops: event loops to run on (the node takes one of them and never shuts it down); nil (the default),
+    ///     the node starts a loop of its own and stops it when it goes. Tests pass an embedded loop's group and drive
+    ///     keepalives, prompt timeouts and redials with `advance(by:)`.
+    ///   - clock: the session's time; nil (the default) is its loop's `clock` (an embedded loop's virtual clock). A
+    ///     clock given must measure the loop's monotonic time: the session's timers run on that loop.
+    ///
     /// Throws ``DeviceNodeError`` with ``DeviceNodeError/Kind/invalidConfiguration`` (naming what to change): a device
     /// name or token of the wrong length; no trust for the node (give its CA, `trustRoots`, or its public-key pins:
     /// an app's sandbox has no system CA store the SDK may rely on); or a certificate, key or pin file that cannot be
     /// used (the transport's error kept as ``DeviceNodeError/underlying``).
-    public convenience init(configuration: DeviceConfiguration) throws(DeviceNodeError) {
-        try self.init(configuration: configuration, tlsContext: nil)
+    public convenience init(
+        configuration: DeviceConfiguration, loops: EventLoopGroup? = nil, clock: (any NodeClock)? = nil
+    ) throws(DeviceNodeError) {
+        try self.init(configuration: configuration, tlsContext: nil, loops: loops, clock: clock)
     }
 
     /// As the public one, with a context already built from `configuration.tls`, shared among many device nodes in
     /// one process (load generators, tests).
-    package init(configuration: DeviceConfiguration, tlsContext: TLSContext?) throws(DeviceNodeError) {
+    package init(
+        configuration: DeviceConfiguration, tlsContext: TLSContext?, loops: EventLoopGroup? = nil,
+        clock: (any NodeClock)? = nil
+    ) throws(DeviceNodeError) {
         guard (1...WireLimits.nameLength).contains(configuration.deviceName.utf8.count) else {
             throw DeviceNodeError(.invalidConfiguration, "the device name must have 1 to 64 bytes of UTF-8")
         }
@@ -64,7 +78,7 @@ public final class DeviceNode: Sendable {
         } catch {
             throw DeviceNodeError(.invalidConfiguration, error.message, underlying: error)
         }
-        if let shared = configuration.eventLoop {
+        if let shared = loops?.next() ?? configuration.eventLoop {
             self.loop = shared
             self.ownsLoop = false
         } else {
@@ -76,6 +90,7 @@ public final class DeviceNode: Sendable {
             }
             self.ownsLoop = true
         }
+        self.clock = clock ?? loop.clock
     }
 
     deinit { if ownsLoop { loop.shutdown() } }

@@ -420,12 +420,13 @@ public final class DeviceSession: @unchecked Sendable {
 
     // MARK: machine actions (loop)
 
-    private static func now() -> Deadline { Deadline.now() }
+    /// The node's monotonic time (its loop's, unless another clock was injected).
+    private var now: Deadline { node.clock.monotonic }
 
     fileprivate func received(_ message: Message, from forwarder: LinkForwarder) {
         guard forwarder === self.forwarder else { return }  // an old link's frame after a RESUME (SPEC §15.5)
         let wasReconnecting = machine.isReconnecting
-        perform(machine.received(message, now: Self.now(), call: node.configuration.callObserver.currentCall()))
+        perform(machine.received(message, now: now, call: node.configuration.callObserver.currentCall()))
         if wasReconnecting, !machine.isReconnecting, machine.state != .idle, phase == .reconnecting {
             phase = .attached
             redialTimer?.cancel()
@@ -442,7 +443,7 @@ public final class DeviceSession: @unchecked Sendable {
             link = nil
             if reason.isLinkLoss, machine.canResume {
                 phase = .reconnecting
-                graceDeadline = Deadline.now() + resumeGrace
+                graceDeadline = now + resumeGrace
                 redialAttempt = 0
                 logger.log(.info, "link lost (\(reason)); reconnecting for up to \(resumeGrace)")
                 perform(machine.linkLost(reason: reason.reasonCode, message: "network error: \(reason)"))
@@ -463,7 +464,7 @@ public final class DeviceSession: @unchecked Sendable {
         guard phase == .reconnecting, redialTimer == nil, let graceDeadline else { return }
         let base = Duration.milliseconds(min(250 << min(redialAttempt, 4), 4_000))
         let jittered = base * Double.random(in: 0.8...1.2)
-        let at = Deadline.now() + max(jittered, minimum)
+        let at = now + max(jittered, minimum)
         guard at < graceDeadline else {
             // Nothing more fits: the grace period ends the session.
             redialTimer = node.loop.schedule(at: graceDeadline) { [weak self] in
@@ -534,7 +535,7 @@ public final class DeviceSession: @unchecked Sendable {
         promptTimer = node.loop.schedule(at: at) { [weak self] in
             guard let self else { return }
             self.promptTimer = nil
-            self.perform(self.machine.tick(now: Self.now()))
+            self.perform(self.machine.tick(now: self.now))
         }
     }
 

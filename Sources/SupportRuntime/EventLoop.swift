@@ -99,9 +99,18 @@ public final class EventLoop: @unchecked Sendable {
     /// The test drives it: ``advance(by:)`` runs the work queued for it, the readiness of its descriptors (real
     /// sockets, polled without waiting) and every timer due as its clock moves — so a 30 s keepalive is tested in
     /// milliseconds. Like NIO's `EmbeddedEventLoop`, but over the real poller and TLS.
-    public static func embedded(name: String = "rsup-embedded") throws(TransportError) -> EventLoop {
-        try EventLoop(name: name, onError: nil, virtualClock: VirtualClock())
+    ///
+    /// - Parameter startingAt: the wall time of its ``clock`` now; from then on its wall time moves with the virtual
+    ///   time only, so wall time and deadlines agree (a code valid for 5 s expires when the loop is advanced 5 s).
+    public static func embedded(
+        name: String = "rsup-embedded", startingAt: Date = EventLoop.embeddedStartDate
+    ) throws(TransportError) -> EventLoop {
+        try EventLoop(name: name, onError: nil, virtualClock: VirtualClock(wallTimeAtStart: startingAt))
     }
+
+    /// The wall time an embedded loop starts at unless told otherwise: 2026-01-01 00:00:00 UTC (fixed, so that runs
+    /// of a test see the same times).
+    public static let embeddedStartDate = Date(timeIntervalSince1970: 1_767_225_600)
 
     private init(
         name: String, onError: (@Sendable (TransportError) -> Void)?, virtualClock: VirtualClock? = nil
@@ -121,6 +130,14 @@ public final class EventLoop: @unchecked Sendable {
     /// The loop's time: the monotonic clock, or an embedded loop's virtual clock. What its timers and the links on it
     /// measure with.
     public var now: Deadline { virtualClock?.now ?? Deadline.now() }
+
+    /// The loop's clocks, to inject into what runs on it (the supporter node, the REST server, the device SDK):
+    /// ``SystemClock`` for a running loop; for an embedded loop its virtual clock, whose monotonic time is ``now``
+    /// and whose wall time is the start date plus the virtual time elapsed. Safe from any thread.
+    public var clock: any NodeClock {
+        if let virtualClock { return VirtualNodeClock(clock: virtualClock) }
+        return SystemClock()
+    }
 
     /// Whether this is an embedded loop (``embedded(name:)``).
     public var isEmbedded: Bool { virtualClock != nil }
@@ -540,7 +557,22 @@ public final class EventLoopGroup: Sendable {
 
 /// An embedded loop's clock: only ``EventLoop/advance(by:)`` moves it.
 private final class VirtualClock: Sendable {
-    private let time = Mutex(Deadline(sinceOrigin: .seconds(3600)))
+    private static let start = Deadline(sinceOrigin: .seconds(3600))
+    private let time = Mutex(VirtualClock.start)
+    /// The wall time at ``start``.
+    let wallTimeAtStart: Date
+
+    init(wallTimeAtStart: Date) { self.wallTimeAtStart = wallTimeAtStart }
+
     var now: Deadline { time.withLock { $0 } }
+    /// The start date plus the virtual time elapsed since.
+    var wallTime: Date { wallTimeAtStart.addingTimeInterval(now.since(Self.start).seconds) }
     func move(to deadline: Deadline) { time.withLock { $0 = max($0, deadline) } }
+}
+
+/// An embedded loop's clock as a ``NodeClock``: both readings move only with ``EventLoop/advance(by:)``.
+private struct VirtualNodeClock: NodeClock {
+    let clock: VirtualClock
+    var wallTime: Date { clock.wallTime }
+    var monotonic: Deadline { clock.now }
 }

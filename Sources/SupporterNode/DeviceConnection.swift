@@ -315,7 +315,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             guard
                 let intents = node.state.withLock({
                     $0.registry.adoptSession(
-                        id, code: code, deviceName: deviceName, state: state, previousNode: previousNode, now: Date())
+                        id, code: code, deviceName: deviceName, state: state, previousNode: previousNode, now: node.clock.wallTime)
                 })
             else {
                 refuseResume(ResumeResult(reason: .resumeRejected, text: "no resumable session for that code"))
@@ -485,7 +485,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         var left = false
         var suppressed = 0
         var register: Register?
-        let now = Date()
+        let now = node.clock.wallTime
         var stateAfterCommit: SupporterSessionMachine.State?
         let clustered = node.cluster != nil
         let recordsState = joinedCode != nil || actions.contains { if case .report = $0 { true } else { false } }

@@ -75,7 +75,7 @@ extension SupporterNode {
         try SupporterAccount.validate(displayName: displayName)
         try SupporterAccount.validate(password: password)
         let hash = try await hashPassword(password)
-        let now = Date()
+        let now = clock.wallTime
         let record = SupporterAccountRecord(
             login: login, displayName: displayName, role: role, state: .active, passwordHash: hash, createdAt: now,
             updatedAt: now)
@@ -106,7 +106,7 @@ extension SupporterNode {
         let hash: String?
         if let password = change.password { hash = try await hashPassword(password) } else { hash = nil }
         return try await changingAccounts { () throws(SupporterNodeError) in
-            let now = Date()
+            let now = clock.wallTime
             let result = state.withLock { state -> Result<(SupporterAccountRecord, SupporterAccountRecord), SupporterNodeError> in
                 guard var record = state.accounts[login] else {
                     return .failure(SupporterNodeError("no account has the login '\(login)'", kind: .notFound))
@@ -186,30 +186,30 @@ extension SupporterNode {
     public func signIn(login: String, password: String, address: String, knownSignIn: String? = nil)
         async throws(SignInError) -> (secret: String, session: LoginSession, account: SupporterAccount)
     {
-        let clock = Self.clock(Date())
+        let attemptClock = Self.guardClock(self.clock.wallTime)
         // The audit throttle counts the address's key (an IPv6 client's whole /64, as LoginGuard does itself).
         let key = IPAddressText.sourceKey(address)
         // Begun under the lock, so simultaneous attempts count each other (LoginGuard).
         let (blocked, record) = state.withLock { state in
-            (state.loginGuard.beginAttempt(login: login, address: address, now: clock), state.accounts[login])
+            (state.loginGuard.beginAttempt(login: login, address: address, now: attemptClock), state.accounts[login])
         }
         if let blocked { throw SignInError(kind: .rateLimited(retryAfter: blocked)) }
         // An unknown login costs a hash too, so timing does not tell which logins exist.
         let stored = record.flatMap { PasswordHash($0.passwordHash) } ?? Self.decoyHash
-        let known = record != nil && Self.isValid(knownSignIn, login: login, hash: stored, now: Date())
+        let known = record != nil && Self.isValid(knownSignIn, login: login, hash: stored, now: self.clock.wallTime)
         // The reserved lane's key is the login: the owner's proof is not crowded out by neighbours behind its address.
         let check = await passwords.run(lane: known ? .reserved : .normal, key: known ? "login:" + login : key) {
             stored?.verify(password) ?? false
         }
         guard let matches = check else {
-            state.withLock { $0.loginGuard.finishAttempt(login: login, address: address, .wrong, now: clock) }
+            state.withLock { $0.loginGuard.finishAttempt(login: login, address: address, .wrong, now: attemptClock) }
             throw SignInError(kind: .busy)
         }
-        let now = Date()
+        let now = clock.wallTime
         guard matches, let record else {
             let row = state.withLock { state -> AuditEvent? in
-                state.loginGuard.finishAttempt(login: login, address: address, .wrong, now: Self.clock(now))
-                guard state.signInAudit.admit(key, now: Self.clock(now)) else { return nil }
+                state.loginGuard.finishAttempt(login: login, address: address, .wrong, now: Self.guardClock(now))
+                guard state.signInAudit.admit(key, now: Self.guardClock(now)) else { return nil }
                 return AuditEvent(
                     time: now, kind: .signInFailed,
                     details: ["login": String(login.prefix(64)), "source_address": address, "reason": "wrong_credentials"])
@@ -218,11 +218,11 @@ extension SupporterNode {
             throw SignInError(kind: .wrongCredentials)
         }
         guard record.state == .active else {
-            state.withLock { $0.loginGuard.finishAttempt(login: login, address: address, .unchecked, now: Self.clock(now)) }
+            state.withLock { $0.loginGuard.finishAttempt(login: login, address: address, .unchecked, now: Self.guardClock(now)) }
             throw SignInError(kind: .disabled)
         }
         let account = SupporterAccount(record)
-        state.withLock { $0.loginGuard.finishAttempt(login: login, address: address, .right, now: Self.clock(now)) }
+        state.withLock { $0.loginGuard.finishAttempt(login: login, address: address, .right, now: Self.guardClock(now)) }
         let opened = LoginSessionTable.makeSession(login: login, now: now)
         let actor = account.actor(kind: "rest", address: address, loginSession: opened.session.id)
         // Stored before it is in effect and the cookie is handed out, so a restart right after still knows the
@@ -256,7 +256,7 @@ extension SupporterNode {
         guard let hash = state.withLock({ $0.accounts[login] }).flatMap({ PasswordHash($0.passwordHash) }) else {
             return nil
         }
-        let expiry = Int64(Date().timeIntervalSince1970 + Self.knownSignInLifetime)
+        let expiry = Int64(clock.wallTime.timeIntervalSince1970 + Self.knownSignInLifetime)
         return "\(login):\(expiry):" + Hex.encode(Self.knownSignInCode(login: login, expiry: expiry, hash: hash))
     }
 
@@ -288,7 +288,7 @@ extension SupporterNode {
             .saveAccount(record),
             .audit(
                 AuditEvent(
-                    time: Date(), kind: .accountChanged,
+                    time: clock.wallTime, kind: .accountChanged,
                     details: ["actor": "node", "account": login, "changed": "password_hash_parameters"])),
         ])
         logger.log(.info, "the password hash of \(login) was upgraded to today's scrypt parameters")
@@ -297,7 +297,7 @@ extension SupporterNode {
     /// The live login session whose secret is `secret`, with its account (which must still be active).
     public func loginSession(secret: String) -> (session: LoginSession, account: SupporterAccount)? {
         state.withLock { state in
-            guard let session = state.loginSessions.use(secret: secret, now: Date()),
+            guard let session = state.loginSessions.use(secret: secret, now: clock.wallTime),
                 let record = state.accounts[session.login], record.state == .active
             else { return nil }
             return (session, SupporterAccount(record))
@@ -318,7 +318,7 @@ extension SupporterNode {
             loginSession: session.id)
         try await commit([
             .deleteLoginSession(digest: digest),
-            .audit(AuditEvent(time: Date(), kind: .signedOut, details: actor.details)),
+            .audit(AuditEvent(time: clock.wallTime, kind: .signedOut, details: actor.details)),
         ])
         state.withLock { _ = $0.loginSessions.close(secret: secret) }
     }
@@ -352,7 +352,7 @@ extension SupporterNode {
     /// Once a second: forgotten sign-in failures, expired login sessions, and the aggregate rows of sign-in failures
     /// held back.
     func accountsTick(now: Date) -> [StoreIntent] {
-        let clock = Self.clock(now)
+        let clock = Self.guardClock(now)
         let suppressed = state.withLock { state in
             state.loginGuard.tick(now: clock)
             state.loginSessions.sweep(now: now)
@@ -403,7 +403,7 @@ extension SupporterNode {
         return try result.get()
     }
 
-    static func clock(_ date: Date) -> Duration { .milliseconds(date.unixMilliseconds) }
+    static func guardClock(_ date: Date) -> Duration { .milliseconds(date.unixMilliseconds) }
 
     /// A hash no password matches in practice, checked for unknown logins so they take as long as known ones.
     static let decoyHash: PasswordHash? = try? PasswordHash.make(password: "decoy-\(UInt64.random(in: 0...UInt64.max))")

@@ -25,7 +25,7 @@ extension SupporterNode {
 
     /// What the listener read; on its thread, so only brief in-memory work here (commands run in tasks).
     func received(_ news: ClusterNews) {
-        let now = Date()
+        let now = clock.wallTime
         switch news {
         case .code(let code, let record):
             let endHere = state.withLock { $0.registry.codeChangedElsewhere(code, record: record, now: now) }

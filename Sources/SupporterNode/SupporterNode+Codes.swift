@@ -76,7 +76,7 @@ extension SupporterNode {
         type: SessionCodeType, details: SessionCodeDetails, lifetime: Duration?, validUntil: Date?,
         by actor: AuditActor, proposing proposed: String?
     ) async throws(SupporterNodeError) -> SessionCodeInfo {
-        let now = Date()
+        let now = clock.wallTime
         let life = lifetime ?? configuration.defaultCodeLifetime
         let seconds = life.seconds
         // Decided here, applied once stored: a code appears in the registry only when its row and audit are durable.
@@ -104,7 +104,7 @@ extension SupporterNode {
 
     /// Every code with its live state, oldest first.
     public func codes() -> [SessionCodeInfo] {
-        let now = Date()
+        let now = clock.wallTime
         return state.withLock { $0.registry.allInfo(now: now) }
     }
 
@@ -117,7 +117,7 @@ extension SupporterNode {
 
     /// One code with its live state.
     public func code(_ code: String) -> SessionCodeInfo? {
-        let now = Date()
+        let now = clock.wallTime
         return state.withLock { $0.registry.info(code, now: now) }
     }
 
@@ -128,7 +128,7 @@ extension SupporterNode {
         _ code: String, by actor: AuditActor = .local, _ change: @Sendable (inout SessionCodeRecord) -> Void
     ) async throws(SupporterNodeError) -> SessionCodeInfo {
         try await changingCode(code) { () throws(SupporterNodeError) in
-            let now = Date()
+            let now = clock.wallTime
             let (decided, info, intents) = try state.withLock { state throws(SupporterNodeError) in
                 do throws(RegistryError) {
                     return try state.registry.planUpdateCode(code, by: actor, now: now, change)
@@ -162,7 +162,7 @@ extension SupporterNode {
         _ code: String, by actor: AuditActor = .local, _ change: (inout FeatureRules) -> Void
     ) async throws(SupporterNodeError) -> SessionCodeInfo {
         try await changingCode(code) { () throws(SupporterNodeError) in
-            let now = Date()
+            let now = clock.wallTime
             let (decided, info, rules, intents) = try state.withLock { state throws(SupporterNodeError) in
                 guard var rules = state.registry.featureRules(of: code) else {
                     throw SupporterNodeError(registry: RegistryError(.notFound, "no such code"))
@@ -186,7 +186,7 @@ extension SupporterNode {
     /// Deletes a code. Refused while a device is on it: close it first. Its audit history stays.
     public func deleteCode(_ code: String, by actor: AuditActor = .local) async throws(SupporterNodeError) {
         let late = try await changingCode(code) { () throws(SupporterNodeError) -> DeviceConnection? in
-            let now = Date()
+            let now = clock.wallTime
             let (decided, intents) = try state.withLock { state throws(SupporterNodeError) in
                 do throws(RegistryError) {
                     return try state.registry.planDeleteCode(code, by: actor, now: now)
@@ -214,7 +214,7 @@ extension SupporterNode {
 
     private func finishCode(_ code: String, closing: Bool, by actor: AuditActor) async throws(SupporterNodeError) {
         let connection = try await changingCode(code) { () throws(SupporterNodeError) -> DeviceConnection? in
-            let now = Date()
+            let now = clock.wallTime
             let (decided, intents) = try state.withLock { state throws(SupporterNodeError) in
                 do throws(RegistryError) {
                     return try state.registry.planFinishCode(code, closing: closing, by: actor, now: now)

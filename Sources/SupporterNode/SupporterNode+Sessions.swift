@@ -76,7 +76,7 @@ extension SupporterNode {
             if case .requestPending(_, let request, _) = machine.state { id = request.requestID }
             let intents = state.withLock {
                 $0.registry.requestSent(
-                    code: code, requestID: id, supporterName: supporterName, type: type, by: actor, now: .now,
+                    code: code, requestID: id, supporterName: supporterName, type: type, by: actor, now: clock.wallTime,
                     assignTo: assignTo, replacingAssignee: replacingAssignee)
             }
             return (actions, intents, id)
@@ -100,7 +100,7 @@ extension SupporterNode {
             var id: UInt32 = 0
             if case .requestPending(_, let request, _) = machine.state { id = request.requestID }
             let actions = try machine.abortRequest()
-            let intents = state.withLock { $0.registry.requestAborted(code: code, requestID: id, by: actor, now: .now) }
+            let intents = state.withLock { $0.registry.requestAborted(code: code, requestID: id, by: actor, now: clock.wallTime) }
             return (actions, intents, ())
         }
     }
@@ -129,7 +129,7 @@ extension SupporterNode {
 
     /// The code's feature rules (SPEC §15.3), as they are now.
     func codeRules(_ code: String) -> FeatureRules {
-        state.withLock { $0.registry.info(code, now: .now)?.record.featureRules } ?? .codeDefault
+        state.withLock { $0.registry.info(code, now: clock.wallTime)?.record.featureRules } ?? .codeDefault
     }
 
     /// Asks the device on `code` for a feature during the active session (SPEC §15.3). The answer arrives as an
@@ -144,7 +144,7 @@ extension SupporterNode {
             var details = actor.details
             details["feature"] = "\(feature)"
             details["by"] = "code_rule"
-            try await appendAudit([AuditEvent(time: .now, code: code, kind: .featureDenied, details: details)])
+            try await appendAudit([AuditEvent(time: clock.wallTime, code: code, kind: .featureDenied, details: details)])
             throw SupporterNodeError("the code's rules deny \(feature)", kind: .conflict)
         }
         try await connection.run { machine throws(SupporterSessionMachine.Refusal) in

@@ -5,8 +5,8 @@ public import SupporterCore
 public import SupporterStore
 import SupportSession
 import SupportLink
-import SupportRuntime
-import SupportUtilities
+public import SupportRuntime
+public import SupportUtilities
 import SupportWire
 
 /// The supporter node: listens for devices over TLS, keeps the durable registry of session codes, API tokens, bans
@@ -21,9 +21,15 @@ public final class SupporterNode: Sendable {
     public let configuration: SupporterNodeConfiguration
     let logger: NodeLogger
     let group: EventLoopGroup
+    /// Whether the node made ``group`` (and so shuts it down); loops given to it are the caller's.
+    private let ownsLoops: Bool
+    /// Where the node reads the time: wall time for records, audit rows and expiries. Deadlines of links and
+    /// connections are their loop's (`EventLoop.now`).
+    public let clock: any NodeClock
     private let context: TLSContext
     private let listener = Mutex<TLSListener?>(nil)
-    private let sweeper = Mutex<Task<Void, Never>?>(nil)
+    /// The once-a-second sweep's timer, on the loop it runs on (set by ``start()``).
+    private let sweeper = Mutex<LoopBound<LoopTimer?>?>(nil)
     /// The durable store: any engine (SQLite, the embedded default, or PostgreSQL), opened by the caller.
     let store: any StoreEngine
     /// The other nodes sharing the database (PostgreSQL only).
@@ -57,7 +63,7 @@ public final class SupporterNode: Sendable {
         var loginGuard = LoginGuard()
         var loginSessions = LoginSessionTable()
         /// When stored login sessions past their lifetime are next deleted (the start deletes them too).
-        var nextLoginSessionPurge = Date().addingTimeInterval(3600)
+        var nextLoginSessionPurge: Date
         var signInAudit = AuditThrottle(policy: AuditThrottle.Policy(window: .seconds(60), globalLimit: 600, keys: 10_000))
         var nextConnection: UInt64 = 1
         var shuttingDown = false
@@ -66,16 +72,31 @@ public final class SupporterNode: Sendable {
     /// Loads codes, token digests, accounts and bans from `store` (an opened engine: SQLite, PostgreSQL, …) and checks
     /// the TLS configuration; `cluster` is the other nodes sharing the store's database, if any. Nothing listens until
     /// ``start()``. The node stops the engine when it stops (or when this throws).
+    ///
+    /// - Parameters:
+    ///   - loops: the event loops device links and the node's timers (the once-a-second sweep) run on. Given, the
+    ///     node uses them and never shuts them down (the caller does, after ``shutdown()``); nil (the default), the
+    ///     node starts ``SupporterNodeConfiguration/loopCount`` loops of its own and stops them when it stops. Tests
+    ///     pass an `EventLoopGroup(loops: [EventLoop.embedded()])` and drive expiries with `advance(by:)`.
+    ///   - clock: the wall clock of records, audit rows and expiries (the default reads the system's). With embedded
+    ///     loops, pass the loop's `clock`, so that wall time moves with the virtual time.
     public init(
-        configuration: SupporterNodeConfiguration, store engine: any StoreEngine, cluster: (any ClusterBus)? = nil
+        configuration: SupporterNodeConfiguration, store engine: any StoreEngine, cluster: (any ClusterBus)? = nil,
+        loops: EventLoopGroup? = nil, clock: any NodeClock = SystemClock()
     ) throws(SupporterNodeError) {
         self.configuration = configuration
         self.logger = configuration.logger
         self.handshakeLog = RateLimitedLog(logger: configuration.logger, interval: .seconds(10))
         self.cluster = cluster
-        do {
+        self.clock = clock
+        self.ownsLoops = loops == nil
+        do throws(TransportError) {
             self.context = try TLSContext(configuration.tls)
-            self.group = try EventLoopGroup(loopCount: configuration.loopCount)
+            if let loops {
+                self.group = loops
+            } else {
+                self.group = try EventLoopGroup(loopCount: configuration.loopCount)
+            }
         } catch {
             engine.stop()
             throw SupporterNodeError(transport: error)
@@ -83,7 +104,7 @@ public final class SupporterNode: Sendable {
         do throws(StoreError) {
             store = engine
             var registry = CodeRegistry(policy: configuration.registryPolicy)
-            let now = Date()
+            let now = clock.wallTime
             // Sessions past their lifetime are forgotten here; the rest are loaded (a restart signs nobody out).
             let snapshot: StoreSnapshot
             do throws(StoreError) {
@@ -97,12 +118,13 @@ public final class SupporterNode: Sendable {
             for row in snapshot.backoff { registry.load(row) }
             var tokens = APITokenStore()
             for (digest, record) in snapshot.activeTokens { tokens.add(digest: digest, record: record) }
-            var nodeState = NodeState(registry: registry, tokens: tokens)
+            var nodeState = NodeState(
+                registry: registry, tokens: tokens, nextLoginSessionPurge: now.addingTimeInterval(3600))
             for account in snapshot.accounts { nodeState.accounts[account.login] = account }
             for session in snapshot.loginSessions { nodeState.loginSessions.load(session, now: now) }
             self.state = Mutex(nodeState)
         } catch {
-            group.shutdown()
+            if ownsLoops { group.shutdown() }
             throw SupporterNodeError(store: error)
         }
         // Bounded: a node whose owner never reads `events` must not grow without end.
@@ -137,14 +159,21 @@ public final class SupporterNode: Sendable {
             throw SupporterNodeError(transport: error)
         }
         startClusterListener()
-        // The registry's clock: codes expire under waiting devices, refusal windows close, back-off decays.
-        sweeper.withLock {
-            $0 = Task { [weak self] in
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: .seconds(1))
-                    await self?.tick()
-                }
-            }
+        // The registry's clock: codes expire under waiting devices, refusal windows close, back-off decays. A timer
+        // on one of the node's loops, so that an embedded loop's `advance(by:)` drives it.
+        let loop = group.next()
+        let sweep = LoopBound<LoopTimer?>(handingOver: nil, to: loop)
+        sweeper.withLock { $0 = sweep }
+        loop.execute { [weak self] in self?.armSweep(sweep) }
+    }
+
+    /// Arms the next sweep, a second from now on the sweep's loop; each sweep arms the next. Loop thread.
+    private func armSweep(_ sweep: LoopBound<LoopTimer?>) {
+        let loop = sweep.loop
+        sweep.value = loop.schedule(at: loop.now + .seconds(1)) { [weak self] in
+            guard let self else { return }
+            self.tick()
+            self.armSweep(sweep)
         }
     }
 
@@ -159,7 +188,7 @@ public final class SupporterNode: Sendable {
             let id = ConnectionID(state.nextConnection)
             state.nextConnection += 1
             var evicted: DeviceConnection?
-            switch state.registry.connectionOpened(id, address: address, now: Date()) {
+            switch state.registry.connectionOpened(id, address: address, now: clock.wallTime) {
             case .refuse(let reason): return .failure(RefusedAdmission(reason: reason))
             case .admitEvicting(let victim): evicted = state.links[victim]
             case .admit: break
@@ -202,9 +231,12 @@ public final class SupporterNode: Sendable {
     /// Stops listening, ends every session with `going_away` (SESSION_END, then GOAWAY), writes what is queued, and
     /// stops the loops. Call it from outside the node's loops.
     public func shutdown() {
-        sweeper.withLock {
-            $0?.cancel()
-            $0 = nil
+        if let sweep = sweeper.withLock({ $0.take() }) {
+            // On the sweep's loop, after a sweep running now (which arms the next): whichever timer is armed goes.
+            sweep.loop.execute {
+                sweep.value?.cancel()
+                sweep.value = nil
+            }
         }
         listener.withLock {
             $0?.close()
@@ -221,10 +253,10 @@ public final class SupporterNode: Sendable {
             var pause = timespec(tv_sec: 0, tv_nsec: 10_000_000)
             nanosleep(&pause, nil)
         }
-        group.shutdown()
+        if ownsLoops { group.shutdown() }
         stopClusterListener()
         // What the audit windows held back is written before the store stops (its writer drains what is queued).
-        let now = Date()
+        let now = clock.wallTime
         let closing = state.withLock { $0.registry.closeAuditWindows(now: now) }
         if !closing.isEmpty, !store.submit(closing, deferrable: false, completion: { _ in }) {
             logger.log(.warning, "audit trail: the aggregate rows of \(closing.count) open windows could not be queued")
@@ -257,7 +289,7 @@ public final class SupporterNode: Sendable {
             throw SupporterNodeError(error.description, kind: .invalid)
         }
         let digest = APITokenStore.digest(of: token)
-        let now = Date()
+        let now = clock.wallTime
         let record: APITokenRecord
         do throws(StoreError) {
             record = try store.addToken(digest: digest, scope: scope, label: label, createdAt: now) { record in
@@ -282,7 +314,7 @@ public final class SupporterNode: Sendable {
     /// Revokes the token with public id `id` at once: it never authenticates again (devices already registered with
     /// it stay until they leave). Audited. Not on a node's loop.
     public func revokeAPIToken(id: String, by actor: AuditActor = .local) throws(SupporterNodeError) {
-        let now = Date()
+        let now = clock.wallTime
         let revoked: Bool
         do throws(StoreError) {
             var details = actor.details
@@ -349,15 +381,20 @@ public final class SupporterNode: Sendable {
     /// that falls behind says how many it missed instead of missing them silently. The audit trail has them all.
     public var droppedEvents: Int { droppedEventCount.load(ordering: .relaxed) }
 
-    /// Once a second: expiries, refusal-audit windows, back-off decay.
-    func tick() async {
+    /// Once a second, on the sweep's loop: expiries, refusal-audit windows, back-off decay. Only in-memory work under
+    /// the lock and store submissions (which never wait) here; the expiries, which wait for their commits, run in a
+    /// task.
+    func tick() {
         handshakeLog.flush()
-        let now = Date()
+        let now = clock.wallTime
         let (expiring, intents) = state.withLock { $0.registry.tick(now: now) }
         if !intents.isEmpty { _ = store.submit(intents, deferrable: false) { _ in } }
         let signInRows = accountsTick(now: now)
         if !signInRows.isEmpty { _ = store.submit(signInRows, deferrable: false) { _ in } }
-        for code in expiring { try? await expireCode(code, by: .node) }
+        guard !expiring.isEmpty else { return }
+        Task { [self] in
+            for code in expiring { try? await expireCode(code, by: .node) }
+        }
     }
 
     /// The connection closed: forget it.

@@ -11,7 +11,7 @@ extension RESTRouter {
     func createSession(_ call: RESTCall, by principal: RESTPrincipal) async throws(RESTError) -> HTTPResponse {
         // Unassigned unless `assigned_supporter` says otherwise (an unassigned code becomes a supporter's when they
         // send a request on it).
-        let input = try StrictJSON.decode(APISessionCreate.self, from: call.request.body).validated(now: Date())
+        let input = try StrictJSON.decode(APISessionCreate.self, from: call.request.body).validated(now: clock.wallTime)
         if let assignee = input.assignedSupporter { try checkAssignment(to: assignee, by: principal) }
         let info: SessionCodeInfo
         do {
@@ -84,7 +84,7 @@ extension RESTRouter {
     func updateSession(_ call: RESTCall, by principal: RESTPrincipal) async throws(RESTError) -> HTTPResponse {
         let code = call["code"]
         let current = try visibleCode(code, for: principal)
-        let change = try StrictJSON.decode(APISessionUpdate.self, from: call.request.body).validated(now: Date())
+        let change = try StrictJSON.decode(APISessionUpdate.self, from: call.request.body).validated(now: clock.wallTime)
         if case .set(let assignee) = change.assignedSupporter { try checkAssignment(to: assignee, by: principal) }
         if change.state == .open, current.record.isClosed {
             throw RESTError(.conflict, "a closed session code cannot be reopened")

@@ -16,6 +16,8 @@ struct RESTRouter: Sendable {
     let logger: NodeLogger
     let console: ConsoleFiles
     let feed: EventFeed
+    /// Where the API reads the wall time (the server's clock).
+    let clock: any NodeClock
 
     /// Answers `request` (the HTTP server adds the security headers of ``BrowserSecurity/headers``): the duplicate
     /// header check, then the route of ``routes`` (404 and 405 as ``RouteTable`` decides, 405 before or after
@@ -76,7 +78,7 @@ struct RESTRouter: Sendable {
         } else {
             credential = .missing
         }
-        switch guardian.check(credential, address: address, now: Date()) {
+        switch guardian.check(credential, address: address, now: clock.wallTime) {
         case .accept(let id):
             return (.adminToken(id: id, address: address), nil)
         case .refuse(let error, let row):

@@ -4,7 +4,7 @@ import Synchronization
 import SupportHTTP
 public import SupporterNode
 public import SupportRuntime
-import SupportUtilities
+public import SupportUtilities
 import SupporterCore
 import SupportWire
 
@@ -25,19 +25,35 @@ public final class RESTServer: Sendable {
     private let node: SupporterNode
     private let http: HTTPServer
     private let group: EventLoopGroup
+    /// Whether the server made ``group`` (and so shuts it down); loops given to it are the caller's.
+    private let ownsLoops: Bool
+    /// Where the API reads the wall time (authentication back-off, audit rows, validity of new codes).
+    private let clock: any NodeClock
     private let guardian: GuardBox
     private let feed: EventFeed
     private let logger: NodeLogger
-    private let sweeper = Mutex<Task<Void, Never>?>(nil)
+    /// The once-a-second sweep's timer, on the loop it runs on.
+    private let sweeper: LoopBound<LoopTimer?>
     private let stopped = Atomic<Bool>(false)
 
     /// Binds the API's address and starts serving `node`.
     ///
+    /// - Parameters:
+    ///   - loops: the event loops the API's connections and its once-a-second sweep run on. Given, the server uses
+    ///     them and never shuts them down (the caller does, after ``shutdown()``); nil (the default), it starts
+    ///     ``RESTServerConfiguration/loopCount`` loops of its own and stops them when it stops.
+    ///   - clock: where the API reads the wall time; nil (the default) is the node's (`SupporterNode.clock`).
     /// - Throws: `invalid_configuration` when a trusted proxy is not an IP address or there is no certificate; the
     ///   transport's errors when the TLS files cannot be used or the address cannot be bound.
-    public init(node: SupporterNode, configuration: RESTServerConfiguration) throws(TransportError) {
+    public init(
+        node: SupporterNode, configuration: RESTServerConfiguration, loops: EventLoopGroup? = nil,
+        clock: (any NodeClock)? = nil
+    ) throws(TransportError) {
         self.configuration = configuration
         self.node = node
+        let clock = clock ?? node.clock
+        self.clock = clock
+        ownsLoops = loops == nil
         logger = configuration.logger
         guard let resolver = ClientAddressResolver(trustedProxies: configuration.trustedProxies) else {
             let bad = configuration.trustedProxies.first { IPAddressText.canonical($0) == nil } ?? ""
@@ -54,7 +70,12 @@ public final class RESTServer: Sendable {
         http.addressesWithoutPerAddressLimit.formUnion(resolver.trustedProxies)
         let guardian = GuardBox(AuthenticationGuard(policy: configuration.authentication))
         self.guardian = guardian
-        let group = try EventLoopGroup(loopCount: max(1, configuration.loopCount))
+        let group: EventLoopGroup
+        if let loops {
+            group = loops
+        } else {
+            group = try EventLoopGroup(loopCount: max(1, configuration.loopCount))
+        }
         self.group = group
         let console = ConsoleFiles()
         if console.isEmpty { logger.log(.warning, "REST API: the web console's files are missing; serving the API only") }
@@ -62,7 +83,7 @@ public final class RESTServer: Sendable {
         self.feed = feed
         let router = RESTRouter(
             node: node, guardian: guardian, resolver: resolver, logger: configuration.logger, console: console,
-            feed: feed)
+            feed: feed, clock: clock)
         do {
             self.http = try HTTPServer(
                 host: configuration.host, port: configuration.port, context: context, group: group,
@@ -70,19 +91,41 @@ public final class RESTServer: Sendable {
             ) { request in await router.handle(request) }
         } catch {
             feed.stop()
-            group.shutdown()
+            if loops == nil { group.shutdown() }
             throw error
         }
         localAddress = self.http.localAddress
         logger.log(.info, "REST API on https://\(localAddress)/api/v1, web console on https://\(localAddress)/")
-        // Once a second: audit windows that closed write their aggregate rows; decayed back-off is forgotten.
-        sweeper.withLock {
-            $0 = Task { [guardian, node, logger] in
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: .seconds(1))
-                    await Self.flush(guardian.tick(now: Date()), to: node, logger: logger)
-                }
-            }
+        // Once a second: audit windows that closed write their aggregate rows; decayed back-off is forgotten. A timer
+        // on one of the API's loops, so that an embedded loop's `advance(by:)` drives it.
+        let loop = group.next()
+        let sweep = LoopBound<LoopTimer?>(handingOver: nil, to: loop)
+        sweeper = sweep
+        let sweepGuardian = guardian
+        let logger = self.logger
+        loop.execute { Self.armSweep(sweep, guardian: sweepGuardian, node: node, clock: clock, logger: logger) }
+    }
+
+    /// Arms the next sweep, a second from now on the sweep's loop; each sweep arms the next. Loop thread. The sweep
+    /// itself is in-memory work under the guard's lock; rows to audit are handed to a task (they wait for the commit).
+    private static func armSweep(
+        _ sweep: LoopBound<LoopTimer?>, guardian: GuardBox, node: SupporterNode, clock: any NodeClock,
+        logger: NodeLogger
+    ) {
+        let loop = sweep.loop
+        sweep.value = loop.schedule(at: loop.now + .seconds(1)) {
+            let rows = guardian.tick(now: clock.wallTime)
+            if !rows.isEmpty { Task { await flush(rows, to: node, logger: logger) } }
+            armSweep(sweep, guardian: guardian, node: node, clock: clock, logger: logger)
+        }
+    }
+
+    /// Cancels the sweep's timer on its loop (after a sweep running now, which arms the next). Safe on any thread.
+    private func stopSweeping() {
+        let sweep = sweeper
+        sweep.loop.execute {
+            sweep.value?.cancel()
+            sweep.value = nil
         }
     }
 
@@ -100,10 +143,7 @@ public final class RESTServer: Sendable {
     /// outside the API's loops. Safe to call twice.
     public func shutdown() async {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        sweeper.withLock {
-            $0?.cancel()
-            $0 = nil
-        }
+        stopSweeping()
         feed.stop()
         http.close()
         // Let answers and close_notify leave before the loops stop (bounded).
@@ -111,8 +151,8 @@ public final class RESTServer: Sendable {
         while http.connectionCount > 0, ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(10))
         }
-        group.shutdown()
-        await Self.flush(guardian.tick(now: Date(), everything: true), to: node, logger: logger)
+        if ownsLoops { group.shutdown() }
+        await Self.flush(guardian.tick(now: clock.wallTime, everything: true), to: node, logger: logger)
         logger.log(.info, "REST API stopped")
     }
 
@@ -120,10 +160,10 @@ public final class RESTServer: Sendable {
     /// API's loops holds the server, so this never runs on one of them.)
     deinit {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        sweeper.withLock { $0?.cancel() }
+        stopSweeping()
         feed.stop()
         http.close()
-        group.shutdown()
+        if ownsLoops { group.shutdown() }
     }
 
     private static func flush(_ rows: [AuditEvent], to node: SupporterNode, logger: NodeLogger) async {

@@ -197,7 +197,7 @@ final class RouterFixture: Sendable {
         feed = EventFeed(node: node, logger: .disabled)
         router = RESTRouter(
             node: node, guardian: GuardBox(AuthenticationGuard()), resolver: ClientAddressResolver(trustedProxies: [])!,
-            logger: .disabled, console: ConsoleFiles(), feed: feed)
+            logger: .disabled, console: ConsoleFiles(), feed: feed, clock: node.clock)
     }
 
     func stop() {
