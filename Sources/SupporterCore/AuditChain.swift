@@ -92,40 +92,11 @@ package enum AuditChain {
         return SHA256.hash(bytes)
     }
 
-    /// Lower-case hexadecimal.
-    package static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        text.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: text, as: UTF8.self)
-    }
+    /// Lower-case hexadecimal (``Hex/encode(_:)``).
+    package static func hex(_ bytes: [UInt8]) -> String { Hex.encode(bytes) }
 
-    /// The bytes of lower- or upper-case hexadecimal text; nil when it is not hexadecimal.
-    package static func bytes(hex text: String) -> [UInt8]? {
-        let utf8 = Array(text.utf8)
-        guard utf8.count % 2 == 0 else { return nil }
-        func value(_ digit: UInt8) -> UInt8? {
-            switch digit {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
-            default: nil
-            }
-        }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(utf8.count / 2)
-        var index = 0
-        while index < utf8.count {
-            guard let high = value(utf8[index]), let low = value(utf8[index + 1]) else { return nil }
-            bytes.append(high << 4 | low)
-            index += 2
-        }
-        return bytes
-    }
+    /// The bytes of lower- or upper-case hexadecimal text; nil when it is not hexadecimal (``Hex/decode(_:)``).
+    package static func bytes(hex text: String) -> [UInt8]? { Hex.decode(text) }
 
     /// The columns of an audit row, in the order ``Row`` is read from (both engines select them).
     package static let rowColumns = "id, time, code, kind, details, prev_digest, digest"
