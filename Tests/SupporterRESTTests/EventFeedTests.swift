@@ -108,17 +108,17 @@ extension RESTIntegration {
                     # Until the row's event comes, the stream closes, or 60 s pass (a deadline: the feed polls every
                     # 250 ms, but a CPU hog on both cores once held it back for more than 5 s).
                     data, deadline = b"", time.time() + 60
-                    # The whole event, not only its start: a read may end inside the line, after the kind and before
-                    # the description (an SSE event ends with an empty line).
-                    def whole_event(data):
-                        at = data.find(b"code_created")
-                        return at >= 0 and b"\n\n" in data[at:]
-                    while not whole_event(data) and time.time() < deadline:
+                    # Until the description's bytes arrive, escaped or raw (the body is chunked, HTTP/1.1: a chunk's
+                    # size line may fall inside the event, so it is taken out before looking).
+                    def unchunked(data): return re.sub(rb"\r\n[0-9a-fA-F]+\r\n", b"", data)
+                    def seen(data):
+                        text = unchunked(data)
+                        return b"x\\u009by\\u202ez" in text or "\u009b".encode() in text or "\u202e".encode() in text
+                    while not seen(data) and time.time() < deadline:
                         more, closed = read_stream(stream, 1)
                         data += more
                         if closed: break
-                    # The body is chunked (HTTP/1.1): a chunk's size line may fall inside the event; take it out.
-                    data = re.sub(rb"\r\n[0-9a-fA-F]+\r\n", b"", data)
+                    data = unchunked(data)
                     print(json.dumps({"escaped": b"x\\u009by\\u202ez" in data,
                                       "raw": "\u009b".encode() in data or "\u202e".encode() in data}))
                     """#)
