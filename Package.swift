@@ -10,11 +10,13 @@ let settings: [SwiftSetting] = [.enableUpcomingFeature("InternalImportsByDefault
 let package = Package(
     name: "RemoteSupport",
     products: [
+        .library(name: "SupportVocabulary", targets: ["SupportVocabulary"]),
         .library(name: "SupportWire", targets: ["SupportWire"]),
         .library(name: "SupportUtilities", targets: ["SupportUtilities"]),
         .library(name: "SupportRuntime", targets: ["SupportRuntime"]),
         .library(name: "SupportLink", targets: ["SupportLink"]),
         .library(name: "SupportSession", targets: ["SupportSession"]),
+        .library(name: "SupporterModel", targets: ["SupporterModel"]),
         .library(name: "SupporterCore", targets: ["SupporterCore"]),
         .library(name: "SupporterStore", targets: ["SupporterStore"]),
         .library(name: "SupporterStoreSQLite", targets: ["SupporterStoreSQLite"]),
@@ -25,18 +27,29 @@ let package = Package(
         .library(name: "DeviceNode", targets: ["DeviceNode"]),
     ],
     targets: [
-        // The shared framing module: pure Swift, no I/O, no OpenSSL, no Foundation.
-        .target(name: "SupportWire", swiftSettings: settings),
+        // The protocol's words, shared by every layer and by front ends that never see a frame: features and feature
+        // sets, feature rules, connection and code types. Pure Swift, no dependencies.
+        .target(name: "SupportVocabulary", swiftSettings: settings),
+        // The shared framing module: frames, messages and their codec. Pure Swift, no I/O, no OpenSSL, no Foundation.
+        .target(name: "SupportWire", dependencies: ["SupportVocabulary"], swiftSettings: settings),
         // No I/O: Base64, hexadecimal, SHA-256/HMAC, constant-time comparison, the token bucket, the monotonic clock,
         // the log sink (NodeLogger, Redact), the terminal escaping rule (TerminalText) and scrypt password hashing
         // (PasswordHash), for every layer.
         .target(name: "SupportUtilities", dependencies: ["COpenSSL"], swiftSettings: settings),
         // The session state machines of both roles: pure values, events in, actions out (SPEC §8, §9).
-        .target(name: "SupportSession", dependencies: ["SupportWire", "SupportUtilities"], swiftSettings: settings),
-        // The supporter node's pure core: the registry of codes, connections and abuse state (events in, decisions
-        // and store intents out), its records and audit events, login guards. No I/O.
         .target(
-            name: "SupporterCore", dependencies: ["SupportSession", "SupportWire", "SupportUtilities"],
+            name: "SupportSession", dependencies: ["SupportVocabulary", "SupportWire", "SupportUtilities"],
+            swiftSettings: settings),
+        // What a supporter node shows and takes at its front ends: code, account, token, login-session and audit
+        // values, the node's error, the back-off and audit-throttle rules, and the `SupporterService` protocol the
+        // REST API is built on. No registry, store or wire message is reachable from here.
+        .target(
+            name: "SupporterModel", dependencies: ["SupportVocabulary", "SupportUtilities"], swiftSettings: settings),
+        // The supporter node's pure core: the registry of codes, connections and abuse state (events in, decisions
+        // and store intents out), the audit chain, token and login-session tables, login guards. No I/O.
+        .target(
+            name: "SupporterCore",
+            dependencies: ["SupporterModel", "SupportVocabulary", "SupportSession", "SupportWire", "SupportUtilities"],
             swiftSettings: settings),
         // OpenSSL 3 from Debian (libssl-dev): its C shims, in one place.
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", providers: [.apt(["libssl-dev"])]),
@@ -56,8 +69,8 @@ let package = Package(
         .target(
             name: "SupporterNode",
             dependencies: [
-                "SupporterCore", "SupporterStore", "SupportSession", "SupportWire", "SupportUtilities", "SupportRuntime",
-                "SupportLink",
+                "SupporterModel", "SupporterCore", "SupporterStore", "SupportVocabulary", "SupportSession", "SupportWire",
+                "SupportUtilities", "SupportRuntime", "SupportLink",
             ],
             swiftSettings: settings),
         // What a supporter node needs from its durable store, whatever the engine: the engine, audit-trail and
@@ -89,13 +102,11 @@ let package = Package(
                 "SupportUtilities",
             ],
             swiftSettings: settings),
-        // The supporter node's REST API (protocol/openapi.yaml), served beside the node on its public API only.
+        // The supporter node's REST API (protocol/openapi.yaml) and web console, over any `SupporterService`. Neither
+        // the node, its registry, its stores nor a wire message is in its dependency closure.
         .target(
             name: "SupporterREST",
-            dependencies: [
-                "SupporterNode", "SupporterCore", "SupportSession", "SupportWire", "SupportHTTP", "SupportUtilities",
-                "SupportRuntime",
-            ],
+            dependencies: ["SupporterModel", "SupportVocabulary", "SupportHTTP", "SupportUtilities", "SupportRuntime"],
             resources: [.copy("Console")], swiftSettings: settings),
         // libpq (Debian libpq-dev) and the PostgreSQL client built on it, for the PostgreSQL store (issue 12).
         .systemLibrary(name: "CLibPQ", path: "Sources/CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
@@ -107,7 +118,7 @@ let package = Package(
             swiftSettings: settings),
         // A small, strict HTTP/1.1 server over TLSStream for the supporter node's REST API.
         .target(
-            name: "SupportHTTP", dependencies: ["SupportRuntime", "SupportLink", "SupportUtilities"],
+            name: "SupportHTTP", dependencies: ["SupportRuntime", "SupportUtilities"],
             swiftSettings: settings),
         // The runnable nodes: a small shared CLI helper and the two command-line programs.
         .target(
@@ -194,8 +205,8 @@ let package = Package(
         .testTarget(
             name: "DocumentationTests",
             dependencies: [
-                "DeviceNode", "SupportSession", "SupportRuntime", "SupportWire", "SupporterNode", "SupporterREST",
-                "SupporterStores",
+                "DeviceNode", "SupportSession", "SupportRuntime", "SupportVocabulary", "SupportWire", "SupporterNode",
+                "SupporterREST", "SupporterStores",
             ],
             swiftSettings: settings),
         // The two CLIs run as real processes against real TLS on loopback (SwiftPM builds them for this target).

@@ -13,6 +13,7 @@ import SupportLink
 import SupportSession
 import DeviceNode
 import SupportPostgres
+import SupportVocabulary
 
 /// The `abuse` group: how long a legitimate device takes to register (TCP + TLS + HELLO + REGISTER → REGISTER_RESULT
 /// success) while the node is being abused, in four conditions, on one node:

@@ -10,6 +10,7 @@ import SupportSession
 import SupporterCore
 import DeviceNode
 import SupportPostgres
+import SupporterModel
 
 /// The node the `abuse` and `abuse-rest` groups attack: a supporter node on a file-backed SQLite store with fresh
 /// development certificates, the REST API beside it as `rsup-supporter serve --api-listen` runs it, and an owner that
@@ -56,7 +57,9 @@ final class AbuseTarget {
             return nil
         }
         do throws(TransportError) {
-            let rest = try RESTServer(node: node, configuration: RESTServerConfiguration(host: "127.0.0.1", port: 0))
+            let rest = try RESTServer(
+                node: node,
+                configuration: RESTServerConfiguration(host: "127.0.0.1", port: 0).withIdentity(of: configuration.tls))
             return AbuseTarget(node: node, rest: rest, directory: directory, configuration: configuration)
         } catch {
             print("   \(group): cannot start the REST server: \(error)\n")

@@ -15,6 +15,8 @@ import SupportUtilities
 import SupportLink
 import SupporterCore
 import SupporterREST
+import SupportVocabulary
+import SupporterModel
 
 /// The `cluster` group (docs/cluster.md): what sharing one PostgreSQL database costs. One table compares
 /// (a) one node on SQLite, (b) one node on PostgreSQL and (c) two nodes on PostgreSQL with the devices on node 1 and

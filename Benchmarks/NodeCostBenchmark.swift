@@ -16,6 +16,8 @@ import SupporterCore
 import DeviceNode
 import SupporterREST
 import SupportPostgres
+import SupportVocabulary
+import SupporterModel
 
 /// The `nodecost` group: what the supporter node's audited signalling costs it, against four targets, in one table
 /// from one run:

@@ -15,6 +15,8 @@ import SupportLink
 import SupporterCore
 import SupporterREST
 import SupportPostgres
+import SupportVocabulary
+import SupporterModel
 
 /// The `nodes` group: the signalling round trip of a connection request on a supporter node with 1,000 and 10,000
 /// devices online: `requestConnection` → CONNECTION_REQUEST → device delegate → `allow()` → CONNECTION_RESPONSE →

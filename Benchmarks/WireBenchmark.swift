@@ -8,6 +8,7 @@ import DeviceNode
 import SupporterNode
 import SupporterREST
 import SupportPostgres
+import SupportVocabulary
 
 /// The `wire` group: `SupportWire` framing speed, with no I/O (SPEC §3–§5).
 enum WireBenchmark {

@@ -3,6 +3,7 @@ public import SupportSession
 public import SupportRuntime
 public import SupportUtilities
 public import SupportWire
+public import SupportVocabulary
 
 /// Reports whether a system call is running on the device, and which (the platform's call observer).
 public protocol CallObserver: Sendable {

@@ -8,6 +8,7 @@ import SupportSession
 public import SupportRuntime
 import SupportWire
 public import SupportUtilities
+import SupportVocabulary
 
 /// The device SDK's entry point: joins session codes on a supporter node, one at a time.
 ///

@@ -4,7 +4,8 @@ import SupportSession
 import SupportLink
 import SupportRuntime
 import SupportUtilities
-public import SupportWire
+import SupportWire
+public import SupportVocabulary
 
 /// One joined session code on the device: from connecting, through waiting and a request, to the session's end.
 ///

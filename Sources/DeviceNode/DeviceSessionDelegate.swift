@@ -1,6 +1,7 @@
 public import SupportSession
 public import SupportWire
 import SupportUtilities
+public import SupportVocabulary
 
 /// The classic-style receiver of a device session's events, for code that runs off the main actor.
 ///

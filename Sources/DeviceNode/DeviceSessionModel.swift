@@ -3,6 +3,7 @@ public import Observation
 public import SupportSession
 public import SupportWire
 import SupportUtilities
+public import SupportVocabulary
 
 /// The device session as a main-actor, observable model: what a SwiftUI (or UIKit, or Jetpack-style) app binds to.
 ///

@@ -1,6 +1,7 @@
 public import SupportSession
-public import SupportWire
+import SupportWire
 import SupportUtilities
+public import SupportVocabulary
 
 /// Where a device session stands, for a UI to bind to: one value, always current, changing in the order of the
 /// session's events.

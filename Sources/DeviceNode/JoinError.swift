@@ -5,6 +5,7 @@ public import Foundation
 #endif
 public import SupportWire
 import SupportUtilities
+public import SupportVocabulary
 
 /// Why ``DeviceNode/join(code:delegate:)`` (or ``DeviceSessionModel/join(code:)``) did not bring the code online.
 ///

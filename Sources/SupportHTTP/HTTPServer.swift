@@ -1,5 +1,4 @@
 import Synchronization
-import SupportLink
 public import SupportRuntime
 import SupportUtilities
 

@@ -2,6 +2,7 @@ public import SupportRuntime
 import SupportUtilities
 import Synchronization
 public import SupportWire
+import SupportVocabulary
 
 /// What a ``FramedLink`` tells its owner. Every call comes on the link's event loop, in order, one at a time.
 public protocol FramedLinkDelegate: AnyObject, Sendable {

@@ -1,6 +1,7 @@
 import SupportRuntime
 import SupportUtilities
 public import SupportWire
+public import SupportVocabulary
 
 /// What a framed link announces in HELLO / HELLO_ACK and how it times things (SPEC §5.1, §5.2, §7).
 public struct LinkSettings: Sendable, Hashable {

@@ -1,6 +1,7 @@
 public import SupportRuntime
 public import SupportUtilities
 public import SupportWire
+import SupportVocabulary
 
 /// The connection state machine of SPEC §7 for one link: HELLO exchange, keepalive, GOAWAY, malformed frames.
 ///

@@ -1,5 +1,6 @@
 public import SupportWire
 import SupportUtilities
+public import SupportVocabulary
 
 /// A connection request as the device's user sees it: who asks, for what. Answer it through the device node.
 public struct ConnectionRequestInfo: Sendable, Hashable {

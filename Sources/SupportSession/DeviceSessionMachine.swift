@@ -1,5 +1,6 @@
 public import SupportUtilities
 public import SupportWire
+public import SupportVocabulary
 
 /// The device's session state machine of SPEC §8. Sans-I/O: events in, actions out; time is an input.
 ///

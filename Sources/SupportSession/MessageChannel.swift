@@ -1,5 +1,6 @@
 public import SupportWire
 import SupportUtilities
+public import SupportVocabulary
 
 /// One side's in-session message channel (SPEC §15.4): numbering, the window of 16 unacknowledged messages, a bounded
 /// local queue, files cut into parts as the window opens, and the receiving side's order, grant and file rules.

@@ -1,6 +1,7 @@
 // Small helpers both session machines share.
 import SupportWire
 import SupportUtilities
+import SupportVocabulary
 
 extension Duration {
     /// `self + other`, clamped to the representable range instead of trapping: a deadline computed from an absurd

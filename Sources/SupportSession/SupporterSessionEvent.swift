@@ -1,5 +1,6 @@
 public import SupportWire
 import SupportUtilities
+public import SupportVocabulary
 
 /// What the supporter node's session with one device reports, in order (SPEC §9).
 public enum SupporterSessionEvent: Sendable, Hashable {

@@ -1,5 +1,6 @@
 public import SupportUtilities
 public import SupportWire
+public import SupportVocabulary
 
 /// What another supporter node needs to take over a registration whose node died (several nodes on one database):
 /// the session's state, its request and grant, and the resume secrets — but not the messages in flight, which are

@@ -1,5 +1,6 @@
 public import SupportUtilities
 public import SupportWire
+public import SupportVocabulary
 
 /// The supporter node's session state machine for one device connection (SPEC §9). Sans-I/O; time is an input.
 ///

@@ -1,3 +1,4 @@
+public import SupportVocabulary
 /// CONNECTION_REQUEST (`0x12`, SPEC §5.7): a named supporter asks the device's user to let them in.
 public struct ConnectionRequest: Hashable, Sendable {
     /// Chosen by the supporter node; starts at 1 per connection and strictly increases.

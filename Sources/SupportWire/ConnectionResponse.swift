@@ -1,3 +1,4 @@
+public import SupportVocabulary
 /// CONNECTION_RESPONSE (`0x13`, SPEC §5.8): the device user's allow or reject for one request.
 public struct ConnectionResponse: Hashable, Sendable {
     public var requestID: UInt32

@@ -1,3 +1,4 @@
+public import SupportVocabulary
 /// FEATURE_REQUEST (`0x19`, SPEC §15.3): during an active session the supporter asks for a feature not yet granted.
 public struct FeatureRequest: Hashable, Sendable {
     /// Chosen by the supporter node; starts at 1 per connection and strictly increases.

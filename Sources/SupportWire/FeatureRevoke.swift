@@ -1,3 +1,4 @@
+public import SupportVocabulary
 /// FEATURE_REVOKE (`0x1B`, SPEC §15.3): the device ends a grant; it takes effect when sent.
 public struct FeatureRevoke: Hashable, Sendable {
     public var feature: Feature.ID

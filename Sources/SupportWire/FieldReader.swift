@@ -1,3 +1,4 @@
+import SupportVocabulary
 /// Reads the fields of one payload (SPEC §4.1) without allocating.
 ///
 /// `init` checks the layout of all fields first (ordering, duplicates, truncation, trailing bytes). Then the message

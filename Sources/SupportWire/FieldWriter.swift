@@ -1,3 +1,4 @@
+import SupportVocabulary
 /// Appends fields to a frame under construction, checking each value against the same limits the reader enforces,
 /// so an encoder never emits a frame a conforming receiver would reject.
 struct FieldWriter {

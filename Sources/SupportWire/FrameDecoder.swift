@@ -1,3 +1,4 @@
+public import SupportVocabulary
 /// Turns a byte stream, in any chunking, into messages (SPEC §3–§5). Pure: no I/O, no clock.
 ///
 /// Feed bytes with ``append(_:)`` and take messages with ``nextMessage()`` until it returns nil. Header errors are

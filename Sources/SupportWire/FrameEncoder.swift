@@ -1,3 +1,4 @@
+public import SupportVocabulary
 /// Encodes messages into frames (SPEC §3–§5), always in the one canonical encoding.
 ///
 /// Checks every value against the limits a receiver enforces, and the payload against the peer's announced maximum,

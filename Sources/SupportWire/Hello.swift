@@ -1,3 +1,4 @@
+public import SupportVocabulary
 /// HELLO (`0x01`, SPEC §5.1): the initiator's first frame, proposing versions, keepalive and its receive limit.
 public struct Hello: Hashable, Sendable {
     public var minVersion: UInt8

@@ -1,3 +1,4 @@
+public import SupportVocabulary
 /// HELLO_ACK (`0x02`, SPEC §5.2): the responder's answer with the chosen version and the effective keepalive.
 public struct HelloAck: Hashable, Sendable {
     /// The protocol version chosen for this connection.

@@ -1,3 +1,4 @@
+import SupportVocabulary
 /// MESSAGE_ACK (`0x1D`, SPEC §15.4): one message was handed to the application, or refused, and why.
 public struct MessageAck: Hashable, Sendable {
     public var messageID: UInt32

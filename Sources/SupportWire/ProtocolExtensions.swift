@@ -1,3 +1,4 @@
+public import SupportVocabulary
 /// The protocol extensions of SPEC §15.1, announced in HELLO / HELLO_ACK `features` (an id space of their own,
 /// separate from the device capabilities of §4.3). An extension is in effect on a connection when HELLO_ACK lists it.
 public struct ProtocolExtensions: OptionSet, Sendable, Hashable, CustomStringConvertible {

@@ -1,3 +1,4 @@
+public import SupportVocabulary
 /// REGISTER (`0x10`, SPEC §5.5): the device joins a session code with an API token.
 public struct Register: Hashable, Sendable {
     /// The session code, 1–64 bytes. Whether it is valid is the supporter node's decision.

@@ -1,3 +1,4 @@
+public import SupportVocabulary
 /// REGISTER_RESULT (`0x11`, SPEC §5.6): `success` means the code is online; any other reason says why not.
 public struct RegisterResult: Hashable, Sendable {
     public var reason: ReasonCode

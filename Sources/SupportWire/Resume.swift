@@ -1,3 +1,4 @@
+public import SupportVocabulary
 /// RESUME (`0x1E`, SPEC §15.5): on a new connection, the device takes back its registration after a link loss.
 public struct Resume: Hashable, Sendable {
     public var sessionCode: String

@@ -1,3 +1,4 @@
+import SupportVocabulary
 /// RESUME_RESULT (`0x1F`, SPEC §15.5): whether the registration moved to this connection.
 public struct ResumeResult: Hashable, Sendable {
     /// `success`, `resume_rejected`, `rate_limited` or `internal_error`.

@@ -1,3 +1,4 @@
+public import SupportVocabulary
 /// SESSION_ERROR (`0x17`, SPEC §5.12): informative only; the session goes on.
 public struct SessionError: Hashable, Sendable {
     /// Usually `unsupported_feature` or `feature_version_mismatch`.

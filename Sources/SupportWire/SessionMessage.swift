@@ -1,3 +1,4 @@
+import SupportVocabulary
 /// SESSION_MESSAGE (`0x1C`, SPEC §15.4): chat text, an application message or a file part, in an active session.
 ///
 /// The decoder checks types and limits only; the kind-dependent rules (UTF-8 chat, content type for application

@@ -1,3 +1,4 @@
+public import SupportVocabulary
 /// SESSION_STARTED (`0x15`, SPEC §5.10): the supporter node confirms an allowed request; the session runs.
 public struct SessionStarted: Hashable, Sendable {
     public var requestID: UInt32

@@ -1,3 +1,4 @@
+public import SupportVocabulary
 // The one-byte enumerations of SPEC §5. Values outside them are `value_out_of_range` when decoding.
 
 /// Which side of the protocol a node is (HELLO `role`).
@@ -6,30 +7,10 @@ public enum NodeRole: UInt8, Sendable, CaseIterable {
     case supporter = 2
 }
 
-/// What a supporter asks the device for (CONNECTION_REQUEST `connection_type`).
-public enum ConnectionType: UInt8, Sendable, CaseIterable {
-    case screenShare = 1
-    case assistAR = 2
-
-    /// The feature a device needs to serve this connection type.
-    public var requiredFeature: Feature.ID {
-        switch self {
-        case .screenShare: .screenShare
-        case .assistAR: .assistAR
-        }
-    }
-}
-
 /// The device user's answer (CONNECTION_RESPONSE `decision`).
 public enum ConnectionDecision: UInt8, Sendable, CaseIterable {
     case allow = 1
     case reject = 2
-}
-
-/// The kind of a session code (REGISTER_RESULT `code_type`).
-public enum SessionCodeType: UInt8, Sendable, CaseIterable {
-    case remoteSupport = 1
-    case assistAR = 2
 }
 
 /// The device's VoIP state as the supporter learns it (VOIP_STATE `state`).

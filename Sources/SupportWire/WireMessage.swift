@@ -1,3 +1,4 @@
+import SupportVocabulary
 /// What every message type does to cross the wire: one frame type, fields read from and written to a payload.
 protocol WireMessage: Sendable {
     static var frameType: FrameType { get }

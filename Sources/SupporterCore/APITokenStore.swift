@@ -1,13 +1,6 @@
 import SupportUtilities
 import SupportWire
-
-/// What an API token may do.
-public enum APITokenScope: String, Sendable, Hashable, CaseIterable {
-    /// Register devices on session codes (the wire protocol's REGISTER).
-    case device
-    /// Use the REST API.
-    case admin
-}
+public import SupporterModel
 
 /// The API tokens a node accepts, in memory: only their SHA-256 digests, each with its ``APITokenRecord`` (public id,
 /// scope, label), never the tokens.
@@ -51,11 +44,7 @@ public struct APITokenStore: Sendable {
 
     /// A new random token (32 random bytes, 47 characters); remember its digest with ``add(digest:record:)``. The
     /// token itself is kept nowhere.
-    public static func makeToken(scope: APITokenScope) -> String {
-        var generator = SystemRandomNumberGenerator()
-        let bytes = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
-        return (scope == .admin ? "rsa_" : "rsk_") + Base64.encode(bytes, urlSafe: true)
-    }
+    public static func makeToken(scope: APITokenScope) -> String { scope.makeToken() }
 
     public static func digest(of token: String) -> [UInt8] { SHA256.hash(Array(token.utf8)) }
 

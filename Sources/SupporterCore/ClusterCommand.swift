@@ -1,7 +1,9 @@
 import Foundation
 import SupportSession
-public import SupportWire
+import SupportWire
 import SupportUtilities
+public import SupportVocabulary
+public import SupporterModel
 
 /// A supporter's command for a device that another node holds (docs/cluster.md, "Routing"): written to
 /// `node_commands` with a `NOTIFY` to the holding node in one transaction; that node carries it out as if its own

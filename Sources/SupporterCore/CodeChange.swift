@@ -1,5 +1,7 @@
 public import Foundation
-public import SupportSession
+import SupportSession
+public import SupportVocabulary
+public import SupporterModel
 
 /// A change of one session code, decided by the registry (`CodeRegistry.plan…`) and applied only once the store
 /// intents recording it are committed (``CodeRegistry/apply(_:now:)``): the node's one audit rule, decide → commit →

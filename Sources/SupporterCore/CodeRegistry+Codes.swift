@@ -1,7 +1,9 @@
 public import Foundation
-public import SupportSession
+import SupportSession
 import SupportWire
 import SupportUtilities
+public import SupportVocabulary
+public import SupporterModel
 
 extension CodeRegistry {
     // The node's one audit rule is decide → commit → apply → answer: each change of a code is decided here without

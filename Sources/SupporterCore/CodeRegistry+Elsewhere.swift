@@ -1,6 +1,7 @@
 public import Foundation
 import SupportWire
 import SupportUtilities
+public import SupporterModel
 
 /// A device that another node holds, as this node shows it (several nodes on one database, docs/cluster.md).
 public struct RemotePresence: Sendable, Hashable {

@@ -2,6 +2,8 @@ public import Foundation
 public import SupportSession
 public import SupportWire
 import SupportUtilities
+public import SupportVocabulary
+import SupporterModel
 
 /// A REGISTER, as the registry needs it: the token already looked up by the node (a digest check it does itself).
 public struct RegistrationAttempt: Sendable, Hashable {

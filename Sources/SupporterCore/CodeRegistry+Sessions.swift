@@ -1,7 +1,9 @@
 public import Foundation
 public import SupportSession
-public import SupportWire
+import SupportWire
 import SupportUtilities
+public import SupportVocabulary
+public import SupporterModel
 
 /// What the registry made of a session event: the records to write before anyone is told, and whether the event is
 /// reported one by one (false for a repeatable device event over its audit quota: it is only counted, and an

@@ -2,6 +2,7 @@ public import Foundation
 import SupportSession
 internal import SupportUtilities
 import SupportWire
+public import SupporterModel
 
 /// One device connection, as the registry knows it: a number the node gives each accepted link.
 public struct ConnectionID: Hashable, Sendable, CustomStringConvertible {

@@ -1,6 +1,7 @@
-public import SupportSession
+import SupportSession
 import SupportWire
 import SupportUtilities
+public import SupportVocabulary
 
 extension FeatureRules {
     /// The rules as one line for the audit trail and logs: `default=allow`, then each feature's rule in id order,

@@ -1,5 +1,6 @@
 internal import SupportUtilities
 import SupportWire
+public import SupporterModel
 
 /// Sign-in rate limits for supporter accounts: a value, like the code registry; time is an input.
 ///

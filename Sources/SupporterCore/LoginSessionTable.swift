@@ -1,18 +1,7 @@
-public import Foundation
+package import Foundation
 import SupportUtilities
 import SupportWire
-
-/// A signed-in supporter's session, as the REST API and web console use it.
-public struct LoginSession: Sendable, Hashable {
-    /// Public id for the audit trail and logs (a prefix of the secret's digest; never the secret).
-    public let id: String
-    /// The account signed in.
-    public let login: String
-    /// The value every state-changing request of a cookie-authenticated client must echo in `X-CSRF-Token`.
-    public let csrfToken: String
-    public let createdAt: Date
-    public var lastUsed: Date
-}
+package import SupporterModel
 
 /// The node's login sessions: only SHA-256 digests of their secrets are kept, here and in the store (so a restart
 /// signs nobody out; a session loaded from the store counts as used at load time). A session ends after

@@ -2,6 +2,7 @@ import Foundation
 public import SupportSession
 import SupportUtilities
 import SupportWire
+import SupportVocabulary
 
 /// A registration as stored for a takeover by another node (``SupporterSessionMachine/ResumeSnapshot``), in JSON in
 /// `device_presence.resume`. The resume secrets are kept as SHA-256 digests only: reading the database does not

@@ -1,19 +1,7 @@
 public import Foundation
 import SupportWire
 import SupportUtilities
-
-/// What a supporter account may do: `supporter` works on its own and unassigned codes; `admin` on every code, and
-/// manages accounts and API tokens.
-public enum SupporterRole: String, Sendable, Hashable, CaseIterable {
-    case supporter
-    case admin
-}
-
-/// Whether an account may sign in and act.
-public enum SupporterAccountState: String, Sendable, Hashable, CaseIterable {
-    case active
-    case disabled
-}
+public import SupporterModel
 
 /// A supporter account as stored: the login name it signs in with, the display name a device's user sees in a
 /// connection request, its role and state, and its password's hash (never the password).

@@ -6,6 +6,7 @@ import SupportLink
 import SupportRuntime
 import SupportUtilities
 import SupportWire
+import SupporterModel
 
 /// One device's link on the supporter node: glue between the link, its session machine, its connection machine
 /// (``DeviceConnectionMachine``: the outbox, commit barriers, reading back-pressure, earned closes) and the node.

@@ -1,59 +1,10 @@
 public import Foundation
-public import SupporterCore
+import SupporterCore
 import SupporterStore
 import SupportUtilities
-public import SupportWire
-
-extension AuditEvent.Kind {
-    public static let accountCreated = AuditEvent.Kind(rawValue: "account_created")
-    public static let accountChanged = AuditEvent.Kind(rawValue: "account_changed")
-    public static let signedIn = AuditEvent.Kind(rawValue: "signed_in")
-    public static let signedOut = AuditEvent.Kind(rawValue: "signed_out")
-    public static let signInFailed = AuditEvent.Kind(rawValue: "sign_in_failed")
-}
-
-/// A change to an account; nil members stay as they are.
-public struct SupporterAccountChange: Sendable, Hashable {
-    public var displayName: String?
-    public var role: SupporterRole?
-    public var state: SupporterAccountState?
-    public var password: String?
-
-    public init(
-        displayName: String? = nil, role: SupporterRole? = nil, state: SupporterAccountState? = nil,
-        password: String? = nil
-    ) {
-        self.displayName = displayName
-        self.role = role
-        self.state = state
-        self.password = password
-    }
-}
-
-/// Why a sign-in failed.
-public struct SignInError: Error, Sendable, Hashable, CustomStringConvertible {
-    public enum Kind: Sendable, Hashable {
-        /// No such login, or the wrong password (which one is not said).
-        case wrongCredentials
-        /// The password was right, but the account is disabled.
-        case disabled
-        /// Too many failures from this address (or on this account from addresses it never signed in from).
-        case rateLimited(retryAfter: Duration)
-        /// Too many sign-ins are being checked at once.
-        case busy
-    }
-
-    public let kind: Kind
-    public var description: String {
-        switch kind {
-        case .wrongCredentials: "wrong login or password"
-        case .disabled: "this account is disabled; ask an admin"
-        case .rateLimited(let wait):
-            "too many failed sign-ins; try again in \(max(1, wait.components.seconds + (wait.components.attoseconds > 0 ? 1 : 0))) s"
-        case .busy: "the node is busy checking other sign-ins; try again in a moment"
-        }
-    }
-}
+import SupportWire
+public import SupportVocabulary
+public import SupporterModel
 
 extension SupporterNode {
     /// Every account, by login.

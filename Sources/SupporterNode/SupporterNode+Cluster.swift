@@ -5,6 +5,8 @@ import SupportSession
 import SupportWire
 import SupportRuntime
 import SupportUtilities
+import SupportVocabulary
+import SupporterModel
 
 /// Several nodes on one PostgreSQL database (docs/cluster.md): what this node learns from the others, and the
 /// commands it carries out for their supporters.

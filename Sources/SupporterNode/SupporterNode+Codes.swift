@@ -1,34 +1,11 @@
 public import Foundation
-public import SupporterCore
+import SupporterCore
 import SupporterStore
-public import SupportSession
+import SupportSession
 import SupportUtilities
-public import SupportWire
-
-/// What a new session code holds besides its type.
-public struct SessionCodeDetails: Sendable, Hashable {
-    public var description: String?
-    public var customerName: String?
-    public var customerEmail: String?
-    /// Shown to the device's user while waiting (sent with REGISTER_RESULT).
-    public var waitingMessage: String?
-    /// The code rules (SPEC §15.3); `allow` for every feature unless given.
-    public var featureRules: FeatureRules
-    /// The supporter account (login) the code is assigned to; unassigned when nil.
-    public var assignedSupporter: String?
-
-    public init(
-        description: String? = nil, customerName: String? = nil, customerEmail: String? = nil,
-        waitingMessage: String? = nil, featureRules: FeatureRules = .codeDefault, assignedSupporter: String? = nil
-    ) {
-        self.assignedSupporter = assignedSupporter
-        self.description = description
-        self.customerName = customerName
-        self.customerEmail = customerEmail
-        self.waitingMessage = waitingMessage
-        self.featureRules = featureRules
-    }
-}
+import SupportWire
+public import SupportVocabulary
+public import SupporterModel
 
 extension SupporterNode {
     /// Creates a code of `type`, valid for `lifetime` (default from the configuration); returns once it is stored

@@ -1,8 +1,10 @@
-public import SupporterCore
+import SupporterCore
 import SupporterStore
 import SupportSession
 import SupportUtilities
-public import SupportWire
+import SupportWire
+public import SupportVocabulary
+public import SupporterModel
 
 extension SupporterNode {
     private func connection(for code: String) throws(SupporterNodeError) -> DeviceConnection {

@@ -1,13 +1,14 @@
 public import Foundation
 import Glibc
 import Synchronization
-public import SupporterCore
+import SupporterCore
 public import SupporterStore
 import SupportSession
 import SupportLink
 public import SupportRuntime
 public import SupportUtilities
 import SupportWire
+public import SupporterModel
 
 /// The supporter node: listens for devices over TLS, keeps the durable registry of session codes, API tokens, bans
 /// and the audit trail, and lets supporters request, abort and end sessions.
@@ -406,8 +407,5 @@ public final class SupporterNode: Sendable {
     }
 }
 
-extension AuditEvent.Kind {
-    public static let tokenIssued = AuditEvent.Kind(rawValue: "token_issued")
-    public static let tokenRevoked = AuditEvent.Kind(rawValue: "token_revoked")
-}
-
+/// The node is what the REST API and the web console are built on.
+extension SupporterNode: SupporterService {}

@@ -1,6 +1,7 @@
-public import SupporterCore
+import SupporterCore
 import SupporterStore
 public import SupportRuntime
+public import SupporterModel
 
 extension SupporterNodeError {
     /// The TLS transport failed (`.transport`), with the transport's error kept.

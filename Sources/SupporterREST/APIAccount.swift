@@ -1,8 +1,6 @@
 import Foundation
-import SupporterNode
-import SupporterCore
-import SupportWire
 import SupportUtilities
+import SupporterModel
 
 /// `Account` of protocol/openapi.yaml: a supporter account, never its password.
 struct APIAccount: Encodable {

@@ -1,8 +1,6 @@
 import Foundation
-import SupporterNode
-import SupporterCore
-import SupportWire
 import SupportUtilities
+import SupporterModel
 
 /// `AuditEvent` of protocol/openapi.yaml: one row of the audit trail, with the acting party pulled out of its details.
 struct APIAuditEvent: Encodable {

@@ -1,9 +1,6 @@
 import Foundation
-import SupporterNode
-import SupporterCore
-public import SupportSession
-import SupportWire
 import SupportUtilities
+public import SupportVocabulary
 
 /// `FeatureRules` of protocol/openapi.yaml: a code's rules (SPEC §15.3) as
 /// `{"default": "allow", "rules": {"chat": "deny", "remote_control": "confirm"}}`.

@@ -1,9 +1,7 @@
 public import Foundation
-import SupporterNode
-public import SupportSession
-public import SupportWire
-public import SupporterCore
 import SupportUtilities
+public import SupportVocabulary
+public import SupporterModel
 
 /// `SessionType` of protocol/openapi.yaml.
 public enum APISessionType: String, Codable, Sendable, Hashable, CaseIterable {

@@ -1,9 +1,7 @@
 public import Foundation
-public import SupporterNode
-import SupporterCore
-public import SupportSession
-public import SupportWire
 import SupportUtilities
+public import SupportVocabulary
+public import SupporterModel
 
 /// `SessionCreate` of protocol/openapi.yaml: the body of `POST /sessions`.
 ///

@@ -1,9 +1,7 @@
 public import Foundation
-import SupporterNode
-public import SupportSession
-public import SupporterCore
-import SupportWire
 import SupportUtilities
+public import SupportVocabulary
+public import SupporterModel
 
 /// `SessionUpdate` of protocol/openapi.yaml: the body of `PUT /sessions/{code}`. Present members change, absent ones
 /// stay, `null` clears an optional text (``FieldChange``).
@@ -22,7 +20,7 @@ public struct APISessionUpdate: Codable, Sendable, Hashable {
     /// `closed` closes the code for good; `open` only confirms an open code (a closed one cannot be reopened).
     public var state: APIStoredState?
     /// New code rules (SPEC §15.3), replacing the code's rules as a whole; nil keeps them. Applied with
-    /// ``SupporterNode/setFeatureRules(_:_:by:)`` (audited on their own), not by ``apply(to:)``.
+    /// ``SupporterService/setFeatureRules(_:_:by:)`` (audited on their own), not by ``apply(to:)``.
     public var featureRules: FeatureRules?
 
     public init(

@@ -1,8 +1,7 @@
 import Foundation
-import SupporterNode
-import SupporterCore
-import SupportWire
 import SupportUtilities
+import SupportVocabulary
+import SupporterModel
 
 /// `Token` of protocol/openapi.yaml: an API token's public record; `token` only in the answer that issued it.
 struct APIToken: Encodable {

@@ -1,8 +1,6 @@
 public import Foundation
-import SupporterNode
 import SupportUtilities
-public import SupporterCore
-import SupportWire
+public import SupporterModel
 
 /// The REST API's bearer-token check and its defence against token guessing (SPEC §13): a value, in the style of the
 /// code registry; time is an input, nothing is read inside.

@@ -1,9 +1,6 @@
 import Foundation
 import SupportHTTP
-import SupporterNode
-import SupporterCore
 import SupportUtilities
-import SupportWire
 
 /// What keeps a browser's ambient credentials from being used by other sites, and pages from being framed or
 /// injected: the login cookie's attributes, the CSRF check on every state-changing request made with the cookie, and
@@ -59,14 +56,14 @@ enum BrowserSecurity {
     /// `Set-Cookie` that removes the session cookie.
     static let clearedCookie = "\(cookieName)=; Path=/; HttpOnly; Secure; SameSite=Strict; Max-Age=0"
 
-    /// The cookie that proves an earlier sign-in (``SupporterNode/knownSignInProof(login:)``): sent back with
+    /// The cookie that proves an earlier sign-in (``SupporterService/knownSignInProof(login:)``): sent back with
     /// `POST /login` only (its path), it lets that sign-in be checked before strangers' (the reserved lane). It
     /// outlives the browser session and sign-out (30 days), and is no credential: the password is still needed.
     static let knownCookieName = "rsup_known"
 
-    /// `Set-Cookie` for a proof of ``knownCookieName``.
-    static func knownSignInCookie(_ proof: String) -> String {
-        "\(knownCookieName)=\(proof); Path=/api/v1/login; Max-Age=\(Int(SupporterNode.knownSignInLifetime)); HttpOnly; "
+    /// `Set-Cookie` for a proof of ``knownCookieName`` that stays valid for `lifetime` seconds.
+    static func knownSignInCookie(_ proof: String, lifetime: TimeInterval) -> String {
+        "\(knownCookieName)=\(proof); Path=/api/v1/login; Max-Age=\(Int(lifetime)); HttpOnly; "
             + "Secure; SameSite=Strict"
     }
 

@@ -1,6 +1,5 @@
 import Foundation
 import SupportHTTP
-import SupportWire
 import SupportUtilities
 
 /// The web console's files (HTML, CSS, JavaScript; Sources/SupporterREST/Console), read into memory once: served at

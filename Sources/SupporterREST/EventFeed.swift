@@ -1,10 +1,8 @@
 import Foundation
 import Synchronization
 import SupportHTTP
-import SupporterNode
 import SupportUtilities
-import SupporterCore
-import SupportWire
+import SupporterModel
 
 /// `GET /api/v1/events`: the audit trail, live, as Server-Sent Events, each subscriber seeing only what it may.
 ///
@@ -68,10 +66,10 @@ final class EventFeed: Sendable {
         mutating func prune() { subscribers = subscribers.filter { !$0.value.stream.isClosed } }
     }
 
-    private let node: SupporterNode
+    private let node: any SupporterService
     private let logger: NodeLogger
     private let state = Mutex(State())
-    init(node: SupporterNode, logger: NodeLogger) {
+    init(node: any SupporterService, logger: NodeLogger) {
         self.node = node
         self.logger = logger
         let start = (try? node.latestAuditID()) ?? 0
@@ -168,7 +166,8 @@ final class EventFeed: Sendable {
                 state.withLock { $0.subscribers[key]?.catchUpFrom = nil }
             }
             // Live rows.
-            while let rows = try? node.auditEvents(limit: Self.page, afterID: position), !rows.isEmpty {
+            while let rows = try? node.auditEvents(
+                code: nil, from: nil, to: nil, limit: Self.page, afterID: position, beforeID: nil, newestFirst: false), !rows.isEmpty {
                 var live = state.withLock { $0.subscribers.values.filter { $0.catchUpFrom == nil } }
                 for row in rows {
                     if Self.changesRights(row) {
@@ -228,7 +227,8 @@ final class EventFeed: Sendable {
     private func catchUp(_ subscriber: Subscriber, after from: Int64, upTo end: Int64) {
         var cursor = from
         while cursor < end, !subscriber.stream.isClosed {
-            guard let rows = try? node.auditEvents(limit: Self.page, afterID: cursor), !rows.isEmpty else { return }
+            guard let rows = try? node.auditEvents(
+                code: nil, from: nil, to: nil, limit: Self.page, afterID: cursor, beforeID: nil, newestFirst: false), !rows.isEmpty else { return }
             for row in rows {
                 let id = row.id
                 guard id <= end else { return }

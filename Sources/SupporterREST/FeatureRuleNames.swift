@@ -1,8 +1,5 @@
-import SupporterNode
-import SupporterCore
-public import SupportSession
-public import SupportWire
 import SupportUtilities
+public import SupportVocabulary
 
 /// The names of features and code rules as the REST API and the command line write them (SPEC §4.3, §15.2, §15.3):
 /// one table for both, so that `chat` means the same feature in a request body and on a command line.

@@ -1,4 +1,3 @@
-import SupportWire
 import SupportUtilities
 
 /// What a change does to one optional member: JSON distinguishes an absent member (keep the value) from `null`

@@ -1,7 +1,6 @@
 import Foundation
 import Synchronization
-import SupporterNode
-import SupporterCore
+import SupporterModel
 
 /// The ``AuthenticationGuard`` shared by the REST API's handlers, behind a lock held for in-memory work only.
 final class GuardBox: Sendable {

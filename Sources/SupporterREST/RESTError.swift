@@ -1,8 +1,6 @@
 public import SupportHTTP
-import SupporterNode
-public import SupporterCore
-import SupportWire
 import SupportUtilities
+public import SupporterModel
 
 /// A request the REST API refuses: the status, a message a person can act on, and what the answer's headers need
 /// (`Retry-After` for 429, `Allow` for 405, `WWW-Authenticate` for 401). Nothing was changed.

@@ -1,9 +1,6 @@
 import Foundation
 import SupportHTTP
-import SupporterNode
-import SupporterCore
 import SupportUtilities
-import SupportWire
 
 /// The one way the REST API writes JSON: `JSONEncoder` (sorted keys, `/` unescaped), then SPEC §4.2's rule for JSON
 /// output (``TerminalText/escapedJSON(_:)``: DEL, the C1 controls, the bidi controls, U+2028 and U+2029 as `\uhhhh`;

@@ -1,7 +1,5 @@
-import SupporterNode
-import SupporterCore
-import SupportWire
 import SupportUtilities
+import SupporterModel
 
 /// Who is calling the REST API: an admin API token (a program; every right, no account), or a supporter signed in
 /// through a login session (the web console, or any client holding the session cookie).

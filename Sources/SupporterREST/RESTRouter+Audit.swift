@@ -1,7 +1,6 @@
 import Foundation
 import SupportHTTP
-import SupporterNode
-import SupporterCore
+import SupporterModel
 
 /// The audit trail, paged (`GET /audit`) and live (`GET /events`).
 extension RESTRouter {
@@ -31,7 +30,8 @@ extension RESTRouter {
         for _ in 0..<20 {
             let page: [AuditEvent]
             do {
-                page = try node.auditEvents(code: code, limit: limit, beforeID: cursor, newestFirst: true)
+                page = try node.auditEvents(
+                    code: code, from: nil, to: nil, limit: limit, afterID: nil, beforeID: cursor, newestFirst: true)
             } catch {
                 throw RESTError(error)
             }

@@ -1,9 +1,7 @@
 import Foundation
 import SupportHTTP
-import SupporterNode
-import SupporterCore
-import SupportWire
 import SupportUtilities
+import SupporterModel
 
 /// Session codes: create, list, read, change, delete, and the supporter's actions on them.
 extension RESTRouter {
@@ -145,7 +143,7 @@ extension RESTRouter {
     func endSession(_ call: RESTCall, by principal: RESTPrincipal) async throws(RESTError) -> HTTPResponse {
         try await act(on: call["code"], by: principal) { code throws(RESTError) in
             try await nodeCall { () throws(SupporterNodeError) in
-                try await node.endSession(code: code, by: principal.actor)
+                try await node.endSession(code: code, text: nil, by: principal.actor)
             }
         }
     }

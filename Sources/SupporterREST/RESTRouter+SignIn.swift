@@ -1,7 +1,6 @@
 import Foundation
 import SupportHTTP
-import SupporterNode
-import SupporterCore
+import SupporterModel
 
 /// Signing in and out, and who is signed in.
 extension RESTRouter {
@@ -22,7 +21,7 @@ extension RESTRouter {
             // The proof's cookie first, the session's last (a client that keeps one `Set-Cookie` keeps the session).
             var headers = HTTPHeaders()
             if let proof = node.knownSignInProof(login: account.login) {
-                headers.add(name: "Set-Cookie", value: BrowserSecurity.knownSignInCookie(proof))
+                headers.add(name: "Set-Cookie", value: BrowserSecurity.knownSignInCookie(proof, lifetime: type(of: node).knownSignInLifetime))
             }
             headers.add(name: "Set-Cookie", value: BrowserSecurity.sessionCookie(secret))
             return .api(

@@ -1,7 +1,6 @@
 import Foundation
 import SupportHTTP
-import SupporterNode
-import SupporterCore
+import SupporterModel
 
 /// API tokens (admins only: the route table checks it).
 extension RESTRouter {
@@ -17,7 +16,7 @@ extension RESTRouter {
     /// `POST /tokens`: the new token, shown this once.
     func createToken(_ call: RESTCall, by principal: RESTPrincipal) async throws(RESTError) -> HTTPResponse {
         let input = try StrictJSON.decode(APITokenCreate.self, from: call.request.body)
-        let token = APITokenStore.makeToken(scope: input.scope)
+        let token = input.scope.makeToken()
         do {
             let record = try await node.run { [node] () throws(SupporterNodeError) -> APITokenRecord in
                 try node.addAPIToken(token, scope: input.scope, label: input.label, by: principal.actor)

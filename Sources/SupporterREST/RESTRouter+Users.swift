@@ -1,7 +1,6 @@
 import Foundation
 import SupportHTTP
-import SupporterNode
-import SupporterCore
+import SupporterModel
 
 /// Supporter accounts (admins only: the route table checks it).
 extension RESTRouter {

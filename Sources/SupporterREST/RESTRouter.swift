@@ -1,16 +1,14 @@
 import Foundation
 import SupportHTTP
-import SupporterNode
 import SupportUtilities
-import SupporterCore
-import SupportWire
+import SupporterModel
 
 /// The API of protocol/openapi.yaml on the node's public API: routes, authenticates, decodes, calls the node, encodes.
 ///
 /// Every state-changing call names its actor to the node (`rest`, the token's id, the client address), which audits
 /// it durably before it answers.
 struct RESTRouter: Sendable {
-    let node: SupporterNode
+    let node: any SupporterService
     let guardian: GuardBox
     let resolver: ClientAddressResolver
     let logger: NodeLogger

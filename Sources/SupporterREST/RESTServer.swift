@@ -2,11 +2,9 @@ import Foundation
 import Glibc
 import Synchronization
 import SupportHTTP
-public import SupporterNode
 public import SupportRuntime
 public import SupportUtilities
-import SupporterCore
-import SupportWire
+public import SupporterModel
 
 /// The supporter node's REST API (protocol/openapi.yaml) over HTTPS, served beside a node on its public API.
 ///
@@ -22,7 +20,7 @@ public final class RESTServer: Sendable {
     public let configuration: RESTServerConfiguration
     /// The bound address (with the real port when 0 was asked for).
     public let localAddress: SocketAddress
-    private let node: SupporterNode
+    private let node: any SupporterService
     private let http: HTTPServer
     private let group: EventLoopGroup
     /// Whether the server made ``group`` (and so shuts it down); loops given to it are the caller's.
@@ -42,11 +40,11 @@ public final class RESTServer: Sendable {
     ///   - loops: the event loops the API's connections and its once-a-second sweep run on. Given, the server uses
     ///     them and never shuts them down (the caller does, after ``shutdown()``); nil (the default), it starts
     ///     ``RESTServerConfiguration/loopCount`` loops of its own and stops them when it stops.
-    ///   - clock: where the API reads the wall time; nil (the default) is the node's (`SupporterNode.clock`).
+    ///   - clock: where the API reads the wall time; nil (the default) is the node's (``SupporterService/clock``).
     /// - Throws: `invalid_configuration` when a trusted proxy is not an IP address or there is no certificate; the
     ///   transport's errors when the TLS files cannot be used or the address cannot be bound.
     public init(
-        node: SupporterNode, configuration: RESTServerConfiguration, loops: EventLoopGroup? = nil,
+        node: any SupporterService, configuration: RESTServerConfiguration, loops: EventLoopGroup? = nil,
         clock: (any NodeClock)? = nil
     ) throws(TransportError) {
         self.configuration = configuration
@@ -59,10 +57,8 @@ public final class RESTServer: Sendable {
             let bad = configuration.trustedProxies.first { IPAddressText.canonical($0) == nil } ?? ""
             throw TransportError(.invalidConfiguration, "trusted proxy '\(bad)' is not an IP address")
         }
-        guard let chain = configuration.certificateChain ?? node.configuration.tls.certificateChain,
-            let key = configuration.privateKey ?? node.configuration.tls.privateKey
-        else {
-            throw TransportError(.invalidConfiguration, "the REST API needs a certificate and key (or the node's)")
+        guard let chain = configuration.certificateChain, let key = configuration.privateKey else {
+            throw TransportError(.invalidConfiguration, "the REST API needs a certificate and key")
         }
         let context = try TLSContext(HTTPServer.makeTLSConfiguration(certificateChain: chain, privateKey: key))
         var http = configuration.http
@@ -109,7 +105,7 @@ public final class RESTServer: Sendable {
     /// Arms the next sweep, a second from now on the sweep's loop; each sweep arms the next. Loop thread. The sweep
     /// itself is in-memory work under the guard's lock; rows to audit are handed to a task (they wait for the commit).
     private static func armSweep(
-        _ sweep: LoopBound<LoopTimer?>, guardian: GuardBox, node: SupporterNode, clock: any NodeClock,
+        _ sweep: LoopBound<LoopTimer?>, guardian: GuardBox, node: any SupporterService, clock: any NodeClock,
         logger: NodeLogger
     ) {
         let loop = sweep.loop
@@ -166,7 +162,7 @@ public final class RESTServer: Sendable {
         if ownsLoops { group.shutdown() }
     }
 
-    private static func flush(_ rows: [AuditEvent], to node: SupporterNode, logger: NodeLogger) async {
+    private static func flush(_ rows: [AuditEvent], to node: any SupporterService, logger: NodeLogger) async {
         guard !rows.isEmpty else { return }
         do { try await node.appendAudit(rows) } catch {
             logger.log(.error, "REST API: could not audit suppressed authentication failures: \(error)")

@@ -1,9 +1,6 @@
 public import SupportHTTP
-import SupporterNode
-import SupporterCore
 public import SupportRuntime
 public import SupportUtilities
-import SupportWire
 
 /// Where and how the REST API is served, with defaults on every field (SPEC §13 states the limits).
 public struct RESTServerConfiguration: Sendable {
@@ -11,7 +8,8 @@ public struct RESTServerConfiguration: Sendable {
     public var host: String = "127.0.0.1"
     /// Listen port; 0 picks a free one (see ``RESTServer/port``).
     public var port: UInt16 = 7444
-    /// The HTTPS certificate chain and key; nil uses the node's (its ``SupporterNodeConfiguration/tls``).
+    /// The HTTPS certificate chain and key; both required (`rsup-supporter serve` gives the node's unless told
+    /// otherwise).
     public var certificateChain: PEMSource?
     public var privateKey: PEMSource?
     /// Reverse proxies whose `X-Forwarded-For` is believed (IP addresses); see ``ClientAddressResolver``. They are
@@ -30,5 +28,16 @@ public struct RESTServerConfiguration: Sendable {
     public init(host: String = "127.0.0.1", port: UInt16 = 7444) {
         self.host = host
         self.port = port
+    }
+
+    /// This configuration with the certificate chain and key of `tls` where it has none (a node's, to serve the API
+    /// under the node's name).
+    public func withIdentity(of tls: TLSConfiguration) -> RESTServerConfiguration {
+        var configuration = self
+        if configuration.certificateChain == nil || configuration.privateKey == nil {
+            configuration.certificateChain = tls.certificateChain
+            configuration.privateKey = tls.privateKey
+        }
+        return configuration
     }
 }

@@ -1,6 +1,5 @@
 public import Foundation
 import Glibc
-import SupportWire
 import SupportUtilities
 
 /// Times on the wire (protocol/openapi.yaml): RFC 3339. The node sends UTC with milliseconds

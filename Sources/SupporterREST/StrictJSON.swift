@@ -1,5 +1,4 @@
 import Foundation
-import SupportWire
 import SupportUtilities
 
 /// Any member name of a JSON object, so a request body's members can be listed and unknown ones refused.

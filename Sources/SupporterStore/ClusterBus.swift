@@ -1,5 +1,6 @@
 public import SupporterCore
 public import SupportUtilities
+public import SupporterModel
 
 /// The other nodes sharing a node's database, as the node reaches them: what they commit (``ClusterNews``), who holds
 /// which device, and commands for the devices they hold. The PostgreSQL engine's `ClusterPeers` is one; a node alone

@@ -1,4 +1,5 @@
 public import SupporterCore
+public import SupporterModel
 
 /// What another node committed, or sent this node, as ``ClusterListener`` read it.
 public enum ClusterNews: Sendable {

@@ -2,6 +2,7 @@ public import Foundation
 public import SupporterCore
 import SupportWire
 import SupportUtilities
+public import SupporterModel
 
 /// What a supporter node needs from its durable store, whatever the engine (``SQLiteStoreEngine``, the embedded
 /// default, or ``PostgresStoreEngine``).

@@ -1,4 +1,5 @@
-public import SupporterCore
+import SupporterCore
+public import SupporterModel
 
 extension SupporterNodeError {
     /// The store failed (`.store`), with its error kept.

@@ -6,6 +6,7 @@ package import SupportPostgres
 package import SupporterCore
 package import SupportUtilities
 import SupportWire
+import SupporterModel
 
 
 /// Listens, on a PostgreSQL connection and a thread of its own (libpq blocks), for the changes other nodes commit

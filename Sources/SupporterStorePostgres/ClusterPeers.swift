@@ -5,6 +5,7 @@ public import SupporterCore
 public import SupporterStore
 import SupportWire
 public import SupportUtilities
+public import SupporterModel
 
 /// The other nodes sharing this node's PostgreSQL database, as this node reaches them: commands for devices they
 /// hold go out through the store engine's thread (a `node_commands` row and a `NOTIFY` in one transaction), answers

@@ -5,6 +5,7 @@ import Glibc
 import SupportPostgres
 import SupportWire
 import SupportUtilities
+import SupporterModel
 
 // The audit trail's integrity on PostgreSQL: verifying the chain, archiving old events, verifying archives. The same
 // answers as SQLite's (SessionStore+Audit): one ``AuditChainWalker``, the same archive files (``AuditArchive``), the

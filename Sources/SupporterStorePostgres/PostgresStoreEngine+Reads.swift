@@ -2,10 +2,12 @@ public import SupporterStore
 import Dispatch
 public import Foundation
 import SupportPostgres
-public import SupporterCore
+package import SupporterCore
 import SupportSession
 import SupportWire
 import SupportUtilities
+import SupportVocabulary
+public import SupporterModel
 
 /// The PostgreSQL engine's reads and its synchronous writes (tokens), each run on the engine's thread through
 /// ``PostgresStoreEngine/perform(_:_:)``: the snapshot loaded at start, token changes with their audit rows, the token

@@ -4,6 +4,7 @@ package import SupportPostgres
 package import SupporterCore
 import SupportWire
 import SupportUtilities
+package import SupporterModel
 
 /// One open write transaction of a ``PostgresStoreEngine``: applies ``StoreIntent``s with parameterized statements
 /// and appends audit events to the hash chain, whose digests ``AuditChain`` computes exactly as for SQLite.

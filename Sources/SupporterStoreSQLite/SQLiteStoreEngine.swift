@@ -3,6 +3,7 @@ public import Foundation
 public import SupporterCore
 public import SupportUtilities
 import SupportWire
+public import SupporterModel
 
 /// The embedded default store: one SQLite file (``SessionStore``) written by a ``StoreWriter`` thread, exactly as a
 /// node kept it before engines could be chosen.

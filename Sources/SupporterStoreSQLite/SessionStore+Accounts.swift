@@ -3,6 +3,7 @@ import Foundation
 public import SupporterCore
 import SupportWire
 import SupportUtilities
+import SupporterModel
 
 /// The store's supporter accounts (schema 6).
 extension SessionStore {

@@ -4,6 +4,7 @@ public import Foundation
 import Glibc
 import SupportWire
 import SupportUtilities
+import SupporterModel
 
 // The audit trail's integrity: verifying the hash chain, archiving old events, verifying archives.
 extension SessionStore {

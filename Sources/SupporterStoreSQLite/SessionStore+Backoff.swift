@@ -4,6 +4,7 @@ import Synchronization
 public import SupporterCore
 import SupportWire
 import SupportUtilities
+import SupporterModel
 
 /// The store's registration back-off rows, so blocks survive a restart.
 extension SessionStore {

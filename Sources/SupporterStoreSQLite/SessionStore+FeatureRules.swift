@@ -1,9 +1,11 @@
 package import SupporterStore
 import Foundation
-package import SupportSession
-package import SupportWire
-package import SupporterCore
+import SupportSession
+import SupportWire
+import SupporterCore
 import SupportUtilities
+package import SupportVocabulary
+package import SupporterModel
 
 /// Code rules (SPEC §15.3) in the store (schema version 5): a code's default rule is the `default_feature_rule`
 /// column of `session_codes`; each feature with a rule of its own is a row of `session_code_feature_rules`, deleted

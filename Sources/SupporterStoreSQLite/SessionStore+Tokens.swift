@@ -1,9 +1,10 @@
 public import SupporterStore
-public import SupporterCore
+import SupporterCore
 public import Foundation
 import Synchronization
 import SupportWire
 import SupportUtilities
+public import SupporterModel
 
 /// The store's API tokens: digests with their public ids, scopes, labels and revocations (never the tokens).
 extension SessionStore {

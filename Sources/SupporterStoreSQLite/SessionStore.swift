@@ -3,8 +3,10 @@ public import Foundation
 import Synchronization
 import SupportSession
 import SupportWire
-public import SupporterCore
+import SupporterCore
 import SupportUtilities
+import SupportVocabulary
+public import SupporterModel
 
 /// The supporter node's durable store, one SQLite file: session codes, the append-only, hash-chained audit trail, API
 /// token digests with their public ids, and registration back-off, so all of them survive a restart.

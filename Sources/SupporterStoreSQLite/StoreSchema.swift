@@ -3,6 +3,7 @@ import SupporterCore
 import SupportSession
 import SupportWire
 import SupportUtilities
+import SupportVocabulary
 /// The supporter store's schema: its version, kept in SQLite's `PRAGMA user_version`, and the ordered migrations
 /// that lead to it.
 ///

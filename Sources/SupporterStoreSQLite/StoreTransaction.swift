@@ -1,8 +1,9 @@
 public import SupporterStore
 public import Foundation
-public import SupporterCore
+package import SupporterCore
 import SupportWire
 import SupportUtilities
+public import SupporterModel
 
 /// One write transaction on a ``SessionStore``, open inside ``SessionStore/write(_:)``: every write the store has,
 /// applied together, committed together when the closure returns, all rolled back when it throws.

@@ -4,6 +4,7 @@ public import SupporterStore
 import SupporterStorePostgres
 import SupporterStoreSQLite
 import SupportUtilities
+public import SupporterModel
 
 /// A supporter node's audit trail opened by a tool (`rsup-supporter audit`), node running or not, in whichever store
 /// holds it: the SQLite file or a PostgreSQL database.

@@ -1,8 +1,9 @@
 public import SupporterStore
 public import SupporterStoreSQLite
 public import SupportUtilities
-public import SupporterCore
+import SupporterCore
 import SupporterStorePostgres
+public import SupporterModel
 
 /// Where and how a supporter node keeps its durable state, and the one place that opens an engine by name: the CLI,
 /// the benchmarks and the tests build a node as

@@ -10,6 +10,7 @@ import StoreTestSupport
 @testable import SupporterCore
 import SupporterStore
 import SupporterStores
+import SupporterModel
 
 extension NodeIntegration {
     /// The one audit rule for sessions, under a store that fails on command (``FailingStoreEngine``): a supporter's

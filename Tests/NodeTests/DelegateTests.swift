@@ -15,6 +15,7 @@ import TestSupport
 @testable import SupporterStorePostgres
 @testable import SupporterCore
 import SupporterStores
+import SupportVocabulary
 
 extension NodeIntegration {
     /// The classic delegate and the AsyncSequence report the same events, in the same order, on the documented queue.

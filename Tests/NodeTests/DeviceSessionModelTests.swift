@@ -15,6 +15,8 @@ import SupportPostgres
 @testable import SupporterStorePostgres
 @testable import SupporterCore
 import SupporterStores
+import SupportVocabulary
+import SupporterModel
 
 /// Polls a main-actor condition (the main actor stays free between polls).
 @MainActor

@@ -14,6 +14,7 @@ import TestSupport
 @testable import SupporterStorePostgres
 @testable import SupporterCore
 import SupporterStores
+import SupportVocabulary
 
 extension NodeIntegration {
     @Suite(.serialized) struct FeatureAndVoIPTests {

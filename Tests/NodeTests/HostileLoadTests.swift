@@ -16,6 +16,7 @@ import SupportPostgres
 @testable import SupporterStorePostgres
 @testable import SupporterCore
 import SupporterStores
+import SupporterModel
 
 extension NodeIntegration {
     /// Findings of the abuse review, each reproduced against a real node on loopback TLS with raw peers that send

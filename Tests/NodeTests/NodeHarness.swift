@@ -15,6 +15,7 @@ import SupportPostgres
 @testable import SupporterStorePostgres
 @testable import SupporterCore
 import SupporterStores
+import SupportVocabulary
 
 /// Collects events from any thread and lets a test wait for one. A waiter is woken by the append that satisfies it
 /// (no polling), so a test can time what it waits for.

@@ -15,6 +15,8 @@ import SupportRuntime
 @testable import SupporterStorePostgres
 @testable import SupporterCore
 import SupporterStores
+import SupportVocabulary
+import SupporterModel
 
 extension NodeIntegration {
     /// The supporter node with all its durable state in PostgreSQL (a real throwaway cluster per test): the same

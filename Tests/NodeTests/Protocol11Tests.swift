@@ -13,6 +13,8 @@ import TestSupport
 @testable import SupporterStorePostgres
 @testable import SupporterCore
 import SupporterStores
+import SupportVocabulary
+import SupporterModel
 
 extension NodeIntegration {
     /// Protocol 1.1 over real TLS between the two nodes: negotiation both ways, access control, chat, files, and

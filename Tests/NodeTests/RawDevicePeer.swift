@@ -15,6 +15,7 @@ import TestSupport
 @testable import SupporterStorePostgres
 @testable import SupporterCore
 import SupporterStores
+import SupportVocabulary
 
 /// A device peer outside our stack, as an attacker or a scripted device would be: a blocking socket bound to a
 /// chosen loopback source address, OpenSSL with ALPN `rsup/1` and no certificate check, and frames written and read

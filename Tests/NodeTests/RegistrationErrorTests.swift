@@ -13,6 +13,7 @@ import SupportPostgres
 @testable import SupporterStorePostgres
 @testable import SupporterCore
 import SupporterStores
+import SupporterModel
 
 extension NodeIntegration {
     /// Bad codes and tokens are errors; after one the session is over.

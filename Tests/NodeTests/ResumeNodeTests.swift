@@ -14,6 +14,7 @@ import TestSupport
 @testable import SupporterStorePostgres
 @testable import SupporterCore
 import SupporterStores
+import SupportVocabulary
 
 extension NodeIntegration {
     /// Session resume (SPEC §15.5) between real nodes, through a relay whose link really breaks.

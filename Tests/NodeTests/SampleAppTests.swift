@@ -14,6 +14,8 @@ import SupportPostgres
 @testable import SupporterStorePostgres
 @testable import SupporterCore
 import SupporterStores
+import SupportVocabulary
+import SupporterModel
 
 extension NodeIntegration {
     /// The sample app (examples/SampleApp), written as docs/sdk.md tells app developers to write theirs, against a

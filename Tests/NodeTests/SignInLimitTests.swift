@@ -14,6 +14,7 @@ import TestSupport
 @testable import SupporterStorePostgres
 @testable import SupporterCore
 import SupporterStores
+import SupporterModel
 
 extension NodeIntegration {
     /// Sign-in limits hold against attempts sent all at once (an outside probe found them checked only one by one):

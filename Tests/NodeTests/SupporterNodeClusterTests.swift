@@ -14,6 +14,7 @@ import SupportRuntime
 @testable import SupporterStorePostgres
 @testable import SupporterCore
 import SupporterStores
+import SupporterModel
 
 extension NodeIntegration {
     /// Several supporter nodes on one real PostgreSQL server (docs/cluster.md): what one node commits the others see,

@@ -4,6 +4,7 @@ import Synchronization
 
 public import SupporterCore
 public import SupporterStore
+public import SupporterModel
 
 /// A store engine that fails on command, wrapping a real one (the SQLite file of the test): while ``failing`` is
 /// set, every write — queued jobs, awaited writes, token changes — fails with ``injected`` and nothing of it is

@@ -13,6 +13,7 @@ import TestSupport
 @testable import SupportLink
 @testable import SupportRuntime
 import SupportUtilities
+import SupportVocabulary
 
 /// Parent of every suite that uses real sockets; serialized (recursively) so timing-sensitive tests do not compete.
 @Suite(.serialized, .timeLimit(.minutes(2))) enum TransportIntegration {}

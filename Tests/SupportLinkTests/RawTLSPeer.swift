@@ -6,6 +6,7 @@ import SupportLink
 import SupportRuntime
 import SupportUtilities
 import TestSupport
+import SupportVocabulary
 
 // Importing COpenSSL into this test target makes the compiler attribute <sys/socket.h>'s declarations to it in the
 // files compiled with this one: every file here that uses socket constants (SOCK_STREAM, RLIMIT_NOFILE) imports it too.

@@ -6,6 +6,7 @@ import TestSupport
 @testable import SupportLink
 @testable import SupportRuntime
 import SupportUtilities
+import SupportVocabulary
 
 extension TransportIntegration {
     /// A device dialing a supporter: HELLO, frames both ways, a long stream, keepalive, closing.

@@ -41,6 +41,7 @@ extension SessionPair {
 import Synchronization
 import SupportWire
 import SupportUtilities
+import SupportVocabulary
 
 @Suite struct AccessControlTests {
     @Test func theStricterRuleWinsAndTheUserChoosesWhatToConfirm() throws {

@@ -5,6 +5,7 @@ import Testing
 @testable import SupportSession
 import SupportUtilities
 import SupportWire
+import SupportVocabulary
 
 /// The device's states, reached through public events only. The pending request is id 7 from "Alice" (screen share,
 /// wants voip), received at `t0`; the device has screen_share and voip at version 1, and no call runs.

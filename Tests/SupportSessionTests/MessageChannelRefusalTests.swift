@@ -1,6 +1,7 @@
 import SupportWire
 import SupportUtilities
 import Testing
+import SupportVocabulary
 @testable import SupportSession
 
 @Suite struct MessageChannelRefusalTests {

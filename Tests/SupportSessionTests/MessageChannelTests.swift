@@ -4,6 +4,7 @@ import Testing
 @testable import SupportSession
 import SupportWire
 import SupportUtilities
+import SupportVocabulary
 
 @Suite struct MessageChannelTests {
     private static func chatPair() throws -> SessionPair {

@@ -4,6 +4,7 @@ import Testing
 @testable import SupportSession
 import SupportWire
 import SupportUtilities
+import SupportVocabulary
 
 @Suite struct ResumeTests {
     /// Both sides lose the link; the device presents its RESUME and the node's machine answers on the new link.

@@ -4,6 +4,7 @@ import Testing
 @testable import SupportSession
 import SupportWire
 import SupportUtilities
+import SupportVocabulary
 
 /// Two machines joined by a pair of in-memory frame pipes. Every `.send` is encoded, decoded and delivered in order,
 /// after the sender's other actions of the same step (as a link would: the frame is in flight).

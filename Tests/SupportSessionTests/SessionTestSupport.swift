@@ -5,6 +5,7 @@ import Testing
 @testable import SupportSession
 import SupportUtilities
 import SupportWire
+import SupportVocabulary
 
 /// One representative of each of the 14 message types; the id-bearing ones once with the id the fixture machines
 /// have pending (7 on the device, 1 on the supporter) and once with another.

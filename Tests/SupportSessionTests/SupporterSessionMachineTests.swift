@@ -5,6 +5,7 @@ import Testing
 @testable import SupportSession
 import SupportUtilities
 import SupportWire
+import SupportVocabulary
 
 /// The supporter's states, reached through public events only: code "s12-345" registered at `t0`, request id 1
 /// ("Alice", screen share, wants voip) sent at `t0`.

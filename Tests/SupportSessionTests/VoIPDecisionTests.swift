@@ -4,6 +4,7 @@ import Testing
 @testable import SupportSession
 import SupportWire
 import SupportUtilities
+import SupportVocabulary
 
 @Suite struct VoIPDecisionTests {
     struct Row: Sendable, CustomTestStringConvertible {

@@ -6,6 +6,7 @@ import Testing
 
 @testable import SupportWire
 import TestSupport
+import SupportVocabulary
 
 enum FailCases {
     /// FuzzTesting/FailCases/, found from this file's path: Tests/SupportWireTests/ → package root.

@@ -1,5 +1,6 @@
 import TestSupport
 import Testing
+import SupportVocabulary
 @testable import SupportWire
 
 @Suite struct FrameDecoderTests {

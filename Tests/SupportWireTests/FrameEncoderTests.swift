@@ -1,6 +1,7 @@
 import Testing
 @testable import SupportWire
 import TestSupport
+import SupportVocabulary
 
 @Suite struct FrameEncoderTests {
     private func encodingError(_ message: Message, max: Int = 16_384) -> WireError? {

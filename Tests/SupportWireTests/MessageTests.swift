@@ -1,6 +1,7 @@
 import Testing
 @testable import SupportWire
 import TestSupport
+import SupportVocabulary
 
 @Suite struct MessageTests {
     @Test func samplesCoverEveryFrameType() {

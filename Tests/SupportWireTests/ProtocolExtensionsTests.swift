@@ -1,6 +1,7 @@
 import Testing
 @testable import SupportWire
 import TestSupport
+import SupportVocabulary
 
 /// SPEC §15.1: the extensions a HELLO / HELLO_ACK `features` list names, and which are in effect on a connection.
 @Suite struct ProtocolExtensionsTests {

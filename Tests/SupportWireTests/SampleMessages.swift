@@ -1,4 +1,5 @@
 import TestSupport
+import SupportVocabulary
 @testable import SupportWire
 
 /// One or more instances of every message, with optional fields both absent and present, and boundary values.

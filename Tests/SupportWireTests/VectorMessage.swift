@@ -1,6 +1,7 @@
 import Foundation
 @testable import SupportWire
 import TestSupport
+import SupportVocabulary
 
 /// Builds a ``Message`` from the JSON form used in `protocol/vectors/` (see its README).
 enum VectorMessage {

@@ -3,6 +3,7 @@ import Testing
 import SupportSession
 import SupportWire
 import TestSupport
+import SupporterModel
 
 @Suite struct AuditThrottleTests {
     let policy = AuditThrottle.Policy(window: .seconds(60), globalLimit: 3, keys: 2)

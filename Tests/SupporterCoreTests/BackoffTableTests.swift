@@ -3,6 +3,7 @@ import Testing
 import SupportSession
 import SupportWire
 import TestSupport
+import SupporterModel
 
 @Suite struct BackoffTableTests {
     let policy = BackoffPolicy(freeFailures: 3, base: .seconds(1), maximum: .seconds(8), decayInterval: .seconds(60))

@@ -4,6 +4,8 @@ import SupportSession
 import Testing
 import SupportWire
 import TestSupport
+import SupportVocabulary
+import SupporterModel
 
 /// Code rules (SPEC §15.3) in the registry: changed by a command, audited, seen at once by later decisions.
 @Suite struct CodeRegistryFeatureRulesTests {

@@ -4,6 +4,7 @@ import SupportSession
 import Testing
 import SupportWire
 import TestSupport
+import SupporterModel
 
 /// The registry as a value: every finding of the node-core review reproduced against it.
 @Suite struct CodeRegistryTests {

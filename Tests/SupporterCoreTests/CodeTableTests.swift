@@ -5,6 +5,7 @@ import TestSupport
 @testable import SupporterCore
 import SupportSession
 import SupportWire
+import SupporterModel
 
 /// The code table's expiry index: the tick sees exactly the codes a full scan would, without scanning.
 @Suite struct CodeTableTests {

@@ -4,6 +4,7 @@ import SupportSession
 import Testing
 import SupportWire
 import TestSupport
+import SupporterModel
 
 /// Audit quotas of the events a device can repeat at will (SESSION_ERROR, VOIP_STATE): per code and per device token,
 /// with one aggregate row per window for what was held back (SPEC §13.1).

@@ -11,6 +11,7 @@ import TestSupport
 @testable import SupporterStorePostgres
 @testable import SupporterCore
 import SupporterStores
+import SupporterModel
 
 /// API tokens: validation, the in-memory set a node checks, and their identity in the store.
 @Suite struct APITokenStoreTests {

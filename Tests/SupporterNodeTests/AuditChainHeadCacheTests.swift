@@ -11,6 +11,7 @@ import TestSupport
 @testable import SupporterStorePostgres
 @testable import SupporterCore
 import SupporterStores
+import SupporterModel
 
 /// A store remembers the audit chain's head between its own writes; anything else that changes the file since (another
 /// connection, another process, raw SQL on its own connection) must make it read the head again.

@@ -11,6 +11,7 @@ import TestSupport
 @testable import SupporterStorePostgres
 @testable import SupporterCore
 import SupporterStores
+import SupporterModel
 
 /// The digest format of the audit trail's hash chain.
 @Suite struct AuditChainTests {

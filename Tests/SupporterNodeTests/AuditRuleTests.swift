@@ -9,6 +9,8 @@ import SupporterStores
 import StoreTestSupport
 import SupportSession
 import SupportWire
+import SupportVocabulary
+import SupporterModel
 
 /// The node's one audit rule, decide → commit → apply → answer, under a store that fails on command: after any failed
 /// commit the caller hears the failure, and memory and store both still hold what was there before — for codes

@@ -11,6 +11,7 @@ import TestSupport
 @testable import SupporterStorePostgres
 @testable import SupporterCore
 import SupporterStores
+import SupporterModel
 
 @Suite struct SQLiteDatabaseTests {
     /// Reads the first column of the first row of `sql` as text.

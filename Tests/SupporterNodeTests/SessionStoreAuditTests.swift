@@ -12,6 +12,7 @@ import TestSupport
 @testable import SupporterStorePostgres
 @testable import SupporterCore
 import SupporterStores
+import SupporterModel
 
 /// The hash-chained audit trail: verification finds every kind of tampering, archiving keeps the chain verifiable.
 @Suite struct SessionStoreAuditTests {

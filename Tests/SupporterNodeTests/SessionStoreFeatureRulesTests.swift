@@ -11,6 +11,8 @@ import TestSupport
 @testable import SupporterStorePostgres
 @testable import SupporterCore
 import SupporterStores
+import SupportVocabulary
+import SupporterModel
 
 /// Code rules (SPEC §15.3) in the store: schema version 5, read and written with every code record.
 @Suite struct SessionStoreFeatureRulesTests {

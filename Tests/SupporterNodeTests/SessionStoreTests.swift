@@ -13,6 +13,7 @@ import TestSupport
 @testable import SupporterStorePostgres
 @testable import SupporterCore
 import SupporterStores
+import SupporterModel
 
 @Suite struct SessionStoreTests {
     /// A date on a whole millisecond, as the store keeps them.

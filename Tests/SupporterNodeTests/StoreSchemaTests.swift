@@ -11,6 +11,7 @@ import TestSupport
 @testable import SupporterStorePostgres
 @testable import SupporterCore
 import SupporterStores
+import SupporterModel
 
 @Suite struct StoreSchemaTests {
     static func tables(_ database: SQLiteDatabase) throws -> [String] {

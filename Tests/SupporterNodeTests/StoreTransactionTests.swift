@@ -11,6 +11,7 @@ import TestSupport
 @testable import SupporterStorePostgres
 @testable import SupporterCore
 import SupporterStores
+import SupporterModel
 
 /// `SessionStore.write`: many changes, one transaction.
 @Suite struct StoreTransactionTests {

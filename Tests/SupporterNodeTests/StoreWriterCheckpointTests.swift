@@ -13,6 +13,7 @@ import SupportUtilities
 @testable import SupporterStorePostgres
 @testable import SupporterCore
 import SupporterStores
+import SupporterModel
 
 /// The store writer takes WAL checkpoints over from SQLite: its checkpointer copies the WAL on its own connection once
 /// enough frames wait, and the writer checkpoints between batches once the WAL reaches its limit, so the WAL stays

@@ -13,6 +13,7 @@ import SupportUtilities
 @testable import SupporterStorePostgres
 @testable import SupporterCore
 import SupporterStores
+import SupporterModel
 
 /// A deferrable job (the record of a connection that closed) waits a little for the next job that wakes the writer and
 /// shares its transaction; it is never left behind, and order is kept.

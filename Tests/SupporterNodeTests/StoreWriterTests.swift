@@ -13,6 +13,7 @@ import TestSupport
 @testable import SupporterStorePostgres
 @testable import SupporterCore
 import SupporterStores
+import SupporterModel
 
 /// The writer's queue: order kept across many batches, a bounded queue, and a stop that writes everything queued.
 @Suite struct StoreWriterTests {

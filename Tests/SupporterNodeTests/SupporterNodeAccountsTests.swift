@@ -12,6 +12,7 @@ import SupportWire
 @testable import SupporterStorePostgres
 @testable import SupporterCore
 import SupporterStores
+import SupporterModel
 
 /// Sign-in against a password worker that strangers keep full (issue 20, findings 2 and 10): admission before the
 /// queue, a refusal for lack of room counted as an attempt, the reserved lane for a proven earlier success, token

@@ -9,6 +9,8 @@ import SupportWire
 import SupporterCore
 import SupportRuntime
 import TestSupport
+import SupportVocabulary
+import SupporterModel
 
 /// `feature_rules` in request and answer bodies (protocol/openapi.yaml `FeatureRules`, `FeatureRulesChange`).
 @Suite struct APIFeatureRulesTests {

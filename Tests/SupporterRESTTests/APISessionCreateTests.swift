@@ -8,6 +8,7 @@ import SupportWire
 import SupportHTTP
 import SupportRuntime
 import TestSupport
+import SupporterModel
 
 /// `POST /sessions` bodies: what is accepted, and what is refused with which status and member.
 @Suite struct APISessionCreateTests {

@@ -8,6 +8,7 @@ import SupportSession
 import SupportWire
 import SupportRuntime
 import TestSupport
+import SupporterModel
 
 /// The answers' JSON, byte for byte as protocol/openapi.yaml's `Session`, `SessionPage` and `Error` say.
 @Suite struct APISessionTests {

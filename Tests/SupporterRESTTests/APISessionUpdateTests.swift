@@ -8,6 +8,7 @@ import SupportWire
 import SupportHTTP
 import SupportRuntime
 import TestSupport
+import SupporterModel
 
 /// `PUT /sessions/{code}` bodies: present members change, absent ones stay, null clears.
 @Suite struct APISessionUpdateTests {

@@ -8,6 +8,7 @@ import SupportWire
 import SupportHTTP
 import SupportRuntime
 import TestSupport
+import SupporterModel
 
 /// Token checks, back-off per client address, and the bound on their audit rows (SPEC §13).
 @Suite struct AuthenticationGuardTests {

@@ -8,6 +8,7 @@ import SupportSession
 import SupportWire
 import SupportRuntime
 import TestSupport
+import SupporterModel
 
 @Suite struct RESTErrorTests {
     static func error(of response: HTTPResponse) -> APIErrorBody.Detail? {

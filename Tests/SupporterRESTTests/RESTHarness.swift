@@ -12,6 +12,7 @@ import SupportRuntime
 import SupporterCore
 import SupportSession
 import SupportWire
+import SupporterModel
 
 /// Parent of every suite that opens sockets; serialized so they do not compete for the 2 cores.
 @Suite(.serialized, .timeLimit(.minutes(3))) enum RESTIntegration {}
@@ -36,7 +37,9 @@ final class RESTFixture: Sendable {
             _ = try await node.addAccount(login: login, displayName: login, role: role, password: Self.password(login))
         }
         adminToken = try node.issueAPIToken(scope: .admin)
-        server = try RESTServer(node: node, configuration: RESTServerConfiguration(host: "127.0.0.1", port: 0))
+        server = try RESTServer(
+            node: node,
+            configuration: RESTServerConfiguration(host: "127.0.0.1", port: 0).withIdentity(of: configuration.tls))
     }
 
     static func password(_ login: String) -> String { "password of \(login)" }

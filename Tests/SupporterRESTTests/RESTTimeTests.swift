@@ -8,6 +8,7 @@ import SupportWire
 import SupportHTTP
 import SupportRuntime
 import TestSupport
+import SupporterModel
 
 @Suite struct RESTTimeTests {
     @Test func timesAreSentInUTCWithMilliseconds() {

@@ -4,6 +4,7 @@ import TestSupport
 import SupporterNode
 import SupporterStores
 import SupporterCore
+import SupporterModel
 @testable import SupporterREST
 
 /// Who sends a request in a ``RouterScene``.

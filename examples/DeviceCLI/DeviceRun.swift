@@ -7,6 +7,7 @@ import SupportSession
 import SupportWire
 import SupportRuntime
 import SupportUtilities
+import SupportVocabulary
 
 /// One run of `rsup-device connect`: join, show events, answer requests, leave on Ctrl-C.
 struct DeviceRun {

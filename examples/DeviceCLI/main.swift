@@ -6,6 +6,7 @@ import SupportRuntime
 import SupportSession
 import SupportUtilities
 import SupportWire
+import SupportVocabulary
 
 let usage = """
     usage: rsup-device connect HOST[:PORT] [HOST[:PORT]]... --code CODE (--token-file FILE | --token TOKEN)

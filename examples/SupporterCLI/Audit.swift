@@ -9,6 +9,7 @@ import SupportSession
 import SupportWire
 import SupportRuntime
 import SupportUtilities
+import SupporterModel
 
 /// `rsup-supporter audit`: reads, verifies and archives the audit trail straight from the node's store (the data
 /// folder's SQLite file, or `--store` as for `serve`), node running or not.

@@ -10,6 +10,7 @@ import SupporterCore
 import SupportSession
 import SupportWire
 import SupportUtilities
+import SupporterModel
 
 extension Explain {
     /// One line for a supporter node that cannot start.
@@ -161,7 +162,8 @@ enum Serve {
         var restServer: RESTServer?
         if let restConfiguration {
             do {
-                restServer = try RESTServer(node: node, configuration: restConfiguration)
+                restServer = try RESTServer(
+                    node: node, configuration: restConfiguration.withIdentity(of: configuration.tls))
             } catch {
                 node.shutdown()
                 throw .failure("the REST API cannot start: \(Explain.transport(error))")

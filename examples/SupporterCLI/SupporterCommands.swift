@@ -7,6 +7,8 @@ import SupportUtilities
 import SupportWire
 import SupporterCore
 import SupportRuntime
+import SupportVocabulary
+import SupporterModel
 
 /// The supporter's commands, the same whether they come from the console or from another `rsup-supporter` process
 /// through the control socket. Each takes and returns plain JSON-ready values.

@@ -7,6 +7,7 @@ import SupporterREST
 import SupportSession
 import SupportWire
 import SupportRuntime
+import SupporterModel
 
 /// `rsup-supporter user …`: supporter accounts on the running node, through its control socket (owner-only). Each
 /// change is audited by the node (`account_created`, `account_changed`, actor `local`).

@@ -9,6 +9,7 @@ import SupportUtilities
 import SupporterREST
 import SupporterCore
 import SupportWire
+import SupporterModel
 
 let usage = """
     usage: rsup-supporter <command> [options]

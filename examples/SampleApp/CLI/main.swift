@@ -7,6 +7,7 @@ import DeviceNode
 import Foundation
 import SampleAppModel
 import SupportWire
+import SupportVocabulary
 
 @MainActor
 func runSample() async -> Int32 {

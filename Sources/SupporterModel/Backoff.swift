@@ -1,4 +1,3 @@
-import SupportWire
 import SupportUtilities
 
 /// How failures of one key (a source address, a session code, an API token, a REST client) are punished: the one
@@ -43,6 +42,12 @@ public struct BackoffTable: Sendable {
         public var lastFailure: Duration
         /// Blocked while `now < blockedUntil`.
         public var blockedUntil: Duration
+
+        public init(failures: Int, lastFailure: Duration, blockedUntil: Duration) {
+            self.failures = failures
+            self.lastFailure = lastFailure
+            self.blockedUntil = blockedUntil
+        }
     }
 
     private var entries: [String: Entry] = [:]

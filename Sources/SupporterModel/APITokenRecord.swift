@@ -1,5 +1,4 @@
 public import Foundation
-import SupportWire
 import SupportUtilities
 
 /// What the store knows of one API token, for listing, revoking and naming the acting token in the audit trail.
@@ -28,6 +27,6 @@ public struct APITokenRecord: Sendable, Hashable, Identifiable {
     /// A new random id: 6 random bytes in hexadecimal.
     package static func makeID() -> String {
         var generator = SystemRandomNumberGenerator()
-        return AuditChain.hex((0..<6).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        return Hex.encode((0..<6).map { _ in UInt8.random(in: 0...255, using: &generator) })
     }
 }

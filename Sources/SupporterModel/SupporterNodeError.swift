@@ -51,17 +51,6 @@ public struct SupporterNodeError: Error, Sendable, Hashable, CustomStringConvert
         self.isDuplicateCode = isDuplicateCode
     }
 
-    /// The registry refused a change.
-    public init(registry error: RegistryError) {
-        let kind: Kind
-        switch error.kind {
-        case .notFound: kind = .notFound
-        case .conflict: kind = .conflict
-        default: kind = .invalid
-        }
-        self.init(error.message, kind: kind, underlying: error)
-    }
-
     public var description: String { message }
 
     public static func == (lhs: SupporterNodeError, rhs: SupporterNodeError) -> Bool {

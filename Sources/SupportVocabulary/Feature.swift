@@ -76,7 +76,7 @@ public struct FeatureSet: Hashable, Sendable, Sequence, ExpressibleByArrayLitera
     public init(arrayLiteral elements: Feature...) { self.init(elements) }
 
     /// Builds from entries already known to be strictly ascending (the decoder checked it).
-    init(ascending entries: [Feature]) { self.entries = entries }
+    package init(ascending entries: [Feature]) { self.entries = entries }
 
     /// Adds `feature`, replacing any feature with the same identifier.
     public mutating func insert(_ feature: Feature) {

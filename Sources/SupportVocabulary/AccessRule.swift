@@ -1,5 +1,3 @@
-public import SupportWire
-import SupportUtilities
 
 /// How a feature may be granted in a session (SPEC §15.3): at once, only after the device's user confirms it, or never.
 ///

@@ -1,5 +1,4 @@
 public import Foundation
-import SupportWire
 import SupportUtilities
 
 /// One entry of the supporter node's audit log: append-only, kept in ``SessionStore``.
@@ -39,6 +38,14 @@ public struct AuditEvent: Sendable, Hashable {
         public static let deviceReconnecting = Kind(rawValue: "device_reconnecting")
         /// The device resumed on a new connection.
         public static let deviceResumed = Kind(rawValue: "device_resumed")
+        // Accounts, sign-in and API tokens.
+        public static let tokenIssued = Kind(rawValue: "token_issued")
+        public static let tokenRevoked = Kind(rawValue: "token_revoked")
+        public static let accountCreated = Kind(rawValue: "account_created")
+        public static let accountChanged = Kind(rawValue: "account_changed")
+        public static let signedIn = Kind(rawValue: "signed_in")
+        public static let signedOut = Kind(rawValue: "signed_out")
+        public static let signInFailed = Kind(rawValue: "sign_in_failed")
 
         /// Every kind this version of the node writes.
         public static let known: [Kind] = [

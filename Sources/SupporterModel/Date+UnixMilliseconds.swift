@@ -1,5 +1,4 @@
 public import Foundation
-import SupportWire
 import SupportUtilities
 
 extension Date {

@@ -1,7 +1,6 @@
 import Foundation
-import SupportSession
-public import SupportWire
 import SupportUtilities
+public import SupportVocabulary
 
 /// A session code's state as the supporter node lists it: the stored state (open, closed) and validity, refined by
 /// what is happening live.

@@ -1,7 +1,6 @@
 public import Foundation
-public import SupportSession
-public import SupportWire
 import SupportUtilities
+public import SupportVocabulary
 
 /// A session code as the supporter node stores it durably (see ``SessionStore``).
 ///

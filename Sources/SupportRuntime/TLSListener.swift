@@ -1,12 +1,10 @@
 import SupportUtilities
-public import SupportRuntime
-import SupportWire
 internal import COpenSSL
 import Glibc
 import Synchronization
 
-/// Accepts TLS connections and turns each into a ``FramedLink`` (or, for other protocols such as HTTP, a
-/// ``TLSStream``) on one of a group's loops.
+/// Accepts TLS connections and hands each over, on one of a group's loops, as a ``TLSStream`` (HTTP, …) or, through
+/// SupportLink's initializer, as a framed link.
 ///
 /// A connection that fails TLS (plaintext, an HTTP request, a bad certificate, a silent peer) is closed alone; the
 /// listener keeps serving others, and tells `onHandshakeFailure` why. Every accepted connection holds a place in
@@ -25,47 +23,12 @@ public final class TLSListener: @unchecked Sendable {
     /// How long accepting pauses when the process is out of descriptors or memory.
     public static let exhaustionPause: Duration = .milliseconds(100)
 
-    /// Binds `host:port` (port 0: any free port) and starts accepting.
-    ///
-    /// `host` should be an IP literal or empty (any address): a name is looked up with a blocking `getaddrinfo` on
-    /// the calling thread, which is refused on an event-loop thread (`blocking_on_event_loop`).
-    ///
-    /// - Parameters:
-    ///   - onHandshakeFailure: told, on the connection's loop, of every accepted connection whose TLS handshake
-    ///     failed or timed out: the peer's address and the reason in a few words (OpenSSL's, e.g. "no application
-    ///     protocol", "wrong version number", "plaintext HTTP instead of TLS …", or "timeout: …"). For logs; the link's
-    ///     delegate still hears `linkDidClose`.
-    ///   - onAcceptError: told, on the listener's loop, when accepting fails: once per pause when out of descriptors
-    ///     or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM; accepting resumes by itself after ``exhaustionPause``), and for
-    ///     any other accept error.
-    ///   - onLink: called on the new link's loop before it starts, to set its delegate. Return false to refuse the
-    ///     connection (it is closed at once). Once it returned true, the delegate hears `linkDidClose` exactly once,
-    ///     even when TLS or HELLO never completes.
-    public convenience init(
-        host: String, port: UInt16, context: TLSContext, settings: LinkSettings, group: EventLoopGroup,
-        backlog: Int32 = 4096, idleTimeout: Duration? = nil,
-        onHandshakeFailure: (@Sendable (SocketAddress?, String) -> Void)? = nil,
-        onAcceptError: (@Sendable (TransportError) -> Void)? = nil,
-        onLink: @escaping @Sendable (FramedLink) -> Bool
-    ) throws(TransportError) {
-        try self.init(
-            host: host, port: port, context: context, group: group, backlog: backlog,
-            maxBufferedBytes: settings.maxBufferedBytes, idleTimeout: idleTimeout,
-            hooks: Hooks(onHandshakeFailure: onHandshakeFailure, onAcceptError: onAcceptError)
-        ) { connection in
-            let link = FramedLink(connection: connection, settings: settings, isInitiator: false)
-            guard onLink(link) else { return false }
-            link.start()
-            return true
-        }
-    }
-
     /// Binds `host:port` and hands every accepted connection over as a raw ``TLSStream`` (HTTP, …).
     ///
     /// - Parameters:
-    ///   - onHandshakeFailure: as for the ``FramedLink`` listener: every failed or timed-out TLS handshake, with the
+    ///   - onHandshakeFailure: as for every listener: every failed or timed-out TLS handshake, with the
     ///     peer's address and the reason.
-    ///   - onAcceptError: as for the ``FramedLink`` listener.
+    ///   - onAcceptError: told, on the listener's loop, when accepting fails (see the framed-link listener in SupportLink).
     ///   - onStream: called on the stream's loop before it starts, to set its delegate. Return false to refuse the
     ///     connection. Once it returned true, the delegate hears `streamDidClose` exactly once.
     public convenience init(
@@ -88,12 +51,22 @@ public final class TLSListener: @unchecked Sendable {
     }
 
     /// What the owner asked to be told.
-    struct Hooks: Sendable {
-        var onHandshakeFailure: (@Sendable (SocketAddress?, String) -> Void)?
-        var onAcceptError: (@Sendable (TransportError) -> Void)?
+    package struct Hooks: Sendable {
+        package var onHandshakeFailure: (@Sendable (SocketAddress?, String) -> Void)?
+        package var onAcceptError: (@Sendable (TransportError) -> Void)?
+
+        package init(
+            onHandshakeFailure: (@Sendable (SocketAddress?, String) -> Void)?,
+            onAcceptError: (@Sendable (TransportError) -> Void)?
+        ) {
+            self.onHandshakeFailure = onHandshakeFailure
+            self.onAcceptError = onAcceptError
+        }
     }
 
-    private init(
+    /// Binds `host:port` and hands every accepted connection to `accept` (which wraps and starts it; false refuses
+    /// it). For the protocol layers built on this listener.
+    package init(
         host: String, port: UInt16, context: TLSContext, group: EventLoopGroup, backlog: Int32,
         maxBufferedBytes: Int, idleTimeout: Duration?, hooks: Hooks,
         accept: @escaping @Sendable (TLSConnection) -> Bool

@@ -1,6 +1,6 @@
 public import Foundation
-import SupportWire
 import SupportUtilities
+import SupportVocabulary
 
 /// A supporter account as the node shows it: never its password or hash.
 public struct SupporterAccount: Sendable, Hashable {
@@ -12,13 +12,16 @@ public struct SupporterAccount: Sendable, Hashable {
     public let createdAt: Date
     public let updatedAt: Date
 
-    package init(_ record: SupporterAccountRecord) {
-        login = record.login
-        displayName = record.displayName
-        role = record.role
-        state = record.state
-        createdAt = record.createdAt
-        updatedAt = record.updatedAt
+    public init(
+        login: String, displayName: String, role: SupporterRole, state: SupporterAccountState, createdAt: Date,
+        updatedAt: Date
+    ) {
+        self.login = login
+        self.displayName = displayName
+        self.role = role
+        self.state = state
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
     }
 
     public var isAdmin: Bool { role == .admin }

@@ -1,4 +1,3 @@
-import SupportWire
 import SupportUtilities
 
 /// Audit rows an attacker can trigger at will (refused device registrations, failed REST authentications), kept to a

@@ -1,0 +1,110 @@
+public import Foundation
+public import SupportUtilities
+public import SupportVocabulary
+
+/// What a supporter node offers its front ends (the REST API and the web console): codes, sessions, accounts,
+/// sign-in, API tokens and the audit trail, in the values of this module.
+///
+/// A front end built on this protocol sees no registry, store or wire message: the compiler keeps it so, because
+/// this module depends on none of them. `SupporterNode` conforms; a front end is handed one.
+///
+/// Every change is decided, stored and audited before it returns (the node's audit rule); a thrown
+/// ``SupporterNodeError`` means nothing changed. Methods marked *blocking* wait on the store: call them through
+/// ``run(_:)``, never on an event loop.
+public protocol SupporterService: AnyObject, Sendable {
+    /// Where the node reads the wall time.
+    var clock: any NodeClock { get }
+
+    /// How long a proof of ``knownSignInProof(login:)`` stays valid.
+    static var knownSignInLifetime: TimeInterval { get }
+
+    // MARK: codes
+
+    /// The code's record and state, or nil when there is no such code.
+    func code(_ code: String) -> SessionCodeInfo?
+    /// Every code.
+    func codes() -> [SessionCodeInfo]
+    /// The codes `offset ..< offset + limit`, and how many there are.
+    func codes(offset: Int, limit: Int) -> (codes: [SessionCodeInfo], total: Int)
+    /// Creates a code; `validUntil` wins over `lifetime`, both nil is the node's default lifetime.
+    func createCode(
+        type: SessionCodeType, details: SessionCodeDetails, lifetime: Duration?, validUntil: Date?, by actor: AuditActor
+    ) async throws(SupporterNodeError) -> SessionCodeInfo
+    /// Changes a code's record (not its code, type or feature rules).
+    @discardableResult
+    func updateCode(
+        _ code: String, by actor: AuditActor, _ change: @Sendable (inout SessionCodeRecord) -> Void
+    ) async throws(SupporterNodeError) -> SessionCodeInfo
+    /// Replaces a code's feature rules (SPEC §15.3).
+    @discardableResult
+    func setFeatureRules(_ code: String, _ rules: FeatureRules, by actor: AuditActor)
+        async throws(SupporterNodeError) -> SessionCodeInfo
+    /// Closes a code: a device on it is told the code is closed.
+    func closeCode(_ code: String, by actor: AuditActor) async throws(SupporterNodeError)
+    /// Deletes a code: a device on it is told the code is invalid.
+    func deleteCode(_ code: String, by actor: AuditActor) async throws(SupporterNodeError)
+
+    // MARK: sessions (routed to the node holding the device, in a cluster)
+
+    /// Sends a connection request as `account` to the device on `code`; returns the request's id.
+    @discardableResult
+    func requestConnection(
+        code: String, account: SupporterAccount, type: ConnectionType, features: FeatureSet, by actor: AuditActor
+    ) async throws(SupporterNodeError) -> UInt32
+    /// Withdraws the pending request on `code`.
+    func abortRequest(code: String, by actor: AuditActor) async throws(SupporterNodeError)
+    /// Ends the session on `code`, with an optional text for the device's user.
+    func endSession(code: String, text: String?, by actor: AuditActor) async throws(SupporterNodeError)
+
+    // MARK: accounts and sign-in
+
+    /// Every account, ordered by login.
+    func accounts() -> [SupporterAccount]
+    /// The account `login`, or nil.
+    func account(_ login: String) -> SupporterAccount?
+    /// Creates an account.
+    func addAccount(
+        login: String, displayName: String, role: SupporterRole, password: String, by actor: AuditActor
+    ) async throws(SupporterNodeError) -> SupporterAccount
+    /// Changes an account; refused when it would leave no active admin.
+    func changeAccount(_ login: String, _ change: SupporterAccountChange, by actor: AuditActor)
+        async throws(SupporterNodeError) -> SupporterAccount
+    /// Checks a password and opens a login session; the secret is shown once.
+    func signIn(login: String, password: String, address: String, knownSignIn: String?)
+        async throws(SignInError) -> (secret: String, session: LoginSession, account: SupporterAccount)
+    /// Ends the login session of `secret`; it stays valid when that cannot be stored.
+    func signOut(secret: String, address: String?) async throws(SupporterNodeError)
+    /// The open login session of `secret` and its (active) account, or nil.
+    func loginSession(secret: String) -> (session: LoginSession, account: SupporterAccount)?
+    /// A proof that whoever holds it signed in to `login` (the `rsup_known` cookie), or nil for no such account.
+    func knownSignInProof(login: String) -> String?
+
+    // MARK: API tokens (blocking)
+
+    /// Every API token's record, revoked ones included. Blocking.
+    func apiTokens() throws(SupporterNodeError) -> [APITokenRecord]
+    /// Accepts `token` (made with ``APITokenScope/makeToken()``); returns its record. Blocking.
+    @discardableResult
+    func addAPIToken(_ token: String, scope: APITokenScope, label: String?, by actor: AuditActor)
+        throws(SupporterNodeError) -> APITokenRecord
+    /// Revokes the token with public id `id`. Blocking.
+    func revokeAPIToken(id: String, by actor: AuditActor) throws(SupporterNodeError)
+    /// The accepted token's record, or nil.
+    func tokenRecord(of token: String) -> APITokenRecord?
+
+    // MARK: audit trail (blocking reads)
+
+    /// Audit rows filtered by code and time (`from` included, `to` excluded), by id window, oldest or newest first.
+    /// Blocking.
+    func auditEvents(
+        code: String?, from: Date?, to: Date?, limit: Int, afterID: Int64?, beforeID: Int64?, newestFirst: Bool
+    ) throws(SupporterNodeError) -> [AuditEvent]
+    /// The newest audit row's id (0 when there is none). Blocking.
+    func latestAuditID() throws(SupporterNodeError) -> Int64
+    /// Appends rows a front end audits itself (its throttled sign-in failures); returns once they are durable.
+    func appendAudit(_ events: [AuditEvent]) async throws(SupporterNodeError)
+
+    /// Runs blocking work (the methods marked blocking) off every event loop, bounded; `busy` when too much waits.
+    func run<Result: Sendable>(_ work: @escaping @Sendable () throws(SupporterNodeError) -> Result)
+        async throws(SupporterNodeError) -> Result
+}
