@@ -78,7 +78,7 @@ public struct StoreSnapshot: Sendable {
 public struct StoreStatistics: Sendable, Hashable {
     public init(
         jobsApplied: Int = 0, jobsFailed: Int = 0, transactions: Int = 0, largestBatch: Int = 0, queued: Int = 0,
-        conflictRetries: Int = 0
+        conflictRetries: Int = 0, refusedWhenFull: Int = 0
     ) {
         self.jobsApplied = jobsApplied
         self.jobsFailed = jobsFailed
@@ -86,6 +86,7 @@ public struct StoreStatistics: Sendable, Hashable {
         self.largestBatch = largestBatch
         self.queued = queued
         self.conflictRetries = conflictRetries
+        self.refusedWhenFull = refusedWhenFull
     }
     public var jobsApplied = 0
     public var jobsFailed = 0
@@ -94,4 +95,8 @@ public struct StoreStatistics: Sendable, Hashable {
     public var queued = 0
     /// Transactions run again after a serialization failure or a deadlock (PostgreSQL).
     public var conflictRetries = 0
+    /// Jobs refused because the writer queue was full.
+    public var refusedWhenFull = 0
+    /// Times the writer thread was woken by a submission (a burst submitted while it works costs none).
+    public var wakeUps = 0
 }

@@ -6,8 +6,8 @@ public import SupporterCore
 public import SupportUtilities
 import SupportWire
 
-/// The PostgreSQL store: one thread that owns one ``PostgresConnection`` (libpq blocks, so never an event loop) and
-/// works through a bounded FIFO of jobs, as ``StoreWriter`` does for SQLite.
+/// The PostgreSQL store: one ``PostgresConnection`` (libpq blocks, so never an event loop) owned by the thread of the
+/// one writer queue every engine runs on (``StoreWriteQueue``), which works through a bounded FIFO of jobs.
 ///
 /// Intent jobs are applied in batches (up to ``maximumBatch``), one transaction per batch and each job in its own
 /// savepoint, so a bad job fails alone; completions run on the engine's thread after the commit. A failed job gets a
@@ -27,46 +27,19 @@ import SupportWire
 ///
 /// Several nodes may share the database: the audit chain's head is a locked row (see ``PostgresStoreTransaction``).
 public final class PostgresStoreEngine: StoreEngine {
-    private struct Job {
-        var intents: [StoreIntent]
-        var completion: @Sendable (StoreError?) -> Void
-    }
-
-    private enum Work {
-        case job(Job)
-        /// Returns true when the connection was found lost.
-        case call(@Sendable (PostgresConnection) -> Bool)
-    }
-
-    private struct State: ~Copyable {
-        /// Queued and not yet taken by the engine's thread, which takes all of it at once.
-        var work: [Work] = []
-        /// Jobs queued or taken and not yet in a batch: what ``capacity`` bounds.
-        var jobsWaiting = 0
-        var stopping = false
-        var statistics = StoreStatistics()
-    }
-
-    /// The connection, touched only by the engine's thread once it runs (and by `init` before that).
-    private final class Owner: @unchecked Sendable {
-        let connection: PostgresConnection
-        init(_ connection: PostgresConnection) { self.connection = connection }
-    }
-
     /// Most intent jobs waiting at once.
-    let capacity: Int
+    var capacity: Int { queue.capacity }
     /// Most jobs in one transaction.
-    let maximumBatch: Int
+    var maximumBatch: Int { queue.maximumBatch }
     /// How many times a batch aborted by a serialization failure or a deadlock is run again.
     static let conflictRetries = 3
     /// The server, without a password.
     public let location: String
     /// This node among several sharing the database (presence leases renewed, changes announced), or nil alone.
     let member: ClusterMember?
-    private let logger: NodeLogger
-    private let state = Mutex(State())
-    private let wake = DispatchSemaphore(value: 0)
-    private let finished = DispatchSemaphore(value: 0)
+    private let writer: PostgresBatchWriter
+    /// The one writer queue every engine runs on; the reads and one-off transactions are calls on it too.
+    private let queue: StoreWriteQueue
 
     /// Connects, creates or migrates the schema (one transaction), and starts the engine's thread. Throws
     /// ``StoreError/Kind/unavailable`` when the server cannot be reached (libpq's reason in the message).
@@ -78,10 +51,7 @@ public final class PostgresStoreEngine: StoreEngine {
         migrating: Bool = true, member: ClusterMember? = nil
     ) throws(StoreError) {
         location = "PostgreSQL " + StoreBackend.redacted(connectionString)
-        self.logger = logger
         self.member = member
-        self.capacity = max(1, capacity)
-        self.maximumBatch = max(1, maximumBatch)
         let connection: PostgresConnection
         do {
             connection = try PostgresConnection(connectionString)
@@ -93,10 +63,10 @@ public final class PostgresStoreEngine: StoreEngine {
         } else {
             try PostgresStoreSchema.check(connection, location: location)
         }
-        let owner = Owner(connection)
-        let thread = Thread { [self] in self.run(owner.connection) }
-        thread.name = "rsup-store-postgres"
-        thread.start()
+        writer = PostgresBatchWriter(connection: connection, location: location, member: member, logger: logger)
+        queue = StoreWriteQueue(
+            threadName: "rsup-store-postgres", location: location, worker: writer, logger: logger,
+            capacity: capacity, maximumBatch: maximumBatch)
     }
 
     // MARK: the queue
@@ -105,30 +75,10 @@ public final class PostgresStoreEngine: StoreEngine {
     public func submit(_ intents: [StoreIntent], deferrable: Bool, completion: @escaping @Sendable (StoreError?) -> Void)
         -> Bool
     {
-        let accepted = state.withLock { state -> Bool in
-            guard !state.stopping, state.jobsWaiting < capacity else { return false }
-            state.work.append(.job(Job(intents: intents, completion: completion)))
-            state.jobsWaiting += 1
-            return true
-        }
-        if accepted { wake.signal() }
-        return accepted
+        queue.submit(intents, deferrable: deferrable, completion: completion)
     }
 
-    public func write(_ intents: [StoreIntent]) async throws(StoreError) {
-        let failure: StoreError?? = await withCheckedContinuation { continuation in
-            let queued = submit(intents, deferrable: false) { continuation.resume(returning: .some($0)) }
-            if !queued { continuation.resume(returning: .none) }
-        }
-        switch failure {
-        case .none:
-            throw StoreError(
-                kind: .busy, operation: "queue a write",
-                message: "the node's store writer is full or stopped; try again", path: location)
-        case .some(.none): return
-        case .some(.some(let error)): throw error
-        }
-    }
+    public func write(_ intents: [StoreIntent]) async throws(StoreError) { try await queue.write(intents) }
 
     /// Runs `body` on the engine's thread and waits for it (the reads in PostgresStoreEngine+Reads.swift).
     func perform<Result: Sendable>(
@@ -162,249 +112,20 @@ public final class PostgresStoreEngine: StoreEngine {
         _ operation: String, _ body: @escaping @Sendable (PostgresConnection) throws(StoreError) -> Result,
         completion: @escaping @Sendable (Swift.Result<Result, StoreError>) -> Void
     ) throws(StoreError) {
-        let queued = state.withLock { state -> Bool in
-            guard !state.stopping else { return false }
-            state.work.append(
-                .call { connection in
-                    let result: Swift.Result<Result, StoreError>
-                    do throws(StoreError) {
-                        result = .success(try body(connection))
-                    } catch {
-                        result = .failure(error)
-                    }
-                    completion(result)
-                    if case .failure(let error) = result { return Self.isConnectionLoss(error) }
-                    return false
-                })
-            return true
-        }
+        let writer = self.writer
+        let queued = queue.call { completion(writer.run(body)) }
         guard queued else {
             throw StoreError(kind: .busy, operation: operation, message: "the store has stopped", path: location)
         }
-        wake.signal()
     }
 
     public var statistics: StoreStatistics {
-        state.withLock { state in
-            var statistics = state.statistics
-            statistics.queued = state.jobsWaiting
-            return statistics
-        }
+        var statistics = queue.statistics
+        statistics.conflictRetries = writer.conflictRetries
+        return statistics
     }
 
-    public func stop() {
-        let first = state.withLock { state -> Bool in
-            defer { state.stopping = true }
-            return !state.stopping
-        }
-        guard first else { return }
-        wake.signal()
-        finished.wait()
-    }
-
-    /// Set by the engine's thread when a statement found the connection broken, even if libpq still calls it open.
-    private nonisolated(unsafe) var connectionLost = false
-
-    private func run(_ connection: PostgresConnection) {
-        var nextRenewal = DispatchTime.now()
-        // The engine's side of the queue: swapped with `State.work` when drained; `next` is the first not yet run.
-        var pending: [Work] = []
-        var next = 0
-        var stopping = false
-        while true {
-            if let member {
-                // Leases are renewed between batches, a third of a lease apart: never behind a long queue by more
-                // than one batch.
-                if DispatchTime.now() >= nextRenewal {
-                    renewPresence(member, connection)
-                    nextRenewal = DispatchTime.now() + .milliseconds(Int(member.leaseMilliseconds / 3))
-                }
-                _ = wake.wait(timeout: nextRenewal)
-            } else {
-                wake.wait()
-            }
-            while true {
-                if let member, DispatchTime.now() >= nextRenewal {
-                    // Between batches too: a queue that never empties (a reconnect storm) must not starve the leases.
-                    renewPresence(member, connection)
-                    nextRenewal = DispatchTime.now() + .milliseconds(Int(member.leaseMilliseconds / 3))
-                }
-                if next == pending.count {
-                    // Everything taken is done: take the whole queue (O(1) under the lock; the drained array's
-                    // capacity goes back for reuse, and its items are freed here, outside the lock).
-                    pending.removeAll(keepingCapacity: true)
-                    next = 0
-                    stopping = state.withLock { state -> Bool in
-                        swap(&state.work, &pending)
-                        return state.stopping
-                    }
-                }
-                if next == pending.count {
-                    if stopping {
-                        if let member { releaseAllPresence(member, connection) }
-                        connection.close()
-                        finished.signal()
-                        return
-                    }
-                    break
-                }
-                if case .call(let body) = pending[next] {
-                    next += 1
-                    reconnectIfNeeded(connection)
-                    if body(connection) { connectionLost = true }
-                    continue
-                }
-                var batch: [Job] = []
-                while next < pending.count, batch.count < maximumBatch, case .job(let job) = pending[next] {
-                    batch.append(job)
-                    next += 1
-                }
-                state.withLock { $0.jobsWaiting -= batch.count }
-                apply(batch, connection)
-            }
-        }
-    }
-
-    /// Opens the connection again when it broke; false when the server is still unreachable.
-    @discardableResult
-    private func reconnectIfNeeded(_ connection: PostgresConnection) -> Bool {
-        guard connectionLost || !connection.isOpen else { return true }
-        do {
-            try connection.reconnect()
-            connectionLost = false
-            logger.log(.info, "store: reconnected to \(location)")
-            return true
-        } catch {
-            return false
-        }
-    }
-
-    // MARK: presence
-
-    /// Extends every lease this node holds, in one statement (O(nodes) for the database, not O(devices)).
-    private func renewPresence(_ member: ClusterMember, _ connection: PostgresConnection) {
-        guard reconnectIfNeeded(connection) else { return }
-        do {
-            try connection.query(
-                "UPDATE device_presence SET lease_until = rsup_now_ms() + $2 WHERE node_id = $1",
-                [member.nodeID, String(member.leaseMilliseconds)], operation: "renew device presence")
-            // Routed commands are answered within seconds or never: keep the table small.
-            try connection.query(
-                "DELETE FROM node_commands WHERE created_at < rsup_now_ms() - 60000", operation: "forget old commands")
-        } catch {
-            if Self.isConnectionLoss(Self.storeError(error, location: location)) { connectionLost = true }
-            logger.log(
-                .warning,
-                "store: cannot renew this node's device presence (\(error)); other nodes may take its codes once the "
-                    + "lease of \(member.presenceLease) runs out")
-        }
-    }
-
-    /// A clean stop: this node's codes are free at once, not after the lease.
-    private func releaseAllPresence(_ member: ClusterMember, _ connection: PostgresConnection) {
-        guard reconnectIfNeeded(connection) else { return }
-        _ = try? connection.query(
-            "DELETE FROM device_presence WHERE node_id = $1", [member.nodeID], operation: "release device presence")
-    }
-
-    // MARK: writing
-
-    private func apply(_ batch: [Job], _ connection: PostgresConnection) {
-        var failures: [StoreError?] = []
-        var reconnected = false
-        var conflicts = 0
-        while true {
-            var committing = false
-            do throws(StoreError) {
-                guard reconnectIfNeeded(connection) else {
-                    throw StoreError(
-                        kind: .unavailable, operation: "reconnect",
-                        message: "the PostgreSQL server cannot be reached; nothing was written", path: location)
-                }
-                failures = try applyOnce(batch, connection, committing: &committing)
-                break
-            } catch {
-                let lost = Self.isConnectionLoss(error)
-                if lost { connectionLost = true }
-                if lost, !committing, !reconnected, reconnectIfNeeded(connection) {
-                    reconnected = true
-                    continue
-                }
-                // The server rolled the whole transaction back (a failed COMMIT included): running it again is safe.
-                if Self.isConflict(error), conflicts < Self.conflictRetries {
-                    conflicts += 1
-                    state.withLock { $0.statistics.conflictRetries += 1 }
-                    logger.log(
-                        .warning,
-                        "store: a transaction of \(batch.count) job(s) was aborted (\(error.message)); running it again "
-                            + "(\(conflicts) of \(Self.conflictRetries))")
-                    // 5–15 ms, then 10–30 ms, then 15–45 ms: the other transaction finishes, and two nodes that
-                    // collided do not collide again in step.
-                    Thread.sleep(forTimeInterval: Double(conflicts) * Double.random(in: 0.005...0.015))
-                    continue
-                }
-                failures = Array(repeating: error, count: batch.count)
-                break
-            }
-        }
-        var failed = 0
-        for (job, failure) in zip(batch, failures) {
-            if let failure {
-                failed += 1
-                logger.log(
-                    .error,
-                    "store: cannot write \(job.intents.map(\.summary).joined(separator: ", ")): \(failure); "
-                        + "what it records is refused, not acknowledged")
-            }
-            job.completion(failure)
-        }
-        state.withLock { state in
-            state.statistics.jobsApplied += batch.count - failed
-            state.statistics.jobsFailed += failed
-            state.statistics.transactions += 1
-            state.statistics.largestBatch = max(state.statistics.largestBatch, batch.count)
-        }
-    }
-
-    /// One transaction for the batch; returns each job's failure (nil when it is in the commit). Throws when the
-    /// transaction failed as a whole.
-    private func applyOnce(_ batch: [Job], _ connection: PostgresConnection, committing: inout Bool)
-        throws(StoreError) -> [StoreError?]
-    {
-        var transaction = PostgresStoreTransaction(connection, location: location, member: member)
-        try transaction.run("BEGIN", [], "begin transaction")
-        do throws(StoreError) {
-            var failures: [StoreError?] = []
-            if batch.count == 1 {
-                try transaction.apply(batch[0].intents)
-                failures = [nil]
-            } else {
-                for job in batch {
-                    try transaction.run("SAVEPOINT job", [], "savepoint")
-                    let saved = transaction.savedHead
-                    do throws(StoreError) {
-                        try transaction.apply(job.intents)
-                        try transaction.run("RELEASE SAVEPOINT job", [], "release savepoint")
-                        failures.append(nil)
-                    } catch {
-                        // A lost connection or a conflict ends the whole transaction: every job is run again.
-                        if Self.isConnectionLoss(error) || Self.isConflict(error) { throw error }
-                        try transaction.run("ROLLBACK TO SAVEPOINT job", [], "roll back savepoint")
-                        try transaction.run("RELEASE SAVEPOINT job", [], "release savepoint")
-                        transaction.savedHead = saved
-                        failures.append(error)
-                    }
-                }
-            }
-            try transaction.finish()
-            committing = true
-            try transaction.run("COMMIT", [], "commit")
-            return failures
-        } catch {
-            if !committing { _ = try? connection.query("ROLLBACK", operation: "roll back") }
-            throw error
-        }
-    }
+    public func stop() { queue.stop() }
 
     // MARK: errors
 
@@ -444,5 +165,174 @@ public final class PostgresStoreEngine: StoreEngine {
 
     static func invalidData(_ message: String, _ location: String) -> StoreError {
         StoreError(kind: .invalidData, operation: "decode", message: message, path: location)
+    }
+}
+
+/// PostgreSQL's side of the writer queue: the one connection (libpq blocks, so never an event loop), one
+/// transaction per batch with its retries, the presence leases, and the calls run on the connection. Used only on
+/// the queue's thread, except `conflictRetries` (under its lock) and the `let`s.
+private final class PostgresBatchWriter: StoreQueueWorker, @unchecked Sendable {
+    // @unchecked: `connection` and `connectionLost` are touched only on the queue's one thread (every method but
+    // `conflictRetries` is called there, by the queue or by a call it runs); the rest are `let`s of Sendable types.
+    let connection: PostgresConnection
+    let location: String
+    let member: ClusterMember?
+    let logger: NodeLogger
+    /// Set when a statement found the connection broken, even if libpq still calls it open.
+    private var connectionLost = false
+    private let conflictCount = Mutex(0)
+
+    init(connection: PostgresConnection, location: String, member: ClusterMember?, logger: NodeLogger) {
+        self.connection = connection
+        self.location = location
+        self.member = member
+        self.logger = logger
+    }
+
+    /// Transactions run again after a serialization failure or a deadlock.
+    var conflictRetries: Int { conflictCount.withLock { $0 } }
+
+    /// Leases are renewed a third of a lease apart, between batches too: never behind a long queue by more than one
+    /// batch, and a queue that never empties (a reconnect storm) does not starve them.
+    var housekeepingInterval: Duration? { member.map { .milliseconds(Int64($0.leaseMilliseconds / 3)) } }
+
+    func housekeep() {
+        if let member { renewPresence(member) }
+    }
+
+    /// A clean stop: this node's codes are free at once, not after the lease.
+    func finish() {
+        if let member, reconnectIfNeeded() {
+            _ = try? connection.query(
+                "DELETE FROM device_presence WHERE node_id = $1", [member.nodeID], operation: "release device presence")
+        }
+        connection.close()
+    }
+
+    /// Runs one call on the connection (reconnecting first when it broke), noting a connection it found lost.
+    func run<Result: Sendable>(_ body: (PostgresConnection) throws(StoreError) -> Result) -> Swift.Result<
+        Result, StoreError
+    > {
+        reconnectIfNeeded()
+        do throws(StoreError) {
+            return .success(try body(connection))
+        } catch {
+            if PostgresStoreEngine.isConnectionLoss(error) { connectionLost = true }
+            return .failure(error)
+        }
+    }
+
+    /// Opens the connection again when it broke; false when the server is still unreachable.
+    @discardableResult
+    private func reconnectIfNeeded() -> Bool {
+        guard connectionLost || !connection.isOpen else { return true }
+        do {
+            try connection.reconnect()
+            connectionLost = false
+            logger.log(.info, "store: reconnected to \(location)")
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    /// Extends every lease this node holds, in one statement (O(nodes) for the database, not O(devices)).
+    private func renewPresence(_ member: ClusterMember) {
+        guard reconnectIfNeeded() else { return }
+        do {
+            try connection.query(
+                "UPDATE device_presence SET lease_until = rsup_now_ms() + $2 WHERE node_id = $1",
+                [member.nodeID, String(member.leaseMilliseconds)], operation: "renew device presence")
+            // Routed commands are answered within seconds or never: keep the table small.
+            try connection.query(
+                "DELETE FROM node_commands WHERE created_at < rsup_now_ms() - 60000", operation: "forget old commands")
+        } catch {
+            if PostgresStoreEngine.isConnectionLoss(PostgresStoreEngine.storeError(error, location: location)) {
+                connectionLost = true
+            }
+            logger.log(
+                .warning,
+                "store: cannot renew this node's device presence (\(error)); other nodes may take its codes once the "
+                    + "lease of \(member.presenceLease) runs out")
+        }
+    }
+
+    func afterBatch() {}
+
+    func apply(_ batch: [[StoreIntent]]) -> [StoreError?] {
+        var reconnected = false
+        var conflicts = 0
+        while true {
+            var committing = false
+            do throws(StoreError) {
+                guard reconnectIfNeeded() else {
+                    throw StoreError(
+                        kind: .unavailable, operation: "reconnect",
+                        message: "the PostgreSQL server cannot be reached; nothing was written", path: location)
+                }
+                return try applyOnce(batch, committing: &committing)
+            } catch {
+                let lost = PostgresStoreEngine.isConnectionLoss(error)
+                if lost { connectionLost = true }
+                if lost, !committing, !reconnected, reconnectIfNeeded() {
+                    reconnected = true
+                    continue
+                }
+                // The server rolled the whole transaction back (a failed COMMIT included): running it again is safe.
+                if PostgresStoreEngine.isConflict(error), conflicts < PostgresStoreEngine.conflictRetries {
+                    conflicts += 1
+                    conflictCount.withLock { $0 += 1 }
+                    logger.log(
+                        .warning,
+                        "store: a transaction of \(batch.count) job(s) was aborted (\(error.message)); running it again "
+                            + "(\(conflicts) of \(PostgresStoreEngine.conflictRetries))")
+                    // 5–15 ms, then 10–30 ms, then 15–45 ms: the other transaction finishes, and two nodes that
+                    // collided do not collide again in step.
+                    Thread.sleep(forTimeInterval: Double(conflicts) * Double.random(in: 0.005...0.015))
+                    continue
+                }
+                return Array(repeating: error, count: batch.count)
+            }
+        }
+    }
+
+    /// One transaction for the batch; returns each job's failure (nil when it is in the commit). Throws when the
+    /// transaction failed as a whole.
+    private func applyOnce(_ batch: [[StoreIntent]], committing: inout Bool) throws(StoreError) -> [StoreError?] {
+        var transaction = PostgresStoreTransaction(connection, location: location, member: member)
+        try transaction.run("BEGIN", [], "begin transaction")
+        do throws(StoreError) {
+            var failures: [StoreError?] = []
+            if batch.count == 1 {
+                try transaction.apply(batch[0])
+                failures = [nil]
+            } else {
+                for intents in batch {
+                    try transaction.run("SAVEPOINT job", [], "savepoint")
+                    let saved = transaction.savedHead
+                    do throws(StoreError) {
+                        try transaction.apply(intents)
+                        try transaction.run("RELEASE SAVEPOINT job", [], "release savepoint")
+                        failures.append(nil)
+                    } catch {
+                        // A lost connection or a conflict ends the whole transaction: every job is run again.
+                        if PostgresStoreEngine.isConnectionLoss(error) || PostgresStoreEngine.isConflict(error) {
+                            throw error
+                        }
+                        try transaction.run("ROLLBACK TO SAVEPOINT job", [], "roll back savepoint")
+                        try transaction.run("RELEASE SAVEPOINT job", [], "release savepoint")
+                        transaction.savedHead = saved
+                        failures.append(error)
+                    }
+                }
+            }
+            try transaction.finish()
+            committing = true
+            try transaction.run("COMMIT", [], "commit")
+            return failures
+        } catch {
+            if !committing { _ = try? connection.query("ROLLBACK", operation: "roll back") }
+            throw error
+        }
     }
 }

@@ -77,7 +77,7 @@ public final class SQLiteStoreEngine: StoreEngine {
         let counters = writer.statistics
         return StoreStatistics(
             jobsApplied: counters.jobsApplied, jobsFailed: counters.jobsFailed, transactions: counters.transactions,
-            largestBatch: counters.largestBatch, queued: writer.queued)
+            largestBatch: counters.largestBatch, queued: writer.queued, refusedWhenFull: counters.refusedWhenFull)
     }
 
     public func stop() { writer.stop() }

@@ -6,9 +6,9 @@ import SupportSession
 package import SupportUtilities
 import SupportWire
 
-/// The one thread that writes the supporter node's store: a bounded FIFO of jobs (lists of ``StoreIntent``), applied
-/// in order, several jobs per transaction (each in its own savepoint). Event loops never wait for SQLite: they submit a
-/// job and continue; the job's completion runs on the writer thread after the commit (hop back to a loop from there).
+/// The SQLite engine's writer: the one ``StoreWriteQueue`` every engine runs on, with SQLite's batch writer as its
+/// worker. Jobs (lists of ``StoreIntent``) are applied in order, several per transaction (each in its own savepoint);
+/// event loops never wait for SQLite, and a job's completion runs on the writer thread after the commit.
 ///
 /// Deferrable jobs (nothing waits for them but events: the record of a connection that closed) do not wake an idle
 /// writer that worked in the last ``deferralLimit``: they ride along in the transaction of the next job that does,
@@ -32,15 +32,10 @@ import SupportWire
 /// after its commit, checkpoint or not.
 ///
 /// Order: jobs are applied and completed in the order they were submitted. A job that fails is undone alone; a
-/// transaction that fails as a whole (locked past the busy timeout, disk full) fails every job in it. Full queue: ``submit(_:completion:)`` returns false at once and the job is not taken
-/// (the caller refuses the action or stops reading from the connection that caused it); nothing grows without bound.
+/// transaction that fails as a whole (locked past the busy timeout, disk full) fails every job in it. Full queue:
+/// ``submit(_:deferrable:completion:)`` returns false at once and the job is not taken (the caller refuses the action
+/// or stops reading from the connection that caused it); nothing grows without bound.
 package final class StoreWriter: Sendable {
-    package struct Job: Sendable {
-        var intents: [StoreIntent]
-        /// Nil after the commit; the error when the job could not be applied (nothing of it is stored).
-        var completion: @Sendable (StoreError?) -> Void
-    }
-
     package struct Statistics: Sendable, Hashable {
         var jobsApplied = 0
         var jobsFailed = 0
@@ -55,31 +50,70 @@ package final class StoreWriter: Sendable {
         var largestWAL = 0
     }
 
-    private struct State: ~Copyable {
-        /// Queued, not yet taken by the writer. The writer takes them all at once by swapping in its own emptied
-        /// array (O(1) under the lock, and the array's capacity is reused, so `append` seldom grows it): no copying,
-        /// compacting or freeing of jobs ever happens while a loop may be waiting for this lock.
-        var jobs: [Job] = []
-        /// Taken by the writer and not yet in the batch being applied: still waiting, so counted against
-        /// ``StoreWriter/capacity``.
-        var taken = 0
-        var stopping = false
-        /// The writer sleeps with no time limit: a deferrable job must wake it.
-        var sleepingUntilWoken = true
-        var statistics = Statistics()
-        var count: Int { jobs.count + taken }
+    /// Most jobs waiting at once.
+    package var capacity: Int { queue.capacity }
+    /// Most jobs in one transaction.
+    package var maximumBatch: Int { queue.maximumBatch }
+    /// How long a deferrable job may wait for a job that wakes the writer.
+    static let deferralLimit = Duration.milliseconds(5)
+    /// WAL frames not yet copied at which the writer asks for a checkpoint.
+    package var backgroundCheckpointFrames: Int { worker.backgroundCheckpointFrames }
+    /// WAL frames (pages) at which the writer checkpoints itself between batches, even when jobs wait.
+    package var walFrameLimit: Int { worker.walFrameLimit }
+    private let worker: SQLiteBatchWriter
+    private let queue: StoreWriteQueue
+
+    package init(
+        store: SessionStore, logger: NodeLogger, capacity: Int = 65_536, maximumBatch: Int = 512,
+        backgroundCheckpointFrames: Int = 256, walFrameLimit: Int = 4_096
+    ) {
+        worker = SQLiteBatchWriter(
+            store: store, logger: logger, backgroundCheckpointFrames: backgroundCheckpointFrames,
+            walFrameLimit: walFrameLimit)
+        queue = StoreWriteQueue(
+            threadName: "rsup-store-writer", location: store.path, worker: worker, logger: logger,
+            capacity: capacity, maximumBatch: maximumBatch, deferralLimit: Self.deferralLimit)
     }
 
-    /// Most jobs waiting at once.
-    package let capacity: Int
-    /// Most jobs in one transaction.
-    package let maximumBatch: Int
-    /// How long a deferrable job may wait for a job that wakes the writer.
-    static let deferralLimit = DispatchTimeInterval.milliseconds(5)
-    /// WAL frames not yet copied at which the writer asks for a checkpoint.
-    package let backgroundCheckpointFrames: Int
-    /// WAL frames (pages) at which the writer checkpoints itself between batches, even when jobs wait.
-    package let walFrameLimit: Int
+    /// Queues `intents`; `completion` runs on the writer thread once they are durable (nil) or failed (the error).
+    /// Returns false, without queueing or calling `completion`, when the queue is full or the writer stopped.
+    ///
+    /// `deferrable`: nothing but events waits for this job, so it may wait up to ``deferralLimit`` for a job that
+    /// wakes the writer, and share its transaction.
+    @discardableResult
+    package func submit(
+        _ intents: [StoreIntent], deferrable: Bool = false, completion: @escaping @Sendable (StoreError?) -> Void
+    ) -> Bool {
+        queue.submit(intents, deferrable: deferrable, completion: completion)
+    }
+
+    /// Applies `intents` and waits for the commit. Not on an event loop.
+    package func write(_ intents: [StoreIntent]) async throws(StoreError) { try await queue.write(intents) }
+
+    /// Jobs waiting.
+    package var queued: Int { queue.queued }
+
+    package var statistics: Statistics {
+        let counts = queue.statistics
+        let checkpoints = worker.checkpointStatistics
+        return Statistics(
+            jobsApplied: counts.jobsApplied, jobsFailed: counts.jobsFailed, transactions: counts.transactions,
+            largestBatch: counts.largestBatch, refusedWhenFull: counts.refusedWhenFull,
+            writerCheckpoints: checkpoints.writer, backgroundCheckpoints: checkpoints.background,
+            largestWAL: checkpoints.largestWAL)
+    }
+
+    /// Applies what is queued, then stops the thread (and the checkpointer). Later submissions are refused.
+    package func stop() { queue.stop() }
+}
+
+/// SQLite's side of the writer queue: one transaction per batch, then the checkpoint the WAL's size asks for.
+/// Used only on the queue's thread, except the counters (under their lock) and the `let`s.
+private final class SQLiteBatchWriter: StoreQueueWorker, @unchecked Sendable {
+    // @unchecked: `store`, `logger`, the limits, `managesCheckpoints` and `checkpointer` are `let`s of Sendable
+    // types; the counters are in a Mutex; everything else runs on the queue's one thread.
+    let backgroundCheckpointFrames: Int
+    let walFrameLimit: Int
     /// False when the store could not take checkpoints over (a `:memory:` store has no WAL): SQLite runs them.
     private let managesCheckpoints: Bool
     /// Copies the WAL on its own connection when asked; nil when it could not open one (then only the writer's own
@@ -87,18 +121,13 @@ package final class StoreWriter: Sendable {
     private let checkpointer: StoreCheckpointer?
     private let store: SessionStore
     private let logger: NodeLogger
-    private let state = Mutex(State())
-    private let wake = DispatchSemaphore(value: 0)
-    private let finished = DispatchSemaphore(value: 0)
+    private let counters = Mutex((writer: 0, largestWAL: 0))
 
-    package init(
-        store: SessionStore, logger: NodeLogger, capacity: Int = 65_536, maximumBatch: Int = 512,
-        backgroundCheckpointFrames: Int = 256, walFrameLimit: Int = 4_096
-    ) {
+    var housekeepingInterval: Duration? { nil }
+
+    init(store: SessionStore, logger: NodeLogger, backgroundCheckpointFrames: Int, walFrameLimit: Int) {
         self.store = store
         self.logger = logger
-        self.capacity = max(1, capacity)
-        self.maximumBatch = max(1, maximumBatch)
         self.backgroundCheckpointFrames = max(1, backgroundCheckpointFrames)
         self.walFrameLimit = max(1, walFrameLimit)
         let limit = self.walFrameLimit
@@ -125,112 +154,16 @@ package final class StoreWriter: Sendable {
             }
         }
         self.checkpointer = checkpointer
-        let thread = Thread { [self] in self.run() }
-        thread.name = "rsup-store-writer"
-        thread.start()
     }
 
-    /// Queues `intents`; `completion` runs on the writer thread once they are durable (nil) or failed (the error).
-    /// Returns false, without queueing or calling `completion`, when the queue is full or the writer stopped.
-    ///
-    /// `deferrable`: nothing but events waits for this job, so it may wait up to ``deferralLimit`` for a job that
-    /// wakes the writer, and share its transaction.
-    @discardableResult
-    package func submit(
-        _ intents: [StoreIntent], deferrable: Bool = false, completion: @escaping @Sendable (StoreError?) -> Void
-    ) -> Bool {
-        let (accepted, wakeWriter) = state.withLock { state -> (Bool, Bool) in
-            guard !state.stopping else { return (false, false) }
-            guard state.count < capacity else {
-                state.statistics.refusedWhenFull += 1
-                return (false, false)
-            }
-            state.jobs.append(Job(intents: intents, completion: completion))
-            return (true, !deferrable || state.sleepingUntilWoken)
-        }
-        if wakeWriter { wake.signal() }
-        return accepted
+    var checkpointStatistics: (writer: Int, background: Int, largestWAL: Int) {
+        let (writer, largestWAL) = counters.withLock { ($0.writer, $0.largestWAL) }
+        return (writer, checkpointer?.checkpoints ?? 0, largestWAL)
     }
 
-    /// Applies `intents` and waits for the commit. Not on an event loop.
-    package func write(_ intents: [StoreIntent]) async throws(StoreError) {
-        let failure: StoreError?? = await withCheckedContinuation { continuation in
-            let queued = submit(intents) { continuation.resume(returning: .some($0)) }
-            if !queued { continuation.resume(returning: .none) }
-        }
-        switch failure {
-        case .none:
-            throw StoreError(
-                kind: .busy, operation: "queue a write",
-                message: "the node's store writer is full or stopped; try again", path: store.path)
-        case .some(.none): return
-        case .some(.some(let error)): throw error
-        }
-    }
+    func housekeep() {}
 
-    /// Jobs waiting.
-    package var queued: Int { state.withLock { $0.count } }
-
-    package var statistics: Statistics {
-        var statistics = state.withLock { $0.statistics }
-        statistics.backgroundCheckpoints = checkpointer?.checkpoints ?? 0
-        return statistics
-    }
-
-    /// Applies what is queued, then stops the thread. Later submissions are refused.
-    package func stop() {
-        let first = state.withLock { state -> Bool in
-            defer { state.stopping = true }
-            return !state.stopping
-        }
-        guard first else { return }
-        wake.signal()
-        finished.wait()
-        checkpointer?.stop()
-    }
-
-    private func run() {
-        // After work, sleep at most `deferralLimit` (a deferrable job queued meanwhile is written then, at the latest);
-        // after a sleep that found nothing to do, sleep until woken.
-        var recentlyActive = false
-        // The writer's side of the queue: swapped with `State.jobs`, drained, emptied (keeping its capacity).
-        var taken: [Job] = []
-        while true {
-            if recentlyActive {
-                _ = wake.wait(timeout: .now() + Self.deferralLimit)
-            } else {
-                wake.wait()
-            }
-            recentlyActive = false
-            while true {
-                let stopping = state.withLock { state -> Bool in
-                    swap(&state.jobs, &taken)
-                    state.taken = taken.count
-                    // Decided under the lock, so that a deferrable job queued after this sees how the writer sleeps.
-                    state.sleepingUntilWoken = taken.isEmpty && !recentlyActive
-                    return state.stopping
-                }
-                if taken.isEmpty {
-                    if stopping {
-                        finished.signal()
-                        return
-                    }
-                    break
-                }
-                var start = taken.startIndex
-                while start < taken.endIndex {
-                    let end = min(taken.endIndex, start + maximumBatch)
-                    // The batch being applied no longer counts as waiting (as before the swap).
-                    state.withLock { $0.taken -= end - start }
-                    apply(taken[start..<end])
-                    start = end
-                }
-                // The jobs (their intents and completions) are freed here, outside the lock.
-                taken.removeAll(keepingCapacity: true)
-                recentlyActive = true
-            }
-        }
-    }
+    func finish() { checkpointer?.stop() }
 
     /// WAL frames after the last commit, and how many of them no checkpoint copied yet (as far as the writer knows).
     private func walFrames() -> (frames: Int, uncopied: Int) {
@@ -269,56 +202,41 @@ package final class StoreWriter: Sendable {
             return
         }
         guard ran else { return }
-        state.withLock { $0.statistics.writerCheckpoints += 1 }
+        counters.withLock { $0.writer += 1 }
     }
 
-    private func apply(_ batch: ArraySlice<Job>) {
+    func apply(_ batch: [[StoreIntent]]) -> [StoreError?] {
         // One transaction for the batch, each job in its own savepoint: a bad job fails alone. A batch of one (the
         // usual case when the node is not busy) needs no savepoint: its transaction is undone alone already.
-        var failures: [StoreError?]
         do throws(StoreError) {
             if batch.count == 1 {
                 try store.write { (transaction: inout StoreTransaction) throws(StoreError) in
-                    try transaction.apply(batch[batch.startIndex].intents)
+                    try transaction.apply(batch[0])
                 }
-                failures = [nil]
-            } else {
-                let results = try store.write(each: Array(batch)) {
-                    (transaction: inout StoreTransaction, job: Job) throws(StoreError) in
-                    try transaction.apply(job.intents)
-                }
-                failures = results.map { result in
-                    if case .failure(let error) = result { return error }
-                    return nil
-                }
+                return [nil]
+            }
+            let results = try store.write(each: batch) {
+                (transaction: inout StoreTransaction, intents: [StoreIntent]) throws(StoreError) in
+                try transaction.apply(intents)
+            }
+            return results.map { result in
+                if case .failure(let error) = result { return error }
+                return nil
             }
         } catch {
-            failures = Array(repeating: error, count: batch.count)
+            return Array(repeating: error, count: batch.count)
         }
-        var failed = 0
-        for (job, failure) in zip(batch, failures) {
-            if let failure {
-                failed += 1
-                logger.log(
-                    .error,
-                    "store: cannot write \(job.intents.map(\.summary).joined(separator: ", ")): \(failure); "
-                        + "what it records is refused, not acknowledged")
-            }
-            job.completion(failure)
-        }
+    }
+
+    /// After the batch's completions ran, so that no acknowledgement waits for a checkpoint.
+    func afterBatch() {
         let (walFrames, uncopied) = walFrames()
         if walFrames >= walFrameLimit {
             checkpointAtLimit()
         } else if let checkpointer, uncopied >= backgroundCheckpointFrames {
             checkpointer.request()
         }
-        state.withLock { state in
-            state.statistics.largestWAL = max(state.statistics.largestWAL, walFrames)
-            state.statistics.jobsApplied += batch.count - failed
-            state.statistics.jobsFailed += failed
-            state.statistics.transactions += 1
-            state.statistics.largestBatch = max(state.statistics.largestBatch, batch.count)
-        }
+        counters.withLock { $0.largestWAL = max($0.largestWAL, walFrames) }
     }
 }
 
