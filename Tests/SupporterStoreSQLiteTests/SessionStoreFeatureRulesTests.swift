@@ -1,16 +1,12 @@
 import Foundation
 import Testing
 
-@testable import SupporterNode
 import SupportSession
 import SupportWire
-import SupportUtilities
 import TestSupport
 @testable import SupporterStore
 @testable import SupporterStoreSQLite
-@testable import SupporterStorePostgres
 @testable import SupporterCore
-import SupporterStores
 
 /// Code rules (SPEC §15.3) in the store: schema version 5, read and written with every code record.
 @Suite struct SessionStoreFeatureRulesTests {
