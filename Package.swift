@@ -163,6 +163,22 @@ let package = Package(
         .testTarget(
             name: "SupporterCoreTests", dependencies: ["SupporterCore", "SupportSession", "SupportWire", "TestSupport"],
             swiftSettings: settings),
+        // The store modules' own tests, each in the target named after the module of the type it tests.
+        .testTarget(name: "SupporterStoreTests", dependencies: ["SupporterStore", "TestSupport"], swiftSettings: settings),
+        .testTarget(
+            name: "SupporterStoreSQLiteTests",
+            dependencies: [
+                "SupporterStoreSQLite", "SupporterStore", "SupporterCore", "SupportSession", "SupportWire", "TestSupport",
+            ],
+            swiftSettings: settings),
+        // Each test starts a throwaway PostgreSQL cluster (TestSupport's ThrowawayPostgres).
+        .testTarget(
+            name: "SupporterStorePostgresTests",
+            dependencies: [
+                "SupporterStorePostgres", "SupporterStore", "SupporterCore", "SupportSession", "SupportPostgres",
+                "TestSupport",
+            ],
+            swiftSettings: settings),
         .testTarget(
             name: "SupporterRESTTests",
             dependencies: ["SupporterStore", "SupporterStores",

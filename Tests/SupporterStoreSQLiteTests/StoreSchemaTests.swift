@@ -1,16 +1,10 @@
 import Foundation
 import Testing
 
-@testable import SupporterNode
-import SupportSession
-import SupportWire
-import SupportUtilities
 import TestSupport
 @testable import SupporterStore
 @testable import SupporterStoreSQLite
-@testable import SupporterStorePostgres
 @testable import SupporterCore
-import SupporterStores
 import SupporterModel
 
 @Suite struct StoreSchemaTests {

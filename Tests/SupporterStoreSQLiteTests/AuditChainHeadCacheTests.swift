@@ -1,16 +1,10 @@
 import Foundation
 import Testing
 
-@testable import SupporterNode
-import SupportSession
-import SupportWire
-import SupportUtilities
 import TestSupport
 @testable import SupporterStore
 @testable import SupporterStoreSQLite
-@testable import SupporterStorePostgres
 @testable import SupporterCore
-import SupporterStores
 import SupporterModel
 
 /// A store remembers the audit chain's head between its own writes; anything else that changes the file since (another

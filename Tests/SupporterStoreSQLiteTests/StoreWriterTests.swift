@@ -3,16 +3,9 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import SupporterNode
-import SupportSession
-import SupportWire
-import SupportUtilities
-import TestSupport
 @testable import SupporterStore
 @testable import SupporterStoreSQLite
-@testable import SupporterStorePostgres
 @testable import SupporterCore
-import SupporterStores
 import SupporterModel
 
 /// The writer's queue: order kept across many batches, a bounded queue, and a stop that writes everything queued.

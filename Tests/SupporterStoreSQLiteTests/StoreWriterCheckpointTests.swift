@@ -4,15 +4,9 @@ import Glibc
 import TestSupport
 import Testing
 
-@testable import SupporterNode
-import SupportSession
-import SupportWire
-import SupportUtilities
 @testable import SupporterStore
 @testable import SupporterStoreSQLite
-@testable import SupporterStorePostgres
 @testable import SupporterCore
-import SupporterStores
 import SupporterModel
 
 /// The store writer takes WAL checkpoints over from SQLite: its checkpointer copies the WAL on its own connection once

@@ -2,15 +2,7 @@ import Foundation
 import Testing
 import TestSupport
 
-@testable import SupporterNode
-import SupportSession
-import SupportWire
-import SupportUtilities
 @testable import SupporterStore
-@testable import SupporterStoreSQLite
-@testable import SupporterStorePostgres
-@testable import SupporterCore
-import SupporterStores
 
 /// The store writes audit details with its own JSON writer; what it writes must stay byte for byte what
 /// `JSONEncoder` (sorted keys, slashes unescaped) wrote before, so old and new rows look alike and tools that
@@ -39,7 +31,7 @@ import SupporterStores
 
     @Test(arguments: cases)
     func writesWhatJSONEncoderWrote(_ details: [String: String]) throws {
-        #expect(try SessionStore.json(details) == Self.foundation(details))
+        #expect(try AuditDetailsJSON.json(details) == Self.foundation(details))
     }
 
     @Test func randomDetailsMatchJSONEncoder() throws {
@@ -57,7 +49,7 @@ import SupporterStores
                 }
                 details[text()] = text()
             }
-            #expect(try SessionStore.json(details) == Self.foundation(details), "\(details)")
+            #expect(try AuditDetailsJSON.json(details) == Self.foundation(details), "\(details)")
         }
     }
 }

@@ -2,16 +2,8 @@ import Foundation
 import Glibc
 import Testing
 
-@testable import SupporterNode
-import SupportSession
-import SupportWire
-import SupportUtilities
 import TestSupport
 @testable import SupporterStore
-@testable import SupporterStoreSQLite
-@testable import SupporterStorePostgres
-@testable import SupporterCore
-import SupporterStores
 
 /// The data folder is for its owner only.
 @Suite struct DataFolderTests {

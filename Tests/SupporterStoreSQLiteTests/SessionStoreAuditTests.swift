@@ -2,16 +2,10 @@ import Foundation
 import Glibc
 import Testing
 
-@testable import SupporterNode
-import SupportSession
-import SupportWire
-import SupportUtilities
 import TestSupport
 @testable import SupporterStore
 @testable import SupporterStoreSQLite
-@testable import SupporterStorePostgres
 @testable import SupporterCore
-import SupporterStores
 import SupporterModel
 
 /// The hash-chained audit trail: verification finds every kind of tampering, archiving keeps the chain verifiable.

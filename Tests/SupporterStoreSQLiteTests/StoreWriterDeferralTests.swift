@@ -4,15 +4,9 @@ import Synchronization
 import TestSupport
 import Testing
 
-@testable import SupporterNode
-import SupportSession
-import SupportWire
-import SupportUtilities
 @testable import SupporterStore
 @testable import SupporterStoreSQLite
-@testable import SupporterStorePostgres
 @testable import SupporterCore
-import SupporterStores
 import SupporterModel
 
 /// A deferrable job (the record of a connection that closed) waits a little for the next job that wakes the writer and
