@@ -188,10 +188,10 @@ let package = Package(
             swiftSettings: settings),
         .testTarget(
             name: "SupportPostgresTests", dependencies: ["SupportPostgres", "TestSupport"], swiftSettings: settings),
-        // A store engine that fails on command (the audit rule's proof), for the node's test targets.
+        // A store engine and a cluster bus that fail on command (the audit rule's proof), for the node's test targets.
         .target(
-            name: "StoreTestSupport", dependencies: ["SupporterStore", "SupporterCore"], path: "Tests/StoreTestSupport",
-            swiftSettings: settings),
+            name: "StoreTestSupport", dependencies: ["SupporterStore", "SupporterCore", "SupportUtilities"],
+            path: "Tests/StoreTestSupport", swiftSettings: settings),
         // Certificates made at test time, shared by the test targets that speak TLS.
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: settings),
         .testTarget(

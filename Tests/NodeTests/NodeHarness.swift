@@ -93,7 +93,8 @@ final class NodeHarness: Sendable {
         storePath: String = ":memory:", storeBackend: StoreBackend = .sqlite, storeQueueCapacity: Int = 65_536,
         extensions: ProtocolExtensions = [.accessControl, .sessionMessages], resumeGrace: Duration = .seconds(30),
         presenceLease: Duration = .seconds(10), captureLog: Bool = false,
-        wrappingStore: (any StoreEngine) -> any StoreEngine = { $0 }
+        wrappingStore: (any StoreEngine) -> any StoreEngine = { $0 },
+        wrappingCluster: (any ClusterBus) -> any ClusterBus = { $0 }
     ) throws {
         certificates = try TestCertificates.make()
         var configuration = SupporterNodeConfiguration(
@@ -114,7 +115,8 @@ final class NodeHarness: Sendable {
         store.logger = configuration.logger
         let opened = try store.open()
         supporter = try SupporterNode(
-            configuration: configuration, store: wrappingStore(opened.engine), cluster: opened.cluster)
+            configuration: configuration, store: wrappingStore(opened.engine),
+            cluster: opened.cluster.map(wrappingCluster))
         try supporter.start()
         port = supporter.port ?? 0
         token = try supporter.issueAPIToken()
