@@ -247,30 +247,31 @@ package final class StoreWriteQueue: Sendable {
     }
 
     private func apply(_ batch: [Job]) {
-        let failures = worker.apply(batch.map(\.intents))
-        var failed = 0
-        for (index, job) in batch.enumerated() {
-            // A worker that answered fewer jobs than it was given stored none of the rest as far as anyone knows.
-            let failure =
-                index < failures.count
-                ? failures[index]
+        let answers = worker.apply(batch.map(\.intents))
+        // A worker that answered fewer jobs than it was given stored none of the rest as far as anyone knows.
+        let failures = batch.indices.map { index -> StoreError? in
+            index < answers.count
+                ? answers[index]
                 : StoreError(
                     kind: .io, operation: "apply a batch", message: "the store gave no answer for this job",
                     path: location)
+        }
+        let failed = failures.count { $0 != nil }
+        // Counted before the completions run, so that whoever a completion wakes sees the counts that include it.
+        state.withLock { state in
+            state.statistics.jobsApplied += batch.count - failed
+            state.statistics.jobsFailed += failed
+            state.statistics.transactions += 1
+            state.statistics.largestBatch = max(state.statistics.largestBatch, batch.count)
+        }
+        for (job, failure) in zip(batch, failures) {
             if let failure {
-                failed += 1
                 logger.log(
                     .error,
                     "store: cannot write \(job.intents.map(\.summary).joined(separator: ", ")): \(failure); "
                         + "what it records is refused, not acknowledged")
             }
             job.completion(failure)
-        }
-        state.withLock { state in
-            state.statistics.jobsApplied += batch.count - failed
-            state.statistics.jobsFailed += failed
-            state.statistics.transactions += 1
-            state.statistics.largestBatch = max(state.statistics.largestBatch, batch.count)
         }
         worker.afterBatch()
     }

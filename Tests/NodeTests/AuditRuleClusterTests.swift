@@ -9,6 +9,7 @@ import TestSupport
 import StoreTestSupport
 import SupporterCore
 import SupporterStore
+import SupporterModel
 
 extension NodeIntegration {
     /// The one audit rule for commands routed between nodes (docs/cluster.md), on two real nodes sharing a throwaway

@@ -3,6 +3,7 @@ import Synchronization
 public import SupporterCore
 public import SupporterStore
 public import SupportUtilities
+public import SupporterModel
 
 /// A cluster bus that fails on command, wrapping a real one (the PostgreSQL engine's `ClusterPeers` of a test's
 /// node): while a fault in ``faults`` is set, that part of the route from a supporter's node to the node holding the

@@ -2,7 +2,6 @@ import Foundation
 import Testing
 
 @testable import SupporterCore
-import SupporterStores
 import SupporterModel
 
 /// API tokens: validation and the in-memory set a node checks (their identity in the store: SupporterStoreSQLiteTests'
