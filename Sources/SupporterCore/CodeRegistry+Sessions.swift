@@ -170,19 +170,21 @@ extension CodeRegistry {
         }
     }
 
-    /// A supporter sent connection request `requestID` on `code` as `supporterName`. The code is assigned to
-    /// `assignTo` (the supporter's account, or the name when there is none) when it is unassigned, or always with
-    /// `replacingAssignee`.
-    public mutating func requestSent(
+    /// A supporter sends connection request `requestID` on `code` as `supporterName`: what to store. The code is
+    /// assigned to `assignTo` (the supporter's account, or the name when there is none) when it is unassigned, or
+    /// always with `replacingAssignee` — in the store by these intents, in memory only once they are committed
+    /// (``requestCommitted(code:assignee:)`` with the returned assignee).
+    public func requestSent(
         code: String, requestID: UInt32, supporterName: String, type: ConnectionType, by actor: AuditActor, now: Date,
         assignTo: String? = nil, replacingAssignee: Bool = true
-    ) -> [StoreIntent] {
-        guard var entry = codes[code] else { return [] }
+    ) -> (intents: [StoreIntent], assignee: String?) {
+        guard var entry = codes[code] else { return ([], nil) }
         var intents: [StoreIntent] = []
         let assignee = assignTo ?? supporterName
+        var assigned: String? = nil
         if entry.record.assignedSupporter != assignee, replacingAssignee || entry.record.assignedSupporter == nil {
             entry.record.assignedSupporter = assignee
-            codes[code] = entry
+            assigned = assignee
             intents.append(.updateCode(entry.record))
         }
         var details = actor.details
@@ -191,7 +193,13 @@ extension CodeRegistry {
         details["type"] = type == .screenShare ? "screen_share" : "assist_ar"
         intents.append(audit(.requestSent, code, now, details))
         intents.append(.presenceState(code: code, state: .requestPending))
-        return intents
+        return (intents, assigned)
+    }
+
+    /// The request's records are committed: the code's new assignee (if the request set one) holds in memory too.
+    public mutating func requestCommitted(code: String, assignee: String?) {
+        guard let assignee else { return }
+        codes[code]?.record.assignedSupporter = assignee
     }
 
     /// A supporter asked to end the session on `code`: the rows of its end name `actor`.

@@ -69,20 +69,22 @@ extension SupporterNode {
         mediaDescriptor: [UInt8]?, by actor: AuditActor, assignTo: String, replacingAssignee: Bool
     ) async throws(SupporterNodeError) -> UInt32 {
         let connection = try connection(for: code)
-        let id = try await connection.runAudited { [self] machine throws(SupporterSessionMachine.Refusal) in
+        let (id, assigned) = try await connection.runAudited { [self] machine throws(SupporterSessionMachine.Refusal) in
             let rules = codeRules(code)
             let actions = try machine.requestConnection(
                 supporterName: supporterName, type: type, features: features, now: connection.now,
                 codeRules: rules, mediaDescriptor: mediaDescriptor)
             var id: UInt32 = 0
             if case .requestPending(_, let request, _) = machine.state { id = request.requestID }
-            let intents = state.withLock {
+            let (intents, assignee) = state.withLock {
                 $0.registry.requestSent(
                     code: code, requestID: id, supporterName: supporterName, type: type, by: actor, now: clock.wallTime,
                     assignTo: assignTo, replacingAssignee: replacingAssignee)
             }
-            return (actions, intents, id)
+            return (actions, intents, (id, assignee))
         }
+        // Committed: the assignment holds in memory too (a request that could not be stored threw above).
+        state.withLock { $0.registry.requestCommitted(code: code, assignee: assigned) }
         logger.log(.info, "code \(Redact.code(code)): request \(id) sent as '\(supporterName)' (\(type))")
         return id
     }

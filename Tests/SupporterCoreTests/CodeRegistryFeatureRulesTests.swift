@@ -113,8 +113,9 @@ import SupporterModel
             $0.description = "printer"
         }
         // Meanwhile a supporter's request assigned the code (the device's path).
-        _ = registry.requestSent(
+        let sent = registry.requestSent(
             code: "123-456-789", requestID: 1, supporterName: "Alice", type: .screenShare, by: .local, now: start)
+        registry.requestCommitted(code: "123-456-789", assignee: sent.assignee)
         registry.apply(change, now: start)
         let record = try #require(registry.info("123-456-789", now: start)).record
         #expect(record.description == "printer")

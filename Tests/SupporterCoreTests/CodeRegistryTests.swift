@@ -335,7 +335,9 @@ import SupporterModel
         let sent = registry.requestSent(
             code: "123-456-789", requestID: 1, supporterName: "Alice", type: .screenShare,
             by: AuditActor(kind: "rest", tokenID: "abc", address: "192.0.2.9"), now: start)
-        let request = audits(sent).first
+        #expect(registry.info("123-456-789", now: start)?.assignedSupporter == nil)  // not before the commit
+        registry.requestCommitted(code: "123-456-789", assignee: sent.assignee)
+        let request = audits(sent.intents).first
         #expect(request?.kind == .requestSent)
         #expect(request?.details["actor_token"] == "abc")
         #expect(registry.info("123-456-789", now: start)?.assignedSupporter == "Alice")
