@@ -340,8 +340,9 @@ extension SupporterNode {
         }
     }
 
-    /// Runs blocking `work` (a synchronous store write) on the node's store worker thread, off the cooperative pool
-    /// and never behind password hashing (its own thread); `busy` when too much such work waits.
+    /// Runs blocking `work` (a synchronous store write or read: API tokens, the REST event feed's polls) on the node's
+    /// store worker thread, off the loops and the cooperative pool and never behind password hashing (its own thread);
+    /// `busy` when too much such work waits.
     public func run<Result: Sendable>(_ work: @escaping @Sendable () throws(SupporterNodeError) -> Result)
         async throws(SupporterNodeError) -> Result
     {

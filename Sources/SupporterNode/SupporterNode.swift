@@ -39,8 +39,8 @@ public final class SupporterNode: Sendable {
     /// Hashes and checks passwords off every loop and cooperative thread: sign-ins (admitted per source address key,
     /// a sign-in that proves an earlier success in the reserved lane) and admins' new passwords (reserved lane).
     let passwords = BlockingWorker(name: "rsup-passwords")
-    /// Other blocking work of async callers (synchronous store writes: API tokens), on a thread of its own, so that it
-    /// never waits behind password hashing (issue 20, finding 2).
+    /// Other blocking work of async callers (synchronous store writes: API tokens; the REST event feed's audit reads),
+    /// on a thread of its own, so that it never waits behind password hashing (issue 20, finding 2).
     let storeWork = BlockingWorker(name: "rsup-store-work")
     /// Changes of one code, or of the accounts, run one after another from decision to answer (decide → commit →
     /// apply → answer).
