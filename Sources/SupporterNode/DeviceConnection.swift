@@ -214,11 +214,11 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             perform([.protocolViolation("RESUME on a connection that registered or is resuming (SPEC §15.5)")])
             return
         }
-        let holder = node.state.withLock { state -> DeviceConnection? in
+        let holder = node.sessions.withLock { state -> DeviceConnection? in
             state.registry.holder(of: resume.sessionCode).flatMap { state.links[$0] }
         }
         // A code this node does not know is nobody's session anywhere (every node knows every code): no database read.
-        if holder == nil, node.cluster != nil, node.state.withLock({ $0.registry.contains(resume.sessionCode) }) {
+        if holder == nil, node.cluster != nil, node.sessions.withLock({ $0.registry.contains(resume.sessionCode) }) {
             // Several nodes: the session may be one whose node died (docs/cluster.md).
             carryOut(connection.resume(deciding: true))
             let loop = link.loop
@@ -259,7 +259,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             }
             switch machine.resumed(by: resume, extensions: extensions, peerMaxFrameSize: peerMaxFrameSize, now: now) {
             case .accepted(let next, let actions):
-                let moved = node.state.withLock {
+                let moved = node.sessions.withLock {
                     $0.registry.registrationMoved(code: code, from: id, to: newID, deviceName: deviceName)
                 }
                 guard moved else {
@@ -314,7 +314,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
                 }
             let id = self.id
             guard
-                let intents = node.state.withLock({
+                let intents = node.sessions.withLock({
                     $0.registry.adoptSession(
                         id, code: code, deviceName: deviceName, state: state, previousNode: previousNode, now: node.clock.wallTime)
                 })
@@ -332,9 +332,9 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             enqueue(
                 .then(
                     Completion(
-                        success: { node.state.withLock { _ = $0.registry.registrationCommitted(id, code: code) } },
+                        success: { node.sessions.withLock { _ = $0.registry.registrationCommitted(id, code: code) } },
                         failed: { [self] in
-                            node.state.withLock { $0.registry.registrationFailed(id, code: code) }
+                            node.sessions.withLock { $0.registry.registrationFailed(id, code: code) }
                             self.joinedCode = nil
                         })))
         case .rejected(let result):
@@ -349,9 +349,9 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         carryOut(connection.resumeRefused(.resumeResult(result)))
     }
 
-    /// Decides a REGISTER with the registry (under the node's lock, taken by ``perform(_:commandIntents:)`` for the
-    /// whole step). The answer's frame leaves only after the intents commit.
-    private func decide(_ register: Register, in state: inout SupporterNode.NodeState, now: Date)
+    /// Decides a REGISTER with the token and the registry (under the node's session lock, taken by
+    /// ``perform(_:commandIntents:)`` for the whole step). The answer's frame leaves only after the intents commit.
+    private func decide(_ register: Register, in state: inout SupporterNode.SessionState, now: Date)
         -> RegistrationDecision
     {
         let record = state.tokens.record(digest: APITokenStore.digest(of: register.apiToken))
@@ -492,9 +492,9 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         let recordsState = joinedCode != nil || actions.contains { if case .report = $0 { true } else { false } }
         let decides = actions.contains { if case .authorize = $0 { true } else { false } }
         if decides || recordsState {
-            // One take of the node's lock for the whole step: the registry's decision on a REGISTER, its outcome for
-            // each report, and the machine's new state.
-            node.state.withLock { state in
+            // One take of the node's session lock for the whole step: the registry's decision on a REGISTER (with its
+            // token), its outcome for each report, and the machine's new state. The people lock is never taken here.
+            node.sessions.withLock { state in
                 if decides {
                     actions = actions.flatMap { action -> [SupporterSessionMachine.Action] in
                         guard case .authorize(let asked) = action else { return [action] }
@@ -555,7 +555,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
                 .then(
                     Completion(
                         success: {
-                            node.state.withLock { state in
+                            node.sessions.withLock { state in
                                 _ = state.registry.registrationCommitted(connectionID, code: registered)
                                 if let stateAfterCommit { state.registry.machineState(stateAfterCommit, on: connectionID) }
                             }
@@ -563,14 +563,14 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
                         failed: { [self] in
                             // Never recorded, so it never happened: free the code now, and the closing link ends no
                             // session (no `device_offline` row, no `ended` event for a registration nobody heard of).
-                            node.state.withLock { $0.registry.registrationFailed(connectionID, code: registered) }
+                            node.sessions.withLock { $0.registry.registrationFailed(connectionID, code: registered) }
                             self.joinedCode = nil
                         })))
         } else if let stateAfterCommit {
             enqueue(
                 .then(
                     Completion(
-                        success: { node.state.withLock { $0.registry.machineState(stateAfterCommit, on: connectionID) } },
+                        success: { node.sessions.withLock { $0.registry.machineState(stateAfterCommit, on: connectionID) } },
                         failed: {})))
         }
         // The device's frames before the node's own observers: the frames go out as soon as the commit is back, and

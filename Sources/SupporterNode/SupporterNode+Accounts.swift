@@ -9,12 +9,12 @@ public import SupporterModel
 extension SupporterNode {
     /// Every account, by login.
     public func accounts() -> [SupporterAccount] {
-        state.withLock { $0.accounts.values.sorted { $0.login < $1.login }.map(SupporterAccount.init) }
+        people.withLock { $0.accounts.values.sorted { $0.login < $1.login }.map(SupporterAccount.init) }
     }
 
     /// The account with `login`.
     public func account(_ login: String) -> SupporterAccount? {
-        state.withLock { $0.accounts[login].map(SupporterAccount.init) }
+        people.withLock { $0.accounts[login].map(SupporterAccount.init) }
     }
 
     /// Creates an account. The password is hashed with scrypt off the loops; the creation is audited with `actor`.
@@ -40,7 +40,7 @@ extension SupporterNode {
                 throw SupporterNodeError("an account with the login '\(login)' exists", kind: .conflict)
             }
             try await commit([.saveAccount(record), .audit(AuditEvent(time: now, kind: .accountCreated, details: details))])
-            state.withLock { $0.accounts[login] = record }
+            people.withLock { $0.accounts[login] = record }
         }
         logger.log(.info, "account \(login) created (\(role.rawValue))")
         return SupporterAccount(record)
@@ -58,7 +58,7 @@ extension SupporterNode {
         if let password = change.password { hash = try await hashPassword(password) } else { hash = nil }
         return try await changingAccounts { () throws(SupporterNodeError) in
             let now = clock.wallTime
-            let result = state.withLock { state -> Result<(SupporterAccountRecord, SupporterAccountRecord), SupporterNodeError> in
+            let result = people.withLock { state -> Result<(SupporterAccountRecord, SupporterAccountRecord), SupporterNodeError> in
                 guard var record = state.accounts[login] else {
                     return .failure(SupporterNodeError("no account has the login '\(login)'", kind: .notFound))
                 }
@@ -102,7 +102,7 @@ extension SupporterNode {
             if endsSessions { intents.append(.deleteLoginSessions(login: login)) }
             intents.append(.audit(AuditEvent(time: now, kind: .accountChanged, details: details)))
             try await commit(intents)
-            state.withLock { state in
+            people.withLock { state in
                 state.accounts[login] = record
                 if endsSessions { state.loginSessions.closeAll(of: login) }
             }
@@ -141,7 +141,7 @@ extension SupporterNode {
         // The audit throttle counts the address's key (an IPv6 client's whole /64, as LoginGuard does itself).
         let key = IPAddressText.sourceKey(address)
         // Begun under the lock, so simultaneous attempts count each other (LoginGuard).
-        let (blocked, record) = state.withLock { state in
+        let (blocked, record) = people.withLock { state in
             (state.loginGuard.beginAttempt(login: login, address: address, now: attemptClock), state.accounts[login])
         }
         if let blocked { throw SignInError(kind: .rateLimited(retryAfter: blocked)) }
@@ -153,12 +153,12 @@ extension SupporterNode {
             stored?.verify(password) ?? false
         }
         guard let matches = check else {
-            state.withLock { $0.loginGuard.finishAttempt(login: login, address: address, .wrong, now: attemptClock) }
+            people.withLock { $0.loginGuard.finishAttempt(login: login, address: address, .wrong, now: attemptClock) }
             throw SignInError(kind: .busy)
         }
         let now = clock.wallTime
         guard matches, let record else {
-            let row = state.withLock { state -> AuditEvent? in
+            let row = people.withLock { state -> AuditEvent? in
                 state.loginGuard.finishAttempt(login: login, address: address, .wrong, now: Self.guardClock(now))
                 guard state.signInAudit.admit(key, now: Self.guardClock(now)) else { return nil }
                 return AuditEvent(
@@ -169,11 +169,11 @@ extension SupporterNode {
             throw SignInError(kind: .wrongCredentials)
         }
         guard record.state == .active else {
-            state.withLock { $0.loginGuard.finishAttempt(login: login, address: address, .unchecked, now: Self.guardClock(now)) }
+            people.withLock { $0.loginGuard.finishAttempt(login: login, address: address, .unchecked, now: Self.guardClock(now)) }
             throw SignInError(kind: .disabled)
         }
         let account = SupporterAccount(record)
-        state.withLock { $0.loginGuard.finishAttempt(login: login, address: address, .right, now: Self.guardClock(now)) }
+        people.withLock { $0.loginGuard.finishAttempt(login: login, address: address, .right, now: Self.guardClock(now)) }
         let opened = LoginSessionTable.makeSession(login: login, now: now)
         let actor = account.actor(kind: "rest", address: address, loginSession: opened.session.id)
         // Stored before it is in effect and the cookie is handed out, so a restart right after still knows the
@@ -185,7 +185,7 @@ extension SupporterNode {
         } catch {
             throw SignInError(kind: .busy)
         }
-        state.withLock { $0.loginSessions.insert(opened) }
+        people.withLock { $0.loginSessions.insert(opened) }
         logger.log(.info, "\(login) signed in from \(address)")
         if let stored, stored.needsUpgrade() {
             // Hashed with weaker parameters than today's: hash the password again now that we have it.
@@ -204,7 +204,7 @@ extension SupporterNode {
     /// proof of the old one. It only moves a sign-in to the reserved lane: the password is still checked, and the
     /// limits still apply. Nil for an unknown login.
     public func knownSignInProof(login: String) -> String? {
-        guard let hash = state.withLock({ $0.accounts[login] }).flatMap({ PasswordHash($0.passwordHash) }) else {
+        guard let hash = people.withLock({ $0.accounts[login] }).flatMap({ PasswordHash($0.passwordHash) }) else {
             return nil
         }
         let expiry = Int64(clock.wallTime.timeIntervalSince1970 + Self.knownSignInLifetime)
@@ -228,7 +228,7 @@ extension SupporterNode {
     /// Stores `password` hashed with today's parameters for `login` (its old hash was weaker); sessions stay.
     func upgradeHash(of login: String, password: String) async {
         guard let hash = try? await hashPassword(password, lane: .normal) else { return }
-        let record = state.withLock { state -> SupporterAccountRecord? in
+        let record = people.withLock { state -> SupporterAccountRecord? in
             guard var record = state.accounts[login], record.state == .active else { return nil }
             record.passwordHash = hash
             state.accounts[login] = record
@@ -247,7 +247,7 @@ extension SupporterNode {
 
     /// The live login session whose secret is `secret`, with its account (which must still be active).
     public func loginSession(secret: String) -> (session: LoginSession, account: SupporterAccount)? {
-        state.withLock { state in
+        people.withLock { state in
             guard let session = state.loginSessions.use(secret: secret, now: clock.wallTime),
                 let record = state.accounts[session.login], record.state == .active
             else { return nil }
@@ -259,7 +259,7 @@ extension SupporterNode {
     /// cannot record it, the session stays as it was and the error is thrown (the caller may try again).
     public func signOut(secret: String, address: String? = nil) async throws(SupporterNodeError) {
         let digest = LoginSessionTable.digest(of: secret)
-        let found = state.withLock { state -> (LoginSession, SupporterAccountRecord?)? in
+        let found = people.withLock { state -> (LoginSession, SupporterAccountRecord?)? in
             guard let session = state.loginSessions.session(digest: digest) else { return nil }
             return (session, state.accounts[session.login])
         }
@@ -271,7 +271,7 @@ extension SupporterNode {
             .deleteLoginSession(digest: digest),
             .audit(AuditEvent(time: clock.wallTime, kind: .signedOut, details: actor.details)),
         ])
-        state.withLock { _ = $0.loginSessions.close(secret: secret) }
+        people.withLock { _ = $0.loginSessions.close(secret: secret) }
     }
 
     /// Sends a connection request on `code` as `account`: the device's user sees the account's display name. A
@@ -301,21 +301,18 @@ extension SupporterNode {
     }
 
     /// Once a second: forgotten sign-in failures, expired login sessions, and the aggregate rows of sign-in failures
-    /// held back.
+    /// held back. One take of the people lock.
     func accountsTick(now: Date) -> [StoreIntent] {
         let clock = Self.guardClock(now)
-        let suppressed = state.withLock { state in
+        let (suppressed, purge) = people.withLock { state in
             state.loginGuard.tick(now: clock)
             state.loginSessions.sweep(now: now)
-            return state.signInAudit.flush(now: clock)
+            // Once an hour: sessions past their lifetime leave the store too.
+            let purge = now >= state.nextLoginSessionPurge
+            if purge { state.nextLoginSessionPurge = now.addingTimeInterval(3600) }
+            return (state.signInAudit.flush(now: clock), purge)
         }
         var intents: [StoreIntent] = []
-        // Once an hour: sessions past their lifetime leave the store too.
-        let purge = state.withLock { state -> Bool in
-            guard now >= state.nextLoginSessionPurge else { return false }
-            state.nextLoginSessionPurge = now.addingTimeInterval(3600)
-            return true
-        }
         if purge { intents.append(.deleteLoginSessionsBefore(now.addingTimeInterval(-LoginSessionTable.lifetime))) }
         return intents + suppressed.map { item in
             .audit(
@@ -343,8 +340,9 @@ extension SupporterNode {
         }
     }
 
-    /// Runs blocking `work` (a synchronous store write) on the node's store worker thread, off the cooperative pool
-    /// and never behind password hashing (its own thread); `busy` when too much such work waits.
+    /// Runs blocking `work` (a synchronous store write or read: API tokens, the REST event feed's polls) on the node's
+    /// store worker thread, off the loops and the cooperative pool and never behind password hashing (its own thread);
+    /// `busy` when too much such work waits.
     public func run<Result: Sendable>(_ work: @escaping @Sendable () throws(SupporterNodeError) -> Result)
         async throws(SupporterNodeError) -> Result
     {

@@ -30,13 +30,13 @@ extension SupporterNode {
         let now = clock.wallTime
         switch news {
         case .code(let code, let record):
-            let endHere = state.withLock { $0.registry.codeChangedElsewhere(code, record: record, now: now) }
+            let endHere = sessions.withLock { $0.registry.codeChangedElsewhere(code, record: record, now: now) }
             if endHere, let record { endFinishedElsewhere(code, closed: record.isClosed) }
         case .codeSnapshot(let records):
             // Codes missing from the snapshot are kept: one created here may not have committed yet. A code deleted
             // elsewhere while this node was not listening stays listed here until it restarts (deleting it needs no
             // device on it, so nothing is served wrongly).
-            let ending = state.withLock { state -> [(String, Bool)] in
+            let ending = sessions.withLock { state -> [(String, Bool)] in
                 var ending: [(String, Bool)] = []
                 for record in records where state.registry.codeChangedElsewhere(record.code, record: record, now: now) {
                     ending.append((record.code, record.isClosed))
@@ -45,7 +45,7 @@ extension SupporterNode {
             }
             for (code, closed) in ending { endFinishedElsewhere(code, closed: closed) }
         case .presence(let code, let presence):
-            state.withLock { $0.registry.setPresenceElsewhere(presence, on: code) }
+            sessions.withLock { $0.registry.setPresenceElsewhere(presence, on: code) }
             if presence != nil, let connection = localConnection(on: code) {
                 // Another node claimed a code this node still serves: this node's lease lapsed (it was starved or
                 // cut off from the database) and the device resumed there. This side of the split ends now.
@@ -53,14 +53,14 @@ extension SupporterNode {
                 connection.closeLink(reason: .sessionMoved, text: "the session continues on another node")
             }
         case .presenceSnapshot(let all):
-            state.withLock { $0.registry.replacePresenceElsewhere(all) }
+            sessions.withLock { $0.registry.replacePresenceElsewhere(all) }
         case .account(let login, let record):
-            state.withLock { state in
+            people.withLock { state in
                 state.accounts[login] = record
                 if record?.state != .active { state.loginSessions.closeAll(of: login) }
             }
         case .loginSession(let digest, let record):
-            state.withLock { state in
+            people.withLock { state in
                 if let record {
                     // Read again after a reconnection: a session held here keeps its own idle time.
                     if !state.loginSessions.contains(digest: digest) { state.loginSessions.load(record, now: now) }
@@ -70,7 +70,7 @@ extension SupporterNode {
             }
         case .loginSessionSnapshot(let records):
             let kept = Set(records.map(\.digest))
-            state.withLock { state in
+            people.withLock { state in
                 // Sessions begun here in the last minute may not be committed yet; the rest are as stored.
                 state.loginSessions.retain(digests: kept, orBegunAfter: now.addingTimeInterval(-60))
                 for record in records where !state.loginSessions.contains(digest: record.digest) {
@@ -78,9 +78,9 @@ extension SupporterNode {
                 }
             }
         case .loginSessionsEnded(let login):
-            state.withLock { $0.loginSessions.closeAll(of: login) }
+            people.withLock { $0.loginSessions.closeAll(of: login) }
         case .token(let id, let digest, let record):
-            state.withLock { state in
+            sessions.withLock { state in
                 if let digest, let record, record.revokedAt == nil {
                     state.tokens.add(digest: digest, record: record)
                 } else {
@@ -88,7 +88,7 @@ extension SupporterNode {
                 }
             }
         case .backoff(let key, let row):
-            state.withLock { $0.registry.backoffChangedElsewhere(key: key, row: row) }
+            sessions.withLock { $0.registry.backoffChangedElsewhere(key: key, row: row) }
         case .command(let id, let origin, let command):
             guard let cluster, cluster.take(id) else { return }
             Task {
@@ -102,12 +102,12 @@ extension SupporterNode {
 
     /// The connection of the device this node holds on `code`, if any.
     private func localConnection(on code: String) -> DeviceConnection? {
-        state.withLock { state in state.registry.holder(of: code).flatMap { state.links[$0] } }
+        sessions.withLock { state in state.registry.holder(of: code).flatMap { state.links[$0] } }
     }
 
     /// Another node closed or expired a code whose device is here: its session ends as a local close would.
     private func endFinishedElsewhere(_ code: String, closed: Bool) {
-        guard let connection = state.withLock({ state in state.registry.holder(of: code).flatMap { state.links[$0] } })
+        guard let connection = sessions.withLock({ state in state.registry.holder(of: code).flatMap { state.links[$0] } })
         else { return }
         let reason: ReasonCode = closed ? .sessionCodeClosed : .sessionCodeExpired
         Task {

@@ -58,7 +58,7 @@ extension SupporterNode {
         let seconds = life.seconds
         // Decided here, applied once stored: a code appears in the registry only when its row and audit are durable.
         // Two nodes (or two callers) drawing the same text meanwhile are told apart by the store: one insert wins.
-        let (record, change, intents) = try state.withLock { state throws(SupporterNodeError) in
+        let (record, change, intents) = try sessions.withLock { state throws(SupporterNodeError) in
             var code = proposed ?? SessionCodeFormat.generate()
             while state.registry.contains(code) { code = SessionCodeFormat.generate() }
             let record = SessionCodeRecord(
@@ -74,7 +74,7 @@ extension SupporterNode {
             }
         }
         try await commit(intents)
-        state.withLock { _ = $0.registry.apply(change, now: now) }
+        sessions.withLock { _ = $0.registry.apply(change, now: now) }
         logger.log(.info, "code \(Redact.code(record.code)) created (\(type))")
         return SessionCodeInfo(record: record, state: .open, deviceName: nil)
     }
@@ -82,7 +82,7 @@ extension SupporterNode {
     /// Every code with its live state, oldest first.
     public func codes() -> [SessionCodeInfo] {
         let now = clock.wallTime
-        return state.withLock { $0.registry.allInfo(now: now) }
+        return sessions.withLock { $0.registry.allInfo(now: now) }
     }
 
     /// One page of codes, oldest first, and the total.
@@ -95,7 +95,7 @@ extension SupporterNode {
     /// One code with its live state.
     public func code(_ code: String) -> SessionCodeInfo? {
         let now = clock.wallTime
-        return state.withLock { $0.registry.info(code, now: now) }
+        return sessions.withLock { $0.registry.info(code, now: now) }
     }
 
     /// Changes a code's stored metadata (not its state: see ``closeCode(_:by:)``; not its rules: see
@@ -106,7 +106,7 @@ extension SupporterNode {
     ) async throws(SupporterNodeError) -> SessionCodeInfo {
         try await changingCode(code) { () throws(SupporterNodeError) in
             let now = clock.wallTime
-            let (decided, info, intents) = try state.withLock { state throws(SupporterNodeError) in
+            let (decided, info, intents) = try sessions.withLock { state throws(SupporterNodeError) in
                 do throws(RegistryError) {
                     return try state.registry.planUpdateCode(code, by: actor, now: now, change)
                 } catch {
@@ -114,7 +114,7 @@ extension SupporterNode {
                 }
             }
             try await commit(intents)
-            state.withLock { _ = $0.registry.apply(decided, now: now) }
+            sessions.withLock { _ = $0.registry.apply(decided, now: now) }
             return info
         }
     }
@@ -140,7 +140,7 @@ extension SupporterNode {
     ) async throws(SupporterNodeError) -> SessionCodeInfo {
         try await changingCode(code) { () throws(SupporterNodeError) in
             let now = clock.wallTime
-            let (decided, info, rules, intents) = try state.withLock { state throws(SupporterNodeError) in
+            let (decided, info, rules, intents) = try sessions.withLock { state throws(SupporterNodeError) in
                 guard var rules = state.registry.featureRules(of: code) else {
                     throw SupporterNodeError(registry: RegistryError(.notFound, "no such code"))
                 }
@@ -154,7 +154,7 @@ extension SupporterNode {
             }
             guard let decided else { return info }
             try await commit(intents)
-            state.withLock { _ = $0.registry.apply(decided, now: now) }
+            sessions.withLock { _ = $0.registry.apply(decided, now: now) }
             logger.log(.info, "code \(Redact.code(code)): code rules now \(rules.auditText)")
             return info
         }
@@ -164,7 +164,7 @@ extension SupporterNode {
     public func deleteCode(_ code: String, by actor: AuditActor = .local) async throws(SupporterNodeError) {
         let late = try await changingCode(code) { () throws(SupporterNodeError) -> DeviceConnection? in
             let now = clock.wallTime
-            let (decided, intents) = try state.withLock { state throws(SupporterNodeError) in
+            let (decided, intents) = try sessions.withLock { state throws(SupporterNodeError) in
                 do throws(RegistryError) {
                     return try state.registry.planDeleteCode(code, by: actor, now: now)
                 } catch {
@@ -172,7 +172,7 @@ extension SupporterNode {
                 }
             }
             try await commit(intents)
-            return state.withLock { state in state.registry.apply(decided, now: now).flatMap { state.links[$0] } }
+            return sessions.withLock { state in state.registry.apply(decided, now: now).flatMap { state.links[$0] } }
         }
         logger.log(.info, "code \(Redact.code(code)) deleted")
         // A device that registered on the code while its deletion was being stored: the code is gone, so is it.
@@ -192,7 +192,7 @@ extension SupporterNode {
     private func finishCode(_ code: String, closing: Bool, by actor: AuditActor) async throws(SupporterNodeError) {
         let connection = try await changingCode(code) { () throws(SupporterNodeError) -> DeviceConnection? in
             let now = clock.wallTime
-            let (decided, intents) = try state.withLock { state throws(SupporterNodeError) in
+            let (decided, intents) = try sessions.withLock { state throws(SupporterNodeError) in
                 do throws(RegistryError) {
                     return try state.registry.planFinishCode(code, closing: closing, by: actor, now: now)
                 } catch {
@@ -201,11 +201,11 @@ extension SupporterNode {
             }
             // Closing a closed code: nothing to store; a device still on it is told again.
             guard let decided else {
-                return state.withLock { state in state.registry.holder(of: code).flatMap { state.links[$0] } }
+                return sessions.withLock { state in state.registry.holder(of: code).flatMap { state.links[$0] } }
             }
             try await commit(intents)
             // The device on the code now, after the commit: one that registered meanwhile is told too.
-            return state.withLock { state in state.registry.apply(decided, now: now).flatMap { state.links[$0] } }
+            return sessions.withLock { state in state.registry.apply(decided, now: now).flatMap { state.links[$0] } }
         }
         logger.log(.info, "code \(Redact.code(code)) \(closing ? "closed" : "expired")")
         guard let connection else { return }

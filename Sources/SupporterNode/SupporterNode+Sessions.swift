@@ -8,7 +8,7 @@ public import SupporterModel
 
 extension SupporterNode {
     private func connection(for code: String) throws(SupporterNodeError) -> DeviceConnection {
-        let (connection, elsewhere) = state.withLock { state in
+        let (connection, elsewhere) = sessions.withLock { state in
             (state.registry.holder(of: code).flatMap { state.links[$0] }, state.registry.presenceElsewhere(of: code))
         }
         guard let connection else {
@@ -60,7 +60,7 @@ extension SupporterNode {
 
     /// Whether a device on this node holds `code`.
     func holdsDevice(on code: String) -> Bool {
-        state.withLock { state in state.registry.holder(of: code).flatMap { state.links[$0] } != nil }
+        sessions.withLock { state in state.registry.holder(of: code).flatMap { state.links[$0] } != nil }
     }
 
     /// The request, to a device on this node.
@@ -76,7 +76,7 @@ extension SupporterNode {
                 codeRules: rules, mediaDescriptor: mediaDescriptor)
             var id: UInt32 = 0
             if case .requestPending(_, let request, _) = machine.state { id = request.requestID }
-            let (intents, assignee) = state.withLock {
+            let (intents, assignee) = sessions.withLock {
                 $0.registry.requestSent(
                     code: code, requestID: id, supporterName: supporterName, type: type, by: actor, now: clock.wallTime,
                     assignTo: assignTo, replacingAssignee: replacingAssignee)
@@ -84,7 +84,7 @@ extension SupporterNode {
             return (actions, intents, (id, assignee))
         }
         // Committed: the assignment holds in memory too (a request that could not be stored threw above).
-        state.withLock { $0.registry.requestCommitted(code: code, assignee: assigned) }
+        sessions.withLock { $0.registry.requestCommitted(code: code, assignee: assigned) }
         logger.log(.info, "code \(Redact.code(code)): request \(id) sent as '\(supporterName)' (\(type))")
         return id
     }
@@ -104,7 +104,7 @@ extension SupporterNode {
             var id: UInt32 = 0
             if case .requestPending(_, let request, _) = machine.state { id = request.requestID }
             let actions = try machine.abortRequest()
-            let intents = state.withLock { $0.registry.requestAborted(code: code, requestID: id, by: actor, now: clock.wallTime) }
+            let intents = sessions.withLock { $0.registry.requestAborted(code: code, requestID: id, by: actor, now: clock.wallTime) }
             return (actions, intents, ())
         }
     }
@@ -126,14 +126,14 @@ extension SupporterNode {
         let connection = try connection(for: code)
         try await connection.run { [self] machine throws(SupporterSessionMachine.Refusal) in
             let actions = try machine.end(reason: .endedBySupporter, text: text)
-            state.withLock { $0.registry.endRequested(code: code, by: actor) }
+            sessions.withLock { $0.registry.endRequested(code: code, by: actor) }
             return (actions, ())
         }
     }
 
     /// The code's feature rules (SPEC §15.3), as they are now.
     func codeRules(_ code: String) -> FeatureRules {
-        state.withLock { $0.registry.info(code, now: clock.wallTime)?.record.featureRules } ?? .codeDefault
+        sessions.withLock { $0.registry.info(code, now: clock.wallTime)?.record.featureRules } ?? .codeDefault
     }
 
     /// Asks the device on `code` for a feature during the active session (SPEC §15.3). The answer arrives as an

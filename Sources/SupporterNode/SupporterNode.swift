@@ -13,7 +13,8 @@ public import SupporterModel
 /// The supporter node: listens for devices over TLS, keeps the durable registry of session codes, API tokens, bans
 /// and the audit trail, and lets supporters request, abort and end sessions.
 ///
-/// Glue only: links ⇄ ``CodeRegistry`` (a pure value, behind one lock held for in-memory work only) ⇄ a store engine
+/// Glue only: links ⇄ ``CodeRegistry`` (a pure value, behind the session lock; accounts and sign-ins behind a lock of
+/// their own, ``sessions`` and ``people``, each held for in-memory work only) ⇄ a store engine
 /// (SQLite's ``StoreWriter`` or the PostgreSQL engine: one thread each; loops never wait for a database). Nothing is acknowledged — to a device, an API caller or ``events`` —
 /// before the audit record of what it acknowledges is durable.
 ///
@@ -38,13 +39,12 @@ public final class SupporterNode: Sendable {
     /// Hashes and checks passwords off every loop and cooperative thread: sign-ins (admitted per source address key,
     /// a sign-in that proves an earlier success in the reserved lane) and admins' new passwords (reserved lane).
     let passwords = BlockingWorker(name: "rsup-passwords")
-    /// Other blocking work of async callers (synchronous store writes: API tokens), on a thread of its own, so that it
-    /// never waits behind password hashing (issue 20, finding 2).
+    /// Other blocking work of async callers (synchronous store writes: API tokens; the REST event feed's audit reads),
+    /// on a thread of its own, so that it never waits behind password hashing (issue 20, finding 2).
     let storeWork = BlockingWorker(name: "rsup-store-work")
     /// Changes of one code, or of the accounts, run one after another from decision to answer (decide → commit →
     /// apply → answer).
     let changes = ChangeLanes()
-    let state: Mutex<NodeState>
     let handshakeLog: RateLimitedLog
     private let eventContinuation: AsyncStream<SupporterNodeEvent>.Continuation
     /// Every event, in the order it happened on each code, each after its audit record is durable. At most
@@ -53,21 +53,54 @@ public final class SupporterNode: Sendable {
     /// How many unread events ``events`` keeps.
     public static let unreadEventLimit = 65_536
 
-    /// In-memory state, under one lock held only for pure, in-memory work.
-    struct NodeState: ~Copyable {
+    /// The node's in-memory state, split by job into two parts, each under its own ``NodeLock`` (held for pure,
+    /// in-memory work only, never across I/O or a wait):
+    /// - ``sessions``: the session path — devices, their codes and the tokens they register with. Taken by every device
+    ///   step (admission, REGISTER, answers, events, closes), by supporters' commands on codes and sessions, by the
+    ///   cluster listener's code, presence and token news, and by the sweep's registry tick.
+    /// - ``people``: the people path — accounts, sign-in limits, login sessions. Taken by sign-in, sign-out, login
+    ///   session checks, account changes, the cluster listener's account and login-session news, and the sweep's
+    ///   account tick.
+    ///
+    /// A sign-in flood never takes the session lock, and a device never takes the people lock. The two are never
+    /// nested (checked on every take in debug builds, ``NodeLock``): an operation that needs both — the sweep, a
+    /// connection request as an account (the account is a value by then; only the code is looked up) — takes them
+    /// one after the other, so there is no lock order.
+    let sessions: NodeLock<SessionState>
+    /// See ``sessions``.
+    let people: NodeLock<PeopleState>
+
+    /// How often each of the node's locks was taken so far: the tests hold the node to its lock budget with it (a
+    /// REGISTER takes the session lock twice and the people lock never; a sign-in never takes the session lock).
+    package var lockTakes: (sessions: Int, people: Int) { (sessions.takes, people.takes) }
+
+    /// The session path's state, under ``sessions``: what a device's step and a supporter's command on a code need,
+    /// in one take. One REGISTER takes this lock twice — its decision (token, registry and the machine's new state in
+    /// one take) and the registry's apply once the commit is back (decide → commit → apply) — and ``people`` never.
+    struct SessionState: ~Copyable {
+        /// Codes, their devices, connections, back-off and abuse limits (the pure core).
         var registry: CodeRegistry
         /// Every open device link, registered or not.
         var links: [ConnectionID: DeviceConnection] = [:]
+        /// API token digests: a REGISTER's token is checked in the same take as the registry's decision.
         var tokens = APITokenStore()
+        var nextConnection: UInt64 = 1
+        /// Set by ``shutdown()`` in the same take that lists the links to end, so that no link is admitted after it.
+        var shuttingDown = false
+    }
+
+    /// The people path's state, under ``people``: supporters' accounts and what signing in needs.
+    struct PeopleState: ~Copyable {
         /// Supporter accounts by login, as stored.
         var accounts: [String: SupporterAccountRecord] = [:]
+        /// Sign-in attempts per address and login (rate limits before any hashing).
         var loginGuard = LoginGuard()
+        /// Live login sessions (the console's cookies).
         var loginSessions = LoginSessionTable()
         /// When stored login sessions past their lifetime are next deleted (the start deletes them too).
         var nextLoginSessionPurge: Date
+        /// Failed sign-ins' audit rows, at most one a minute per address (the rest counted).
         var signInAudit = AuditThrottle(policy: AuditThrottle.Policy(window: .seconds(60), globalLimit: 600, keys: 10_000))
-        var nextConnection: UInt64 = 1
-        var shuttingDown = false
     }
 
     /// Loads codes, token digests, accounts and bans from `store` (an opened engine: SQLite, PostgreSQL, …) and checks
@@ -119,11 +152,11 @@ public final class SupporterNode: Sendable {
             for row in snapshot.backoff { registry.load(row) }
             var tokens = APITokenStore()
             for (digest, record) in snapshot.activeTokens { tokens.add(digest: digest, record: record) }
-            var nodeState = NodeState(
-                registry: registry, tokens: tokens, nextLoginSessionPurge: now.addingTimeInterval(3600))
-            for account in snapshot.accounts { nodeState.accounts[account.login] = account }
-            for session in snapshot.loginSessions { nodeState.loginSessions.load(session, now: now) }
-            self.state = Mutex(nodeState)
+            var peopleState = PeopleState(nextLoginSessionPurge: now.addingTimeInterval(3600))
+            for account in snapshot.accounts { peopleState.accounts[account.login] = account }
+            for session in snapshot.loginSessions { peopleState.loginSessions.load(session, now: now) }
+            self.sessions = NodeLock("session", SessionState(registry: registry, tokens: tokens))
+            self.people = NodeLock("people", peopleState)
         } catch {
             if ownsLoops { group.shutdown() }
             throw SupporterNodeError(store: error)
@@ -184,7 +217,7 @@ public final class SupporterNode: Sendable {
         // Limits (the registry's, and rate-limited log lines) count against the address's key (an IPv6 peer's
         // whole /64); logs and the rows of what the device did name the address itself.
         let key = IPAddressText.sourceKey(address)
-        let admitted = state.withLock { state -> Result<(DeviceConnection, DeviceConnection?), RefusedAdmission> in
+        let admitted = sessions.withLock { state -> Result<(DeviceConnection, DeviceConnection?), RefusedAdmission> in
             guard !state.shuttingDown else { return .failure(RefusedAdmission(reason: "the node is shutting down")) }
             let id = ConnectionID(state.nextConnection)
             state.nextConnection += 1
@@ -243,7 +276,7 @@ public final class SupporterNode: Sendable {
             $0?.close()
             $0 = nil
         }
-        let links = state.withLock { state in
+        let links = sessions.withLock { state in
             state.shuttingDown = true
             return Array(state.links.values)
         }
@@ -258,7 +291,7 @@ public final class SupporterNode: Sendable {
         stopClusterListener()
         // What the audit windows held back is written before the store stops (its writer drains what is queued).
         let now = clock.wallTime
-        let closing = state.withLock { $0.registry.closeAuditWindows(now: now) }
+        let closing = sessions.withLock { $0.registry.closeAuditWindows(now: now) }
         if !closing.isEmpty, !store.submit(closing, deferrable: false, completion: { _ in }) {
             logger.log(.warning, "audit trail: the aggregate rows of \(closing.count) open windows could not be queued")
         }
@@ -303,7 +336,7 @@ public final class SupporterNode: Sendable {
         } catch {
             throw SupporterNodeError(store: error)
         }
-        state.withLock { $0.tokens.add(digest: digest, record: record) }
+        sessions.withLock { $0.tokens.add(digest: digest, record: record) }
         return record
     }
 
@@ -326,15 +359,15 @@ public final class SupporterNode: Sendable {
             throw SupporterNodeError(store: error)
         }
         guard revoked else { throw SupporterNodeError("no active token has the id \(id)", kind: .notFound) }
-        state.withLock { _ = $0.tokens.remove(id: id) }
+        sessions.withLock { _ = $0.tokens.remove(id: id) }
         logger.log(.info, "API token \(id) revoked")
     }
 
     /// The scope of `token`, if the node accepts it.
-    public func scope(ofToken token: String) -> APITokenScope? { state.withLock { $0.tokens.scope(of: token) } }
+    public func scope(ofToken token: String) -> APITokenScope? { sessions.withLock { $0.tokens.scope(of: token) } }
 
     /// The record (public id, scope) of `token`, if the node accepts it.
-    public func tokenRecord(of token: String) -> APITokenRecord? { state.withLock { $0.tokens.record(of: token) } }
+    public func tokenRecord(of token: String) -> APITokenRecord? { sessions.withLock { $0.tokens.record(of: token) } }
 
     // MARK: events and audit
 
@@ -382,13 +415,14 @@ public final class SupporterNode: Sendable {
     /// that falls behind says how many it missed instead of missing them silently. The audit trail has them all.
     public var droppedEvents: Int { droppedEventCount.load(ordering: .relaxed) }
 
-    /// Once a second, on the sweep's loop: expiries, refusal-audit windows, back-off decay. Only in-memory work under
-    /// the lock and store submissions (which never wait) here; the expiries, which wait for their commits, run in a
-    /// task.
+    /// Once a second, on the sweep's loop: expiries, refusal-audit windows, back-off decay (one take of the session
+    /// lock), then sign-in limits and login sessions (one take of the people lock, after the first is released). Only
+    /// in-memory work under the locks and store submissions (which never wait) here; the expiries, which wait for
+    /// their commits, run in a task.
     func tick() {
         handshakeLog.flush()
         let now = clock.wallTime
-        let (expiring, intents) = state.withLock { $0.registry.tick(now: now) }
+        let (expiring, intents) = sessions.withLock { $0.registry.tick(now: now) }
         if !intents.isEmpty { _ = store.submit(intents, deferrable: false) { _ in } }
         let signInRows = accountsTick(now: now)
         if !signInRows.isEmpty { _ = store.submit(signInRows, deferrable: false) { _ in } }
@@ -400,7 +434,7 @@ public final class SupporterNode: Sendable {
 
     /// The connection closed: forget it.
     func connectionClosed(_ connection: DeviceConnection) {
-        state.withLock { state in
+        sessions.withLock { state in
             state.registry.connectionClosed(connection.id)
             state.links[connection.id] = nil
         }

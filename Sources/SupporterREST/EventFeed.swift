@@ -1,16 +1,20 @@
 import Foundation
 import Synchronization
 import SupportHTTP
+import SupportRuntime
 import SupportUtilities
 import SupporterModel
 
 /// `GET /api/v1/events`: the audit trail, live, as Server-Sent Events, each subscriber seeing only what it may.
 ///
-/// One thread of its own reads new audit rows (every ``pollInterval``, by id, from the durable trail: blocking store
-/// reads, so neither an event loop nor a cooperative thread waits on the database) and sends each to the
-/// subscribers allowed to see it; a row is never sent before it is committed, and its audit id is the event's `id`.
-/// A subscriber that comes back with `Last-Event-ID` is first sent every row after that id it may see, then the live
-/// ones — in order, none twice, none missed.
+/// A timer on one of the REST server's loops polls for new audit rows every ``pollInterval``, by id, from the durable
+/// trail. The reads block (a store read), so the timer hands them to the node's bounded blocking-work pool
+/// (``SupporterService/run(_:)``) and no loop or cooperative thread waits on the database; at most one read is in
+/// flight, and the next poll is armed on the loop when its rows are back there and sent to the subscribers allowed to
+/// see them. A row is never sent before it is committed, and its audit id is the event's `id`. A subscriber that
+/// comes back with `Last-Event-ID` is first sent every row after that id it may see, then the live ones — in order,
+/// none twice, none missed. A poll reads at most ``pagesPerPoll`` pages of live rows and as many of backlogs; when
+/// more wait, the next poll follows at once.
 ///
 /// Bounded (issue 20, finding 5): at most ``maxSubscribers`` streams in all, ``maxPerAccount`` per account (or admin
 /// token) and ``maxPerSource`` per client address key (an IPv6 client's /64); each may fall at most its
@@ -36,6 +40,9 @@ final class EventFeed: Sendable {
     static let keepaliveInterval: Duration = .seconds(15)
     /// Rows read per query.
     static let page = 200
+    /// Pages one poll reads of live rows, and of backlogs (all newcomers together): what a poll holds in memory and
+    /// sends from the loop in one go.
+    static let pagesPerPoll = 10
 
     /// What authenticated a stream, to check again.
     enum Credential: Sendable {
@@ -57,27 +64,75 @@ final class EventFeed: Sendable {
         var catchUpFrom: Int64?
     }
 
+    /// Under the feed's lock: what ``subscribe(_:credential:lastEventID:)`` (any task) and the poll share.
     private struct State {
         var subscribers: [Int: Subscriber] = [:]
         var next = 0
         var stopped = false
+        /// The poll's read on the node's blocking-work pool, from the timer's firing until its rows are handed back to
+        /// the loop (at most one at a time); ``shutdown()`` waits for it.
+        var reading: Task<Void, Never>?
 
         /// Forgets subscribers whose stream closed (client gone, dropped, ended).
         mutating func prune() { subscribers = subscribers.filter { !$0.value.stream.isClosed } }
     }
 
+    /// On the feed's loop only: where the live rows stand, the last keepalive and the armed timer.
+    private struct Poll {
+        /// The id of the last live row sent (the trail's newest when the feed started).
+        var position: Int64
+        var lastKeepalive: Deadline
+        var timer: LoopTimer?
+    }
+
+    /// An audit row read for the feed, formatted once for every subscriber, with what decides who may see it.
+    private struct Row: Sendable {
+        let event: AuditEvent
+        let bytes: [UInt8]
+        let access: Access
+    }
+
+    /// Who may see a row: by its code's assignee when it read, read with the row.
+    private enum Access: Sendable {
+        /// A row of no code (accounts, tokens): admins only.
+        case noCode
+        /// The code is gone: its deletion for everyone, the rest for admins.
+        case deletedCode
+        case code(assignedTo: String?)
+    }
+
+    /// What one poll read.
+    private struct Batch: Sendable {
+        struct Backlog: Sendable {
+            let subscriber: Int
+            let rows: [Row]
+            /// Nil when the backlog is sent in full (the subscriber joins the live rows), else the id to go on after.
+            let resumeAfter: Int64?
+        }
+        var backlogs: [Backlog] = []
+        var live: [Row] = []
+        /// Rows were left for the next poll (a page limit was reached).
+        var more = false
+    }
+
     private let node: any SupporterService
     private let logger: NodeLogger
     private let state = Mutex(State())
-    init(node: any SupporterService, logger: NodeLogger) {
+    private let poll: LoopBound<Poll>
+
+    /// A feed whose polls run on `loop` (one of the REST server's, or an embedded one a test drives), from the newest
+    /// audit row now. Not on a loop: it reads the trail's newest id.
+    init(node: any SupporterService, loop: EventLoop, logger: NodeLogger) {
         self.node = node
         self.logger = logger
         let start = (try? node.latestAuditID()) ?? 0
-        let thread = Thread { [weak self] in self?.run(from: start) }
-        thread.name = "rsup-event-feed"
-        thread.start()
+        poll = LoopBound(handingOver: Poll(position: start, lastKeepalive: loop.now, timer: nil), to: loop)
+        loop.execute { [weak self] in self?.arm(after: Self.pollInterval) }
     }
 
+    /// Ends every stream and the polls: the armed timer is cancelled on its loop, a read in flight delivers nothing
+    /// and arms nothing. Safe on any thread (the REST server's deinit calls it); ``shutdown()`` also waits for the
+    /// read.
     func stop() {
         let streams = state.withLock { state -> [HTTPBodyStream] in
             state.stopped = true
@@ -85,6 +140,18 @@ final class EventFeed: Sendable {
             return state.subscribers.values.map(\.stream)
         }
         for stream in streams { stream.finish() }
+        let poll = self.poll
+        poll.loop.execute {
+            poll.value.timer?.cancel()
+            poll.value.timer = nil
+        }
+    }
+
+    /// ``stop()``, then waits until a read in flight has ended, so that nothing of the feed runs on the node after
+    /// this returns. Not on a loop.
+    func shutdown() async {
+        stop()
+        await state.withLock({ $0.reading })?.value
     }
 
     /// A new stream for `principal`, authenticated by `credential`, resuming after `lastEventID` when given. 503 when
@@ -147,49 +214,120 @@ final class EventFeed: Sendable {
         }
     }
 
-    /// The feed's thread: it runs (and keeps the feed) until ``stop()``, which the REST server calls at shutdown and deinit.
-    private func run(from start: Int64) {
-        var position = start
-        var lastKeepalive = ContinuousClock.now
-        while !state.withLock({ $0.stopped }) {
-            Thread.sleep(forTimeInterval: Double(Self.pollInterval.components.attoseconds) / 1e18
-                + Double(Self.pollInterval.components.seconds))
-            reauthorise()
-            // Newcomers with a Last-Event-ID: their backlog, up to `position`, before they join the live rows.
-            let newcomers = state.withLock { state -> [(Int, Subscriber)] in
-                state.subscribers.filter { $0.value.catchUpFrom != nil }.map { ($0.key, $0.value) }
-            }
-            for (key, subscriber) in newcomers {
-                if let from = subscriber.catchUpFrom, from < position {
-                    catchUp(subscriber, after: from, upTo: position)
-                }
-                state.withLock { $0.subscribers[key]?.catchUpFrom = nil }
-            }
-            // Live rows.
-            while let rows = try? node.auditEvents(
-                code: nil, from: nil, to: nil, limit: Self.page, afterID: position, beforeID: nil, newestFirst: false), !rows.isEmpty {
-                var live = state.withLock { $0.subscribers.values.filter { $0.catchUpFrom == nil } }
-                for row in rows {
-                    if Self.changesRights(row) {
-                        // Nothing from here on reaches a stream whose principal lost its right (this row included).
-                        reauthorise(after: row)
-                        live.removeAll { $0.stream.isClosed }
-                    }
-                    let bytes = format(row)
-                    for subscriber in live where visible(row, to: subscriber.principal) {
-                        subscriber.stream.send(bytes)
-                    }
-                }
-                position = rows.last?.id ?? position
-                if rows.count < Self.page { break }
-            }
-            if ContinuousClock.now - lastKeepalive >= Self.keepaliveInterval {
-                lastKeepalive = .now
-                let all = state.withLock { Array($0.subscribers.values) }
-                for subscriber in all { subscriber.stream.send(Array(": keepalive\n\n".utf8)) }
-            }
-            state.withLock { $0.prune() }
+    // MARK: the poll (a loop timer; the reads on the node's blocking-work pool)
+
+    /// Arms the next poll `delay` from now, unless the feed stopped. Loop thread.
+    private func arm(after delay: Duration) {
+        guard !state.withLock({ $0.stopped }) else { return }
+        let loop = poll.loop
+        poll.value.timer = loop.schedule(at: loop.now + delay) { [weak self] in
+            guard let self else { return }
+            self.poll.value.timer = nil
+            self.startRead()
         }
+    }
+
+    /// The timer fired: hands this poll's reads (each newcomer's backlog up to the live position, then the live rows
+    /// after it) to the node's blocking-work pool. Their rows come back to the loop (``deliver(_:)``), which arms the
+    /// next poll. Loop thread; nothing here waits.
+    private func startRead() {
+        let position = poll.value.position
+        let loop = poll.loop
+        let node = self.node
+        state.withLock { state in
+            guard !state.stopped else { return }
+            let newcomers = state.subscribers.compactMap { key, subscriber in
+                subscriber.catchUpFrom.map { (subscriber: key, after: $0) }
+            }.sorted { $0.subscriber < $1.subscriber }
+            state.reading = Task { [self] in
+                let batch = try? await node.run { Self.read(node, newcomers: newcomers, position: position) }
+                let accepted = loop.execute { self.deliver(batch) }
+                if !accepted { logger.log(.debug, "REST API: event feed rows read after its loop stopped") }
+            }
+        }
+    }
+
+    /// The reads of one poll. On the node's blocking-work pool (a thread that may wait for the store).
+    private static func read(
+        _ node: any SupporterService, newcomers: [(subscriber: Int, after: Int64)], position: Int64
+    ) -> Batch {
+        var batch = Batch()
+        var pages = 0
+        for newcomer in newcomers {
+            var cursor = newcomer.after
+            var rows: [Row] = []
+            var complete = true
+            backlog: while cursor < position {
+                guard pages < pagesPerPoll else {
+                    complete = false
+                    batch.more = true
+                    break
+                }
+                pages += 1
+                guard let events = try? node.auditEvents(
+                    code: nil, from: nil, to: nil, limit: page, afterID: cursor, beforeID: nil, newestFirst: false)
+                else {
+                    complete = false  // the store failed: again from here at the next poll
+                    break
+                }
+                for event in events {
+                    guard event.id <= position else { break backlog }
+                    rows.append(row(event, node: node))
+                    cursor = event.id
+                }
+                if events.count < page { break }
+            }
+            batch.backlogs.append(
+                Batch.Backlog(subscriber: newcomer.subscriber, rows: rows, resumeAfter: complete ? nil : cursor))
+        }
+        var cursor = position
+        for read in 1...pagesPerPoll {
+            guard let events = try? node.auditEvents(
+                code: nil, from: nil, to: nil, limit: page, afterID: cursor, beforeID: nil, newestFirst: false)
+            else { break }
+            batch.live += events.map { row($0, node: node) }
+            cursor = events.last?.id ?? cursor
+            if events.count < page { break }
+            if read == pagesPerPoll { batch.more = true }
+        }
+        return batch
+    }
+
+    /// A poll's rows are back on the loop (nil: the pool refused or failed the read): re-authorises the streams, sends
+    /// the backlogs, then the live rows, keeps the streams alive, and arms the next poll — at once when rows were
+    /// left over. Loop thread.
+    private func deliver(_ batch: Batch?) {
+        guard !state.withLock({ $0.stopped }) else { return }
+        reauthorise()
+        if let batch {
+            for backlog in batch.backlogs {
+                guard let subscriber = state.withLock({ $0.subscribers[backlog.subscriber] }) else { continue }
+                for row in backlog.rows where visible(row, to: subscriber.principal) {
+                    guard subscriber.stream.send(row.bytes) else { break }
+                }
+                state.withLock { $0.subscribers[backlog.subscriber]?.catchUpFrom = backlog.resumeAfter }
+            }
+            var live = state.withLock { $0.subscribers.values.filter { $0.catchUpFrom == nil } }
+            for row in batch.live {
+                if Self.changesRights(row.event) {
+                    // Nothing from here on reaches a stream whose principal lost its right (this row included).
+                    reauthorise(after: row.event)
+                    live.removeAll { $0.stream.isClosed }
+                }
+                for subscriber in live where visible(row, to: subscriber.principal) {
+                    subscriber.stream.send(row.bytes)
+                }
+            }
+            if let last = batch.live.last { poll.value.position = last.event.id }
+        }
+        let now = poll.loop.now
+        if now.since(poll.value.lastKeepalive) >= Self.keepaliveInterval {
+            poll.value.lastKeepalive = now
+            let all = state.withLock { Array($0.subscribers.values) }
+            for subscriber in all { subscriber.stream.send(Array(": keepalive\n\n".utf8)) }
+        }
+        state.withLock { $0.prune() }
+        arm(after: batch?.more == true ? .zero : Self.pollInterval)
     }
 
     /// Whether `row` may take a right away from an open stream.
@@ -224,34 +362,33 @@ final class EventFeed: Sendable {
         }
     }
 
-    private func catchUp(_ subscriber: Subscriber, after from: Int64, upTo end: Int64) {
-        var cursor = from
-        while cursor < end, !subscriber.stream.isClosed {
-            guard let rows = try? node.auditEvents(
-                code: nil, from: nil, to: nil, limit: Self.page, afterID: cursor, beforeID: nil, newestFirst: false), !rows.isEmpty else { return }
-            for row in rows {
-                let id = row.id
-                guard id <= end else { return }
-                if visible(row, to: subscriber.principal) { subscriber.stream.send(format(row)) }
-                cursor = id
-            }
+    /// Whether `principal` may see `row`: rows of a code it may work on; rows of no code (accounts, tokens) only for
+    /// admins; a deleted code's deletion for everyone (it reveals only that the code is gone).
+    private func visible(_ row: Row, to principal: RESTPrincipal) -> Bool {
+        switch row.access {
+        case .noCode: principal.isAdmin
+        case .deletedCode: row.event.kind == .codeDeleted || principal.isAdmin
+        case .code(let assignee): principal.mayWork(onCodeAssignedTo: assignee)
         }
     }
 
-    /// Whether `principal` may see `row`: rows of a code it may work on; rows of no code (accounts, tokens) only for
-    /// admins; a deleted code's deletion for everyone (it reveals only that the code is gone).
-    private func visible(_ row: AuditEvent, to principal: RESTPrincipal) -> Bool {
-        guard let code = row.code else { return principal.isAdmin }
-        guard let info = node.code(code) else { return row.kind == .codeDeleted || principal.isAdmin }
-        return principal.mayWork(onCodeAssignedTo: info.record.assignedSupporter)
-    }
-
-    /// One event: `id`, `event` (the audit kind) and one line of JSON data (`EventData`).
-    private func format(_ row: AuditEvent) -> [UInt8] {
-        let session = row.code.flatMap { node.code($0) }.map(APISession.init)
-        let data = RESTJSON.encode(APIEventData(event: APIAuditEvent(row), session: session)) ?? Array("{}".utf8)
-        let kind = row.kind.rawValue.filter { $0.isLetter || $0.isNumber || $0 == "_" }
-        return Array("id: \(row.id)\nevent: \(kind)\ndata: ".utf8) + data + Array("\n\n".utf8)
+    /// One event: `id`, `event` (the audit kind) and one line of JSON data (`EventData`), with who may see it.
+    private static func row(_ event: AuditEvent, node: any SupporterService) -> Row {
+        let info = event.code.flatMap { node.code($0) }
+        let access: Access
+        if event.code == nil {
+            access = .noCode
+        } else if let info {
+            access = .code(assignedTo: info.record.assignedSupporter)
+        } else {
+            access = .deletedCode
+        }
+        let data =
+            RESTJSON.encode(APIEventData(event: APIAuditEvent(event), session: info.map(APISession.init)))
+            ?? Array("{}".utf8)
+        let kind = event.kind.rawValue.filter { $0.isLetter || $0.isNumber || $0 == "_" }
+        let bytes = Array("id: \(event.id)\nevent: \(kind)\ndata: ".utf8) + data + Array("\n\n".utf8)
+        return Row(event: event, bytes: bytes, access: access)
     }
 }
 

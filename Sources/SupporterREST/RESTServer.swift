@@ -75,7 +75,8 @@ public final class RESTServer: Sendable {
         self.group = group
         let console = ConsoleFiles()
         if console.isEmpty { logger.log(.warning, "REST API: the web console's files are missing; serving the API only") }
-        let feed = EventFeed(node: node, logger: configuration.logger)
+        // The event feed's poll: a timer on one of the API's loops, its store reads on the node's blocking-work pool.
+        let feed = EventFeed(node: node, loop: group.next(), logger: configuration.logger)
         self.feed = feed
         let router = RESTRouter(
             node: node, guardian: guardian, resolver: resolver, logger: configuration.logger, console: console,
@@ -134,13 +135,14 @@ public final class RESTServer: Sendable {
     /// Connections closed at once because a connection cap was reached.
     public var refusedConnections: Int { http.refusedConnections }
 
-    /// Stops accepting, closes every connection (running requests are cancelled), stops the API's loops and writes the
-    /// aggregate audit rows of authentication failures still held back. Call it before the node's `shutdown()`, from
+    /// Stops accepting, ends the event streams and the feed's polls (waiting for a read in flight), closes every
+    /// connection (running requests are cancelled), stops the API's loops and writes the aggregate audit rows of
+    /// authentication failures still held back. Call it before the node's `shutdown()`, from
     /// outside the API's loops. Safe to call twice.
     public func shutdown() async {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         stopSweeping()
-        feed.stop()
+        await feed.shutdown()
         http.close()
         // Let answers and close_notify leave before the loops stop (bounded).
         let deadline = ContinuousClock.now + .seconds(1)

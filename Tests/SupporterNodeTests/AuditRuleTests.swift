@@ -138,7 +138,7 @@ import SupporterModel
             try await fixture.node.signIn(login: "ann", password: "the right password", address: "192.0.2.1")
         }
         #expect((refused as? SignInError)?.kind == .busy, "\(String(describing: refused))")
-        #expect(fixture.node.state.withLock { $0.loginSessions.count } == 0)
+        #expect(fixture.node.people.withLock { $0.loginSessions.count } == 0)
         #expect(try fixture.stored().loginSessions.isEmpty)
 
         let secret = try await fixture.node.signIn(
@@ -157,7 +157,7 @@ import SupporterModel
         defer { fixture.stop() }
         let refused = await fixture.failing { try fixture.node.issueAPIToken() }
         #expect(Self.isStoreFailure(refused))
-        #expect(fixture.node.state.withLock { $0.tokens.count } == 0)
+        #expect(fixture.node.sessions.withLock { $0.tokens.count } == 0)
         #expect(try fixture.engine.tokens().isEmpty)
 
         let token = try fixture.node.issueAPIToken()

@@ -153,7 +153,7 @@ import SupporterModel
         defer { fixture.stop() }
         let node = fixture.node
         let proof = try #require(node.knownSignInProof(login: "ann"))
-        let hash = { (login: String) in node.state.withLock { $0.accounts[login] }.flatMap { PasswordHash($0.passwordHash) } }
+        let hash = { (login: String) in node.people.withLock { $0.accounts[login] }.flatMap { PasswordHash($0.passwordHash) } }
         #expect(SupporterNode.isValid(proof, login: "ann", hash: hash("ann"), now: Date()))
         #expect(!SupporterNode.isValid(proof, login: "bea", hash: hash("bea"), now: Date()), "another login")
         let parts = proof.split(separator: ":").map(String.init)

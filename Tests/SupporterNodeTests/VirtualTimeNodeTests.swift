@@ -82,6 +82,6 @@ import SupporterStores
         // Unused for the whole idle timeout: the sweep has forgotten it, and the secret no longer signs in.
         fixture.loop.advance(by: .seconds(Int64(LoginSessionTable.idleTimeout) + 1))
         #expect(node.loginSession(secret: secret) == nil)
-        #expect(node.state.withLock { $0.loginSessions.session(digest: LoginSessionTable.digest(of: secret)) } == nil)
+        #expect(node.people.withLock { $0.loginSessions.session(digest: LoginSessionTable.digest(of: secret)) } == nil)
     }
 }

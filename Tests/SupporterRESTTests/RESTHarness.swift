@@ -150,6 +150,8 @@ final class RouterFixture: Sendable {
     /// This fixture's files (certificates, store), removed by ``stop()``.
     let folder: String
     let node: SupporterNode
+    /// The event feed's loop: embedded, so that its polls run only when a test advances it (``EventFeedPollTests``).
+    let feedLoop: EventLoop
     let feed: EventFeed
     let router: RESTRouter
     let adminToken: String
@@ -197,7 +199,8 @@ final class RouterFixture: Sendable {
         let store = StoreConfiguration(path: storePath ?? ":memory:")
         node = try SupporterNode(configuration: configuration, store: try store.open().engine)
         adminToken = try node.issueAPIToken(scope: .admin)
-        feed = EventFeed(node: node, logger: .disabled)
+        feedLoop = try EventLoop.embedded()
+        feed = EventFeed(node: node, loop: feedLoop, logger: .disabled)
         router = RESTRouter(
             node: node, guardian: GuardBox(AuthenticationGuard()), resolver: ClientAddressResolver(trustedProxies: [])!,
             logger: .disabled, console: ConsoleFiles(), feed: feed, clock: node.clock)
@@ -205,6 +208,7 @@ final class RouterFixture: Sendable {
 
     func stop() {
         feed.stop()
+        feedLoop.shutdown()
         node.shutdown()
         try? FileManager.default.removeItem(atPath: folder)
     }
