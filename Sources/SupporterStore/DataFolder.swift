@@ -1,5 +1,6 @@
 import SupporterCore
 import Foundation
+import Synchronization
 import Glibc
 import SupportWire
 import SupportUtilities
@@ -109,6 +110,7 @@ public enum DataFolder {
 /// with another registry and take over its control socket, so it is refused instead.
 public final class DataFolderLock: Sendable {
     private let descriptor: Int32
+    private let released = Atomic<Bool>(false)
     public let path: String
 
     /// Takes the lock of the data folder `folder` (which ``DataFolder/prepare(path:)`` made), or throws kind
@@ -145,6 +147,12 @@ public final class DataFolderLock: Sendable {
         descriptor = fd
     }
 
-    /// Lets the folder go (also done when the process ends).
-    public func release() { close(descriptor) }
+    /// Lets the folder go (also done when the process ends). Unlocks before closing: a child process started at that
+    /// moment elsewhere in this process holds a copy of the descriptor until it runs its program, and the lock
+    /// belongs to the open file, not to this descriptor. A second call does nothing.
+    public func release() {
+        guard !released.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        _ = flock(descriptor, LOCK_UN)
+        close(descriptor)
+    }
 }
