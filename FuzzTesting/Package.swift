@@ -9,7 +9,7 @@ import PackageDescription
 
 // The main package, normally the parent folder. FUZZ_MAIN_PACKAGE may point elsewhere (e.g. a checkout of another
 // revision, or a stand-in while the parent's manifest is being edited); it must be a package named RemoteSupport
-// with SupportWire, SupportUtilities, SupportSession and SupporterCore products.
+// with SupportVocabulary, SupportWire, SupportUtilities, SupportSession, SupporterModel and SupporterCore products.
 let mainPackagePath = Context.environment["FUZZ_MAIN_PACKAGE"] ?? ".."
 
 let package = Package(
@@ -32,6 +32,7 @@ let package = Package(
             name: "SessionFuzzing",
             dependencies: [
                 "FuzzCommon", .product(name: "SupportSession", package: "RemoteSupport"),
+                .product(name: "SupportVocabulary", package: "RemoteSupport"),
                 .product(name: "SupportWire", package: "RemoteSupport"),
                 .product(name: "SupportUtilities", package: "RemoteSupport"),
             ]),
@@ -43,6 +44,8 @@ let package = Package(
             name: "FuzzCodeRegistry",
             dependencies: [
                 .product(name: "SupporterCore", package: "RemoteSupport"),
+                .product(name: "SupporterModel", package: "RemoteSupport"),
+                .product(name: "SupportVocabulary", package: "RemoteSupport"),
                 .product(name: "SupportSession", package: "RemoteSupport"),
                 .product(name: "SupportWire", package: "RemoteSupport"),
             ]),

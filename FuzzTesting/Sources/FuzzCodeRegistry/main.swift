@@ -2,6 +2,7 @@ import Foundation
 import SupporterCore
 import SupportSession
 import SupportWire
+import SupporterModel
 
 /// Arbitrary bytes as a sequence of registry events — connections opening and closing, REGISTERs with valid and
 /// invalid tokens, commits and failed commits, session events, supporter commands, the clock — checking after each:

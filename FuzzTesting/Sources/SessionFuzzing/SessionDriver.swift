@@ -73,6 +73,7 @@ import Synchronization
 import SupportSession
 import SupportUtilities
 import SupportWire
+import SupportVocabulary
 
 /// Resume secrets the supporter machines make: 32+ printable bytes, a different one each time (SPEC §15.2), so that a
 /// rotation is visible and a stale secret never matches.
