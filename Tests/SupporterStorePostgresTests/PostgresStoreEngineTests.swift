@@ -65,10 +65,16 @@ import SupporterModel
     /// A real deadlock: the batch (job 1 updates a code, job 2 appends an audit event) holds the code's row and
     /// waits for the chain's head, which another session holds and then asks for the code's row. The engine's
     /// session is the victim (its deadlock check runs first), and the batch is run again once the other commits.
+    ///
+    /// PostgreSQL looks for a cycle once per wait, `deadlock_timeout` after the wait began. The engine's session
+    /// waits first, so its check must come after the other session closed the cycle: 10 s gives a loaded machine
+    /// time to see the engine waiting and send the other UPDATE (with the default 1 s, a slow look missed the cycle
+    /// and the other session became the victim); the other session's 120 s keeps it from looking first.
     @Test func aBatchChosenAsADeadlockVictimIsRunAgainAndEachJobCompletesOnceInOrder() async throws {
         let cluster = try ThrowawayPostgres()
         defer { cluster.stop() }
-        let engine = try PostgresStoreEngine(connectionString: cluster.connectionString, logger: .disabled)
+        let engine = try PostgresStoreEngine(
+            connectionString: cluster.connectionString + " options='-c deadlock_timeout=10s'", logger: .disabled)
         defer { engine.stop() }
         let now = Date()
         var record = SessionCodeRecord(
@@ -79,8 +85,8 @@ import SupporterModel
 
         let other = try PostgresConnection(cluster.connectionString)
         let observer = try PostgresConnection(cluster.connectionString)
-        // The server's default is 1 s for the engine's session: this one must not look for the cycle first.
-        try other.query("SET deadlock_timeout = '30s'")
+        // The engine's session looks for the cycle after 10 s: this one must not look first.
+        try other.query("SET deadlock_timeout = '120s'")
         try other.query("BEGIN")
         try other.query("SELECT next_id FROM audit_chain_head FOR UPDATE")
 
