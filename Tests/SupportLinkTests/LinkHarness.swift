@@ -334,7 +334,10 @@ final class RawSocket {
 
     init(port: UInt16) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw WaitTimeout(description: "socket: \(errno)") }
+        guard fd >= 0 else {
+            isOpen = false
+            throw WaitTimeout(description: "socket: \(errno)")
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
@@ -346,7 +349,7 @@ final class RawSocket {
         }
         guard result == 0 else {
             let code = errno
-            Glibc.close(fd)
+            close()
             throw WaitTimeout(description: "connect: \(String(cString: strerror(code)))")
         }
         // Linux connects a socket to itself when the kernel picks the destination port as the source port (TCP
@@ -358,11 +361,13 @@ final class RawSocket {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
         guard UInt16(bigEndian: local.sin_port) != port else {
-            Glibc.close(fd)
+            close()
             throw WaitTimeout(description: "connect: connected to itself (nothing listens on port \(port))")
         }
     }
 
+    // A throwing init runs deinit too once every property is set, so the failure paths above close through
+    // `close()`: a second `close(fd)` would shut whatever descriptor another thread got that number for meanwhile.
     deinit { close() }
 
     private var isOpen = true
