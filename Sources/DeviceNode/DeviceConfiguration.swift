@@ -44,10 +44,13 @@ public struct DeviceConfiguration: Sendable {
     /// The supporter node's device port.
     public var port: UInt16 = 7443
     /// Other supporter nodes of the same service (nodes sharing one database), for failover: when `host:port` cannot
-    /// be reached they are tried in turn (each with every address its name resolves to), and a lost link is redialled
+    /// be reached the others are tried (each with every address its name resolves to), and a lost link is redialled
     /// through all of them, starting with the node it was on — so a session resumes on another node when its node
-    /// dies (SPEC §15.5). Only unreachable nodes (refused, unreachable, timed out, no address) make the device try the
-    /// next one; a TLS or protocol failure does not.
+    /// dies (SPEC §15.5). After the first node, the others are tried from a place drawn from the session code, so the
+    /// devices of a node that died spread over the survivors rather than all taking the next in the list. Only
+    /// unreachable nodes make the device try another: refused, unreachable, no address, or no answer within the dial's
+    /// timeout (TCP, TLS handshake and HELLO together: a node that accepts TCP and hangs counts); a certificate or
+    /// protocol failure does not.
     public var alternateNodes: [NodeAddress] = []
     /// Every node, `host:port` first.
     public var nodes: [NodeAddress] { [NodeAddress(host: host, port: port)] + alternateNodes }
@@ -73,7 +76,8 @@ public struct DeviceConfiguration: Sendable {
     public var extensions: ProtocolExtensions = .all
     /// The keepalive interval proposed to the supporter node.
     public var keepaliveInterval: Duration = .seconds(15)
-    /// How long one dial (TCP, TLS, HELLO) may take before the node counts as unreachable.
+    /// How long one dial (TCP connect, TLS handshake and HELLO together) may take before the node counts as
+    /// unreachable and the next node is tried. Redialling a lost link, each dial gets at most 3 s of it.
     public var connectTimeout: Duration = .seconds(10)
     /// Reports the system call running, for the VoIP decision (SPEC §8); default: never a call.
     public var callObserver: any CallObserver = NoCallObserver()

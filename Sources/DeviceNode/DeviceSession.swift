@@ -176,12 +176,12 @@ public final class DeviceSession: @unchecked Sendable {
         // Redialling, a node that does not answer is given up on sooner: the others may.
         let timeout = phase == .reconnecting ? min(configuration.connectTimeout, .seconds(3)) : configuration.connectTimeout
         let logger = self.logger
+        let code = self.code
         // The dial holds only the forwarder, whose reference to the session is weak.
         Task {
             do throws(TransportError) {
                 var lastError = TransportError(.nameResolution, "no supporter node address")
-                for offset in 0..<nodes.count {
-                    let index = (first + offset) % nodes.count
+                for (offset, index) in Self.dialOrder(nodes: nodes.count, first: first, code: code).enumerated() {
                     let node = nodes[index]
                     do throws(TransportError) {
                         let link = try await TLSDialer.connect(
@@ -212,9 +212,22 @@ public final class DeviceSession: @unchecked Sendable {
         }
     }
 
+    /// The order in which a dial tries the nodes: `first` (the node the session was on, or `host`), then the others
+    /// starting at a place drawn from the code, so that the devices of a node that died spread over the survivors
+    /// instead of all taking the next one in the list. Stable for one code: a device retries in the same order.
+    static func dialOrder(nodes count: Int, first: Int, code: String) -> [Int] {
+        guard count > 1 else { return count == 1 ? [0] : [] }
+        let others = (1..<count).map { (first + $0) % count }
+        // FNV-1a of the code: the same on every run and platform (Swift's `Hasher` is seeded per process).
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in code.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        let start = Int(hash % UInt64(others.count))
+        return [first] + others[start...] + others[..<start]
+    }
+
     /// Errors that say a node is not there (rather than misconfigured): worth trying another node.
     static func isUnreachable(_ error: TransportError) -> Bool {
-        [.connectionRefused, .hostUnreachable, .connectTimeout, .nameResolution].contains(error.kind)
+        [.connectionRefused, .hostUnreachable, .connectTimeout, .handshakeTimeout, .nameResolution].contains(error.kind)
     }
 
     fileprivate func attach(_ link: FramedLink) {

@@ -172,7 +172,7 @@ package enum ConnectionRace {
             case .failure(let error):
                 guard !state.finished, state.winner == nil || state.winner == index else { return .nothing }
                 state.lastError = error
-                let reachability: [TransportError.Kind] = [.connectionRefused, .hostUnreachable, .connectTimeout]
+                let reachability: [TransportError.Kind] = [.connectionRefused, .hostUnreachable, .connectTimeout, .handshakeTimeout]
                 let exhausted = state.next >= order.count && state.running == 0
                 if !reachability.contains(error.kind) || exhausted, let continuation = state.continuation {
                     return .resume(continuation, .failure(error), losers: state.finish())

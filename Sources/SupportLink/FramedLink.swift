@@ -231,6 +231,15 @@ public final class FramedLink: @unchecked Sendable {
         connection.start(connectDeadline: connectDeadline)
     }
 
+    /// The dial's deadline passed before HELLO_ACK (TCP, TLS and HELLO together): a node that accepts TCP but never
+    /// finishes its handshake counts as unreachable, like one that refuses (the dialer's waiter gets `error`). Nothing
+    /// once the link is open. On the loop.
+    func abortOpening(_ error: TransportError) {
+        loop.preconditionInLoop()
+        guard openWaiter != nil, !isClosed else { return }
+        connection.closeImmediately(error)
+    }
+
     // MARK: actions
 
     private func perform(_ actions: [LinkStateMachine.Action]) {

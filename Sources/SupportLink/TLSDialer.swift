@@ -89,6 +89,18 @@ public enum TLSDialer {
                         }
                     }
                     link.start(connectDeadline: loop.now + connectTimeout)
+                    // The same deadline bounds the TLS handshake and HELLO: a peer that accepts TCP and then says
+                    // nothing (a frozen or hung node) is given up on as one that does not answer.
+                    let openDeadline = loop.schedule(at: loop.now + connectTimeout) { [weak link] in
+                        link?.abortOpening(
+                            TransportError(
+                                .connectTimeout, "\(address) accepted the connection but did not finish TLS and HELLO within \(connectTimeout)"))
+                    }
+                    let waiter = link.openWaiter
+                    link.openWaiter = { reason in
+                        openDeadline.cancel()
+                        waiter?(reason)
+                    }
                     // Cancelled before the link existed: close it now (its waiter answers `cancelled`).
                     if !pending.attach(link) { link.close(reason: .normalClose) }
                 }

@@ -37,7 +37,23 @@ extension CodeRegistry {
             }
         default: break
         }
-        return SessionEventOutcome(intents: recordedSessionEvent(event, on: connection, now: now), reported: true)
+        let code = connections[connection]?.code
+        let intents = recordedSessionEvent(event, on: connection, now: now)
+        return SessionEventOutcome(intents: code.map { Self.fenced(intents, code: $0) } ?? intents, reported: true)
+    }
+
+    /// `intents` about the device session on `code`, fenced: they commit only while this node's claim on the code
+    /// stands (``StoreIntent/requirePresence(code:)``). A job that writes the presence row already checks it.
+    static func fenced(_ intents: [StoreIntent], code: String) -> [StoreIntent] {
+        guard !intents.isEmpty else { return intents }
+        for intent in intents {
+            switch intent {
+            case .claimPresence(code, _), .presenceState(code, _), .releasePresence(code), .requirePresence(code):
+                return intents
+            default: continue
+            }
+        }
+        return [.requirePresence(code: code)] + intents
     }
 
     /// Whether a repeatable device event on `code` gets its own row: under the code's quota and its token's.

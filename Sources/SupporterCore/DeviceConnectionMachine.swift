@@ -49,6 +49,9 @@ public struct DeviceConnectionMachine<Completion> {
     public enum CommitFailure: Sendable, Hashable {
         /// Several nodes on one database: another node's device holds the code.
         case heldElsewhere
+        /// Several nodes on one database: another node claimed the code since this one did (fencing); the session
+        /// goes on there.
+        case moved
         /// The store could not record it.
         case failed(String)
     }
@@ -141,6 +144,8 @@ public struct DeviceConnectionMachine<Completion> {
         case .heldElsewhere?:
             // Refused as REGISTER_RESULT would refuse it; nothing of the registration was stored.
             return fail(reason: .sessionCodeInUse, text: "another device is on this code (on another node)")
+        case .moved?:
+            return fail(reason: .sessionMoved, text: "the session continues on another node")
         case .failed?:
             return fail(reason: .internalError, text: "the node cannot record this event")
         case nil:

@@ -31,7 +31,13 @@ public enum StoreIntent: Sendable, Hashable {
     /// What another node needs to take over the session on `code` if this node dies (an opaque text the node
     /// makes: state, request, grant, digests of the resume secrets). A store of one node has nothing to record.
     case resumeState(code: String, state: String)
-    /// This node no longer holds a device on `code`.
+    /// This node no longer holds a device on `code`. Where several nodes share one database this is fenced like
+    /// ``requirePresence(code:)``: it fails, with the job, once another node claimed the code since this one did.
     case releasePresence(code: String)
+    /// The job is about the device session this node holds on `code` (fencing): where several nodes share one
+    /// database, the whole job fails (``StoreError``'s `fenced`) unless this node's claim on the code still stands,
+    /// that is no other node claimed the code since — so no node records anything about a session that moved on.
+    /// A store of one node has nothing to check.
+    case requirePresence(code: String)
 }
 

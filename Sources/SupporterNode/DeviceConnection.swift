@@ -447,6 +447,36 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     /// Closes the link with GOAWAY `reason` (any thread).
     func closeLink(reason: ReasonCode, text: String) { link.close(reason: reason, text: text) }
 
+    /// Another node claimed `code`, which this connection holds (this node's lease lapsed): drops the session here
+    /// without a record — no end, no `device_offline` — and closes the link (GOAWAY `session_moved`) if it is still
+    /// open; a parked session is forgotten at once (any thread).
+    func sessionTakenElsewhere(code: String) {
+        _ = link.loop.execute { [self] in self.dropMovedSession(code: code) }
+    }
+
+    /// On the loop: ``sessionTakenElsewhere(code:)``.
+    private func dropMovedSession(code: String) {
+        link.loop.preconditionInLoop()
+        guard let node, !movedAway, joinedCode == code else { return }
+        guard node.sessions.withLock({ $0.registry.sessionMovedElsewhere(code: code, from: id) }) else { return }
+        movedAway = true
+        joinedCode = nil
+        graceTimer?.cancel()
+        graceTimer = nil
+        timer?.cancel()
+        timer = nil
+        node.logger.log(
+            .warning,
+            "code \(Redact.code(code)): another node took this session over while this node's lease had lapsed; "
+                + "dropped here without a record")
+        if parked {
+            parked = false
+            node.connectionClosed(self)
+        } else {
+            link.close(reason: .sessionMoved, text: "the session continues on another node")
+        }
+    }
+
     /// Ends the session (if any) with `going_away`, then closes the link. On the loop.
     func shutDown() {
         let accepted = link.loop.execute { [self] in
@@ -630,6 +660,11 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         case let error? where error.kind == .heldElsewhere:
             node?.logger.log(.info, "device at \(sourceAddress): another node holds a device on its code; refused")
             failure = .heldElsewhere
+        case let error? where error.kind == .fenced:
+            // This node's lease lapsed and another node claimed the code: nothing of this event was recorded, and
+            // the session is dropped here (it goes on there).
+            if let code = joinedCode { dropMovedSession(code: code) }
+            failure = .moved
         case let error?:
             node?.logger.log(
                 .error,

@@ -17,6 +17,10 @@ extension SupporterNode {
     /// Starts listening for the other nodes (when there is a cluster).
     func startClusterListener() {
         guard let cluster else { return }
+        cluster.watchPresence(
+            PresenceWatch(
+                held: { [weak self] in self?.sessions.withLock { $0.registry.heldCodes() } ?? ([], []) },
+                lost: { [weak self] codes in self?.presenceLost(codes) }))
         if !cluster.start(logger: logger, timeout: .seconds(5), deliver: { [weak self] news in self?.received(news) }) {
             logger.log(.warning, "cluster: not listening to the other nodes yet; still trying")
         }
@@ -45,15 +49,21 @@ extension SupporterNode {
             }
             for (code, closed) in ending { endFinishedElsewhere(code, closed: closed) }
         case .presence(let code, let presence):
-            sessions.withLock { $0.registry.setPresenceElsewhere(presence, on: code) }
-            if presence != nil, let connection = localConnection(on: code) {
-                // Another node claimed a code this node still serves: this node's lease lapsed (it was starved or
-                // cut off from the database) and the device resumed there. This side of the split ends now.
-                logger.log(.warning, "code \(Redact.code(code)): another node took this session over; closing it here")
-                connection.closeLink(reason: .sessionMoved, text: "the session continues on another node")
+            // Read after the other node's commit: its claim stands, so a session this node still holds on the code
+            // is one it lost (its lease lapsed: it was starved, frozen or cut off from the database).
+            let holder = sessions.withLock { state -> DeviceConnection? in
+                state.registry.setPresenceElsewhere(presence, on: code)
+                return presence == nil ? nil : state.registry.holder(of: code).flatMap { state.links[$0] }
             }
+            holder?.sessionTakenElsewhere(code: code)
         case .presenceSnapshot(let all):
-            sessions.withLock { $0.registry.replacePresenceElsewhere(all) }
+            let holders = sessions.withLock { state -> [(String, DeviceConnection)] in
+                state.registry.replacePresenceElsewhere(all)
+                return all.keys.compactMap { code in
+                    state.registry.holder(of: code).flatMap { state.links[$0] }.map { (code, $0) }
+                }
+            }
+            for (code, connection) in holders { connection.sessionTakenElsewhere(code: code) }
         case .account(let login, let record):
             people.withLock { state in
                 state.accounts[login] = record
@@ -100,9 +110,12 @@ extension SupporterNode {
         }
     }
 
-    /// The connection of the device this node holds on `code`, if any.
-    private func localConnection(on code: String) -> DeviceConnection? {
-        sessions.withLock { state in state.registry.holder(of: code).flatMap { state.links[$0] } }
+    /// Renewal found that other nodes claimed these codes, which this node held: their sessions are dropped here.
+    private func presenceLost(_ codes: [String]) {
+        let holders = sessions.withLock { state in
+            codes.compactMap { code in state.registry.holder(of: code).flatMap { state.links[$0] }.map { (code, $0) } }
+        }
+        for (code, connection) in holders { connection.sessionTakenElsewhere(code: code) }
     }
 
     /// Another node closed or expired a code whose device is here: its session ends as a local close would.

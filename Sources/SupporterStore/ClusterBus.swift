@@ -19,6 +19,8 @@ public protocol ClusterBus: Sendable {
     func start(logger: NodeLogger, timeout: Duration, deliver: @escaping @Sendable (ClusterNews) -> Void) -> Bool
     /// Stops listening; returns within about a second.
     func stop()
+    /// From now on presence renewal renews only the codes `watch` names as held, and reports those another node took.
+    func watchPresence(_ watch: PresenceWatch)
 
     /// Sends `command` to `node` and waits for its answer (or throws `busy` when it does not come in time).
     func send(_ command: ClusterCommand, to node: String) async throws(SupporterNodeError) -> ClusterCommandAnswer

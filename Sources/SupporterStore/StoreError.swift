@@ -11,7 +11,7 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     public struct Kind: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case sqlite, cantOpen, corrupt, duplicate, notFound, schemaTooNew, invalidData, constraint, busy, integrity,
-                revoked, io, postgres, unavailable, heldElsewhere, unsupported
+                revoked, io, postgres, unavailable, heldElsewhere, fenced, unsupported
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -50,6 +50,10 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         /// Several nodes share the database and another node's live presence holds the device on this code: the
         /// registration did not happen here.
         public static let heldElsewhere = Kind(.heldElsewhere)
+        /// Several nodes share the database and another node claimed the code since this node did (this node's
+        /// lease lapsed: it was frozen or cut off): what this node was about to record about the session did not
+        /// happen, since the session now continues there.
+        public static let fenced = Kind(.fenced)
         /// The store's engine cannot do this: nothing was changed.
         public static let unsupported = Kind(.unsupported)
 

@@ -13,6 +13,7 @@ extension StoreIntent {
         case .saveLoginSession, .deleteLoginSession, .deleteLoginSessions, .deleteLoginSessionsBefore: "login session"
         case .claimPresence, .presenceState, .resumeState: "device presence"
         case .releasePresence: "end of device presence"
+        case .requirePresence: "claim check"
         }
     }
 }

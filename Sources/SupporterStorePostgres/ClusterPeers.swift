@@ -48,6 +48,8 @@ public final class ClusterPeers: ClusterBus {
         return created.waitUntilListening(timeout: timeout)
     }
 
+    public func watchPresence(_ watch: PresenceWatch) { engine.watchPresence(watch) }
+
     public func stop() {
         let stopping = listener.withLock { listener in
             defer { listener = nil }

@@ -37,7 +37,7 @@ public final class PostgresStoreEngine: StoreEngine {
     public let location: String
     /// This node among several sharing the database (presence leases renewed, changes announced), or nil alone.
     let member: ClusterMember?
-    private let writer: PostgresBatchWriter
+    fileprivate let writer: PostgresBatchWriter
     /// The one writer queue every engine runs on; the reads and one-off transactions are calls on it too.
     private let queue: StoreWriteQueue
 
@@ -168,6 +168,11 @@ public final class PostgresStoreEngine: StoreEngine {
     }
 }
 
+extension PostgresStoreEngine {
+    /// From now on presence renewal renews only the codes `watch` names as held (``PresenceWatch``).
+    public func watchPresence(_ watch: PresenceWatch) { writer.watch.withLock { $0 = watch } }
+}
+
 /// PostgreSQL's side of the writer queue: the one connection (libpq blocks, so never an event loop), one
 /// transaction per batch with its retries, the presence leases, and the calls run on the connection. Used only on
 /// the queue's thread, except `conflictRetries` (under its lock) and the `let`s.
@@ -181,6 +186,8 @@ private final class PostgresBatchWriter: StoreQueueWorker, @unchecked Sendable {
     /// Set when a statement found the connection broken, even if libpq still calls it open.
     private var connectionLost = false
     private let conflictCount = Mutex(0)
+    /// What the node holds, for renewal; nil until the node sets it (then every row of the node is renewed).
+    let watch = Mutex<PresenceWatch?>(nil)
 
     init(connection: PostgresConnection, location: String, member: ClusterMember?, logger: NodeLogger) {
         self.connection = connection
@@ -204,7 +211,8 @@ private final class PostgresBatchWriter: StoreQueueWorker, @unchecked Sendable {
     func finish() {
         if let member, reconnectIfNeeded() {
             _ = try? connection.query(
-                "DELETE FROM device_presence WHERE node_id = $1", [member.nodeID], operation: "release device presence")
+                "UPDATE device_presence SET lease_until = 0, resume = NULL, state = 'online' WHERE node_id = $1",
+                [member.nodeID], operation: "release device presence")
         }
         connection.close()
     }
@@ -236,13 +244,35 @@ private final class PostgresBatchWriter: StoreQueueWorker, @unchecked Sendable {
         }
     }
 
-    /// Extends every lease this node holds, in one statement (O(nodes) for the database, not O(devices)).
+    /// Extends the leases of the codes this node holds (one statement, the codes as one array parameter), frees its
+    /// other rows, and tells the node which of its committed codes another node claimed meanwhile (fencing).
     private func renewPresence(_ member: ClusterMember) {
         guard reconnectIfNeeded() else { return }
-        do {
-            try connection.query(
-                "UPDATE device_presence SET lease_until = rsup_now_ms() + $2 WHERE node_id = $1",
-                [member.nodeID, String(member.leaseMilliseconds)], operation: "renew device presence")
+        let watch = self.watch.withLock { $0 }
+        do throws(PostgresError) {
+            if let watch {
+                let held = watch.held()
+                let codes = PostgresArray.text(held.all.sorted())
+                let renewed = try connection.query(
+                    """
+                    UPDATE device_presence SET lease_until = rsup_now_ms() + $2
+                    WHERE node_id = $1 AND code = ANY($3::text[]) RETURNING code
+                    """, [member.nodeID, String(member.leaseMilliseconds), codes], operation: "renew device presence")
+                // Rows of codes this node no longer serves: a release that failed while the database was away, or a
+                // device that left meanwhile. Left alone, they would keep the code from every other node.
+                try connection.query(
+                    """
+                    UPDATE device_presence SET lease_until = 0, resume = NULL, state = 'online'
+                    WHERE node_id = $1 AND lease_until > 0 AND NOT (code = ANY($2::text[]))
+                    """, [member.nodeID, codes], operation: "free device presence no longer held")
+                let still = Set(renewed.rows.compactMap { $0[0] })
+                let lost = held.committed.subtracting(still)
+                if !lost.isEmpty { watch.lost(lost.sorted()) }
+            } else {
+                try connection.query(
+                    "UPDATE device_presence SET lease_until = rsup_now_ms() + $2 WHERE node_id = $1",
+                    [member.nodeID, String(member.leaseMilliseconds)], operation: "renew device presence")
+            }
             // Routed commands are answered within seconds or never: keep the table small.
             try connection.query(
                 "DELETE FROM node_commands WHERE created_at < rsup_now_ms() - 60000", operation: "forget old commands")

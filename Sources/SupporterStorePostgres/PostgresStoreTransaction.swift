@@ -118,32 +118,43 @@ package struct PostgresStoreTransaction {
                 let rows = try run(
                     "UPDATE device_presence SET state = $3 WHERE code = $1 AND node_id = $2 RETURNING code",
                     [code, member.nodeID, state.rawValue], "record the session's state")
-                guard rows.count > 0 else { throw lostPresence(code) }
+                guard rows.count > 0 else { throw fenced(code) }
                 changed(.presence(code: code))
             case .resumeState(let code, let text):
                 guard let member else { break }
                 let rows = try run(
                     "UPDATE device_presence SET resume = $3 WHERE code = $1 AND node_id = $2 RETURNING code",
                     [code, member.nodeID, text], "record the session for a resume elsewhere")
-                guard rows.count > 0 else { throw lostPresence(code) }
+                guard rows.count > 0 else { throw fenced(code) }
             case .releasePresence(let code):
                 guard let member else { break }
-                try run(
-                    "DELETE FROM device_presence WHERE code = $1 AND node_id = $2", [code, member.nodeID],
-                    "release device presence")
+                // The row stays, free (lease 0, no resume record), naming the last node that held it: a release by a
+                // node whose claim another node took over meanwhile finds no row of its own, and the job fails.
+                let rows = try run(
+                    """
+                    UPDATE device_presence SET lease_until = 0, resume = NULL, state = 'online'
+                    WHERE code = $1 AND node_id = $2 RETURNING code
+                    """, [code, member.nodeID], "release device presence")
+                guard rows.count > 0 else { throw fenced(code) }
                 changed(.presence(code: code))
+            case .requirePresence(let code):
+                guard let member else { break }
+                let rows = try run(
+                    "SELECT 1 FROM device_presence WHERE code = $1 AND node_id = $2 FOR SHARE",
+                    [code, member.nodeID], "check this node's claim on the code")
+                guard rows.count > 0 else { throw fenced(code) }
             }
         }
     }
 
     // MARK: presence
 
-    /// This node's presence on `code` is gone: its lease lapsed and another node took the code over. What this node
-    /// was about to record about the code did not happen.
-    private func lostPresence(_ code: String) -> StoreError {
+    /// This node's claim on `code` is gone: its lease lapsed and another node claimed the code since. What this node
+    /// was about to record about the session did not happen (fencing: the session goes on there).
+    private func fenced(_ code: String) -> StoreError {
         StoreError(
-            kind: .heldElsewhere, operation: "record the session's state",
-            message: "this node's presence on the code lapsed and another node holds it now", path: location)
+            kind: .fenced, operation: "record the session",
+            message: "this node's presence on the code lapsed and another node claimed it since", path: location)
     }
 
     /// Takes the code for this node: a new row, or one whose lease ran out (its node died or lost the database), or

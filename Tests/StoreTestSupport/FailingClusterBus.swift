@@ -88,6 +88,8 @@ public final class FailingClusterBus: ClusterBus {
 
     public func stop() { base.stop() }
 
+    public func watchPresence(_ watch: PresenceWatch) { base.watchPresence(watch) }
+
     public func send(_ command: ClusterCommand, to node: String) async throws(SupporterNodeError)
         -> ClusterCommandAnswer
     {
