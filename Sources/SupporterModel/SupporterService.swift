@@ -107,4 +107,9 @@ public protocol SupporterService: AnyObject, Sendable {
     /// Runs blocking work (the methods marked blocking) off every event loop, bounded; `busy` when too much waits.
     func run<Result: Sendable>(_ work: @escaping @Sendable () throws(SupporterNodeError) -> Result)
         async throws(SupporterNodeError) -> Result
+
+    /// Queues blocking `work` like ``run(_:)`` and returns at once (false: refused, too much waits); `work` runs on
+    /// the node's worker thread and hands its result on from there itself — no task in between, so a caller on an
+    /// event loop does not wait for a free thread of the cooperative pool.
+    func submit(_ work: @escaping @Sendable () -> Void) -> Bool
 }

@@ -86,45 +86,54 @@ final class BlockingWorker: Sendable {
         lane: Lane = .normal, key: String? = nil, _ work: @escaping @Sendable () -> Result
     ) async -> Result? {
         await withCheckedContinuation { (continuation: CheckedContinuation<Result?, Never>) in
-            let (queued, startThread, startReservedThread) = state.withLock { state -> (Bool, Bool, Bool) in
-                let waiting = lane == .normal ? state.normal.count : state.reserved.count
-                let room = lane == .normal ? limits.capacity : limits.reservedCapacity
-                guard !state.stopping, waiting < room, key.map({ state.perKey[$0, default: 0] < limits.perKey }) ?? true
-                else {
-                    state.refused += 1
-                    return (false, false, false)
-                }
-                let job: Job = { [self] in
-                    let result = work()
-                    finished(key)  // before the caller goes on, so that its next job finds its key's room
-                    continuation.resume(returning: result)
-                }
-                if lane == .normal { state.normal.append(job) } else { state.reserved.append(job) }
-                if let key { state.perKey[key, default: 0] += 1 }
-                let startReserved = lane == .reserved && !state.reservedThreadStarted
-                defer {
-                    state.threadStarted = true
-                    if lane == .reserved { state.reservedThreadStarted = true }
-                }
-                return (true, !state.threadStarted, startReserved)
-            }
-            if startThread {
-                let thread = Thread { [self] in self.loop(reservedOnly: false) }
-                thread.name = name
-                thread.start()
-            }
-            if startReservedThread {
-                let thread = Thread { [self] in self.loop(reservedOnly: true) }
-                thread.name = name + "-reserved"
-                thread.start()
-            }
-            guard queued else {
-                continuation.resume(returning: nil)
-                return
-            }
-            wake.signal()
-            if lane == .reserved { reservedWake.signal() }
+            let queued = submit(lane: lane, key: key, work) { continuation.resume(returning: $0) }
+            if !queued { continuation.resume(returning: nil) }
         }
+    }
+
+    /// Queues `work` like ``run(lane:key:_:)`` and returns at once: false when it was refused. `then` gets the result
+    /// on the worker's thread — no task or continuation in between, so a caller on an event loop does not depend on
+    /// the cooperative pool having a free thread.
+    func submit<Result>(
+        lane: Lane = .normal, key: String? = nil, _ work: @escaping @Sendable () -> Result,
+        then: @escaping @Sendable (Result) -> Void
+    ) -> Bool {
+        let (queued, startThread, startReservedThread) = state.withLock { state -> (Bool, Bool, Bool) in
+            let waiting = lane == .normal ? state.normal.count : state.reserved.count
+            let room = lane == .normal ? limits.capacity : limits.reservedCapacity
+            guard !state.stopping, waiting < room, key.map({ state.perKey[$0, default: 0] < limits.perKey }) ?? true
+            else {
+                state.refused += 1
+                return (false, false, false)
+            }
+            let job: Job = { [self] in
+                let result = work()
+                finished(key)  // before the caller goes on, so that its next job finds its key's room
+                then(result)
+            }
+            if lane == .normal { state.normal.append(job) } else { state.reserved.append(job) }
+            if let key { state.perKey[key, default: 0] += 1 }
+            let startReserved = lane == .reserved && !state.reservedThreadStarted
+            defer {
+                state.threadStarted = true
+                if lane == .reserved { state.reservedThreadStarted = true }
+            }
+            return (true, !state.threadStarted, startReserved)
+        }
+        if startThread {
+            let thread = Thread { [self] in self.loop(reservedOnly: false) }
+            thread.name = name
+            thread.start()
+        }
+        if startReservedThread {
+            let thread = Thread { [self] in self.loop(reservedOnly: true) }
+            thread.name = name + "-reserved"
+            thread.start()
+        }
+        guard queued else { return false }
+        wake.signal()
+        if lane == .reserved { reservedWake.signal() }
+        return true
     }
 
     /// Whether the thread was started (by a first job).

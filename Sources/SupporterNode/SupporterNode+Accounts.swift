@@ -352,6 +352,11 @@ extension SupporterNode {
         return try result.get()
     }
 
+    /// ``run(_:)`` without waiting: `work` runs on the store worker thread; false when it was refused.
+    public func submit(_ work: @escaping @Sendable () -> Void) -> Bool {
+        storeWork.submit(work) { _ in }
+    }
+
     static func guardClock(_ date: Date) -> Duration { .milliseconds(date.unixMilliseconds) }
 
     /// A hash no password matches in practice, checked for unknown logins so they take as long as known ones.

@@ -9,9 +9,9 @@ import SupporterModel
 ///
 /// A timer on one of the REST server's loops polls for new audit rows every ``pollInterval``, by id, from the durable
 /// trail. The reads block (a store read), so the timer hands them to the node's bounded blocking-work pool
-/// (``SupporterService/run(_:)``) and no loop or cooperative thread waits on the database; at most one read is in
-/// flight, and the next poll is armed on the loop when its rows are back there and sent to the subscribers allowed to
-/// see them. A row is never sent before it is committed, and its audit id is the event's `id`. A subscriber that
+/// (``SupporterService/submit(_:)``), which hands the rows straight back to the loop: no loop waits on the database,
+/// and no step depends on a free thread of the cooperative pool. At most one read is in flight, and the next poll is
+/// armed on the loop when its rows are back there and sent to the subscribers allowed to see them. A row is never sent before it is committed, and its audit id is the event's `id`. A subscriber that
 /// comes back with `Last-Event-ID` is first sent every row after that id it may see, then the live ones — in order,
 /// none twice, none missed. A poll reads at most ``pagesPerPoll`` pages of live rows and as many of backlogs; when
 /// more wait, the next poll follows at once.
@@ -71,7 +71,7 @@ final class EventFeed: Sendable {
         var stopped = false
         /// The poll's read on the node's blocking-work pool, from the timer's firing until its rows are handed back to
         /// the loop (at most one at a time); ``shutdown()`` waits for it.
-        var reading: Task<Void, Never>?
+        var reading: ReadInFlight?
 
         /// Forgets subscribers whose stream closed (client gone, dropped, ended).
         mutating func prune() { subscribers = subscribers.filter { !$0.value.stream.isClosed } }
@@ -151,7 +151,7 @@ final class EventFeed: Sendable {
     /// this returns. Not on a loop.
     func shutdown() async {
         stop()
-        await state.withLock({ $0.reading })?.value
+        await state.withLock({ $0.reading })?.wait()
     }
 
     /// A new stream for `principal`, authenticated by `credential`, resuming after `lastEventID` when given. 503 when
@@ -239,10 +239,20 @@ final class EventFeed: Sendable {
             let newcomers = state.subscribers.compactMap { key, subscriber in
                 subscriber.catchUpFrom.map { (subscriber: key, after: $0) }
             }.sorted { $0.subscriber < $1.subscriber }
-            state.reading = Task { [self] in
-                let batch = try? await node.run { Self.read(node, newcomers: newcomers, position: position) }
+            // The rows go from the worker thread straight to the loop: no task in between, so a cooperative pool whose
+            // threads are all taken (by slow handlers, or blocking code elsewhere in the process) never holds the
+            // feed back.
+            let reading = ReadInFlight()
+            state.reading = reading
+            let queued = node.submit { [self] in
+                let batch = Self.read(node, newcomers: newcomers, position: position)
                 let accepted = loop.execute { self.deliver(batch) }
                 if !accepted { logger.log(.debug, "REST API: event feed rows read after its loop stopped") }
+                reading.finish()
+            }
+            if !queued {
+                reading.finish()
+                _ = loop.execute { self.deliver(nil) }  // the worker is full: try again at the next poll
             }
         }
     }
@@ -404,5 +414,29 @@ struct APIEventData: Encodable {
         try event.encode(to: encoder)
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(session, forKey: .session)
+    }
+}
+
+/// A poll's read on the node's worker thread, which ``EventFeed/shutdown()`` waits for.
+private final class ReadInFlight: Sendable {
+    private let state = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func finish() {
+        let waiters = state.withLock { state in
+            state.done = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = state.withLock { state in
+                if !state.done { state.waiters.append(continuation) }
+                return state.done
+            }
+            if done { continuation.resume() }
+        }
     }
 }

@@ -114,13 +114,17 @@ extension RESTIntegration {
                     def seen(data):
                         text = unchunked(data)
                         return b"x\\u009by\\u202ez" in text or "\u009b".encode() in text or "\u202e".encode() in text
+                    started, closed = time.time(), False
                     while not seen(data) and time.time() < deadline:
                         more, closed = read_stream(stream, 1)
                         data += more
                         if closed: break
                     data = unchunked(data)
+                    # What a failure needs to be told apart: a stall (no bytes, not closed, 60 s) or a closed stream.
                     print(json.dumps({"escaped": b"x\\u009by\\u202ez" in data,
-                                      "raw": "\u009b".encode() in data or "\u202e".encode() in data}))
+                                      "raw": "\u009b".encode() in data or "\u202e".encode() in data,
+                                      "status_line": line.decode("latin-1").strip() if isinstance(line, bytes) else str(line),
+                                      "closed": closed, "seconds": round(time.time() - started, 3), "bytes": len(data)}))
                     """#)
                 #expect(result["escaped"] as? Bool == true, "\(result)")
                 #expect(result["raw"] as? Bool == false, "\(result)")
