@@ -266,19 +266,8 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
                     reply(.rejected(ResumeResult(reason: .internalError, text: "the session could not be moved")))
                     return
                 }
-                movedAway = true
-                joinedCode = nil
-                graceTimer?.cancel()
-                graceTimer = nil
-                timer?.cancel()
-                timer = nil
                 node.logger.log(.info, "code \(Redact.code(code)): the device resumed on a new connection")
-                if parked {
-                    parked = false
-                    node.connectionClosed(self)
-                } else {
-                    link.close(reason: .sessionMoved, text: "the session resumed on another connection")
-                }
+                letGo(node, text: "the session resumed on another connection")
                 reply(.accepted(next, actions, code: code))
             case .rejected(let result, let endsRegistration):
                 if endsRegistration {
@@ -459,21 +448,27 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         link.loop.preconditionInLoop()
         guard let node, !movedAway, joinedCode == code else { return }
         guard node.sessions.withLock({ $0.registry.sessionMovedElsewhere(code: code, from: id) }) else { return }
+        node.logger.log(
+            .warning,
+            "code \(Redact.code(code)): another node took this session over while this node's lease had lapsed; "
+                + "dropped here without a record")
+        letGo(node, text: "the session continues on another node")
+    }
+
+    /// The session went elsewhere (the registry no longer has it here): this connection ends nothing from now on; a
+    /// parked one is forgotten at once, an open link closes with GOAWAY `session_moved`. On the loop.
+    private func letGo(_ node: SupporterNode, text: String) {
         movedAway = true
         joinedCode = nil
         graceTimer?.cancel()
         graceTimer = nil
         timer?.cancel()
         timer = nil
-        node.logger.log(
-            .warning,
-            "code \(Redact.code(code)): another node took this session over while this node's lease had lapsed; "
-                + "dropped here without a record")
         if parked {
             parked = false
             node.connectionClosed(self)
         } else {
-            link.close(reason: .sessionMoved, text: "the session continues on another node")
+            link.close(reason: .sessionMoved, text: text)
         }
     }
 
