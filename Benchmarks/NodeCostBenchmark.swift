@@ -1016,6 +1016,7 @@ final class DeviceGenerator: Sendable {
         switch reason {
         case .keepaliveTimeout: key = "device_saw_no_frame_for_2_intervals"
         case .peerWentAway(let code, _): key = "node_sent_goaway_\(code)"
+        case .peerDraining: key = "node_draining"
         case .transport(let error): key = "transport_\(error.kind)"
         case .local(let code): key = "closed_locally_\(code)"
         case .protocolError(let code, _): key = "protocol_error_\(code)"

@@ -89,9 +89,20 @@ case "$command" in
       # The network's hosts may connect as rsup without a password: a throwaway cluster on a private network only.
       printf "host all rsup %s trust\n" "$listen" >>"$dir/data/pg_hba.conf"
     fi
-    as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 start \
-      -o "-k $dir/socket -p $port -c listen_addresses=$addresses -c fsync=off -c max_connections=200" \
-      >/dev/null 2>&1 || { echo "error: the server did not start: $(tail -3 "$dir/server.log")" >&2; exit 1; }
+    # The port was free when picked, but initdb takes seconds and anything (another test's server, an outgoing
+    # connection's ephemeral port) may take it meanwhile: a start that cannot bind tries another port, up to 5 times.
+    for attempt in 1 2 3 4 5; do
+      if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 start \
+        -o "-k $dir/socket -p $port -c listen_addresses=$addresses -c fsync=off -c max_connections=200" \
+        >/dev/null 2>&1; then
+        break
+      fi
+      if [ "$attempt" -eq 5 ] || ! grep -q "could not create listen socket\|could not bind" "$dir/server.log"; then
+        echo "error: the server did not start: $(tail -3 "$dir/server.log")" >&2
+        exit 1
+      fi
+      port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    done
     as_owner "$bin/createdb" -h "$dir/socket" -p "$port" -U rsup rsup
     echo "host=$host port=$port user=rsup dbname=rsup"
     ;;

@@ -218,11 +218,11 @@ public final class FramedLink: @unchecked Sendable {
     }
 
     /// Closes the link: GOAWAY with `reason`, queued frames flushed, then TLS close_notify. From any thread.
-    public func close(reason: ReasonCode = .normalClose, text: String? = nil) {
+    public func close(reason: ReasonCode = .normalClose, text: String? = nil, resumeElsewhere: Bool = false) {
         isClosedFlag.store(true, ordering: .releasing)
         loop.execute { [self] in
             self.closeRequested = true
-            self.perform(self.machine.close(reason: reason, text: text))
+            self.perform(self.machine.close(reason: reason, text: text, resumeElsewhere: resumeElsewhere))
         }
     }
 

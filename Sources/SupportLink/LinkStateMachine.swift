@@ -45,6 +45,12 @@ public struct LinkStateMachine: Sendable {
         self.helloDeadline = now + settings.helloTimeout
     }
 
+    /// The open link's parameters; nil before HELLO and after the close.
+    private var parameters: LinkParameters? {
+        if case .open(let parameters) = state { return parameters }
+        return nil
+    }
+
     private var keepaliveMilliseconds: UInt32 {
         min(max(settings.keepaliveInterval.millisecondsClamped, WireLimits.keepaliveRange.lowerBound),
             WireLimits.keepaliveRange.upperBound)
@@ -128,7 +134,11 @@ public struct LinkStateMachine: Sendable {
         case (.closed, _), (.awaitingTLS, _):
             return []
         case (_, .goAway(let goAway)):
+            let resumable = parameters?.extensions.contains(.sessionResume) == true
             state = .closed
+            if goAway.resumeElsewhere, goAway.reason == .goingAway, resumable {
+                return [.close(.peerDraining(goAway.text))]
+            }
             return [.close(.peerWentAway(goAway.reason, goAway.text))]
         case (.awaitingHello, .hello(let hello)):
             return answer(hello)
@@ -263,8 +273,9 @@ public struct LinkStateMachine: Sendable {
         }
     }
 
-    /// This node closes the link: GOAWAY with `reason`, then close.
-    public mutating func close(reason: ReasonCode, text: String? = nil) -> [Action] {
+    /// This node closes the link: GOAWAY with `reason`, then close. `resumeElsewhere`: GOAWAY `going_away` saying the
+    /// session is kept for a resume (a drain, SPEC §15.5); only where session_resume is in effect.
+    public mutating func close(reason: ReasonCode, text: String? = nil, resumeElsewhere: Bool = false) -> [Action] {
         switch state {
         case .closed:
             return []
@@ -272,8 +283,9 @@ public struct LinkStateMachine: Sendable {
             state = .closed
             return [.close(.local(reason))]
         default:
+            let handover = resumeElsewhere && reason == .goingAway && parameters?.extensions.contains(.sessionResume) == true
             state = .closed
-            return [.send(.goAway(GoAway(reason: reason, text: text))), .close(.local(reason))]
+            return [.send(.goAway(GoAway(reason: reason, text: text, resumeElsewhere: handover))), .close(.local(reason))]
         }
     }
 
@@ -287,6 +299,9 @@ public enum LinkCloseReason: Sendable, Hashable, CustomStringConvertible {
     case local(ReasonCode)
     /// The peer sent GOAWAY.
     case peerWentAway(ReasonCode, String?)
+    /// The peer sent GOAWAY `going_away` with `resume_elsewhere` (SPEC §15.5, "Drain"): it is draining and keeps the
+    /// session for a resume elsewhere — a link loss.
+    case peerDraining(String?)
     /// The peer broke the protocol (malformed or out-of-state frame); we sent GOAWAY with this reason.
     case protocolError(ReasonCode, String)
     case helloTimeout
@@ -299,7 +314,7 @@ public enum LinkCloseReason: Sendable, Hashable, CustomStringConvertible {
     /// ended without GOAWAY, the keepalive expired here, or the peer's keepalive did (GOAWAY `keepalive_timeout`).
     public var isLinkLoss: Bool {
         switch self {
-        case .transport, .keepaliveTimeout: true
+        case .transport, .keepaliveTimeout, .peerDraining: true
         case .peerWentAway(let code, _): code == .keepaliveTimeout
         case .local, .protocolError, .helloTimeout: false
         }
@@ -309,6 +324,7 @@ public enum LinkCloseReason: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .local(let code), .peerWentAway(let code, _), .protocolError(let code, _): code
         case .helloTimeout: .protocolError
+        case .peerDraining: .goingAway
         case .keepaliveTimeout, .transport: .connectionLost
         }
     }
@@ -318,6 +334,7 @@ public enum LinkCloseReason: Sendable, Hashable, CustomStringConvertible {
         case .local(let code): "closed locally (\(code))"
         case .peerWentAway(let code, let text): "the peer went away (\(code))" + (text.map { ": \($0)" } ?? "")
         case .protocolError(let code, let text): "protocol error (\(code)): \(text)"
+        case .peerDraining(let text): "the peer is draining; resume elsewhere" + (text.map { ": \($0)" } ?? "")
         case .helloTimeout: "no HELLO in time"
         case .keepaliveTimeout(let silent): "the peer was silent for \(silent): keepalive timeout"
         case .transport(let error): error.description

@@ -9,7 +9,16 @@ public import SupporterModel
 /// `node_commands` with a `NOTIFY` to the holding node in one transaction; that node carries it out as if its own
 /// supporter had asked, and writes a ``ClusterCommandAnswer`` back the same way.
 public struct ClusterCommand: Codable, Sendable, Hashable {
-    public enum Kind: String, Codable, Sendable { case request, abort, end }
+    /// `vacate`: a node about to register a device on the code asks the node it last saw holding it whether a device
+    /// is still there; the holder answers `conflict` if so, else once everything it submitted before (the code's
+    /// release included) is committed.
+    public enum Kind: String, Codable, Sendable { case request, abort, end, vacate }
+
+    /// How long the asking node waits for the holder's answer to a supporter's command (`busy` after it).
+    public static let answerTimeout: Duration = .seconds(15)
+    /// How long a node registering a device waits for a `vacate` answer before it tries the claim anyway: the
+    /// device's REGISTER waits meanwhile, so a holder that does not answer must not cost it much.
+    public static let vacateTimeout: Duration = .seconds(1)
 
     public var kind: Kind
     public var code: String

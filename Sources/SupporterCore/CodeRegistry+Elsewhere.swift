@@ -51,6 +51,9 @@ extension CodeRegistry {
         for code in codes.keys where codes[code]?.elsewhere != all[code] { codes[code]?.elsewhere = all[code] }
     }
 
+    /// Whether a device on this node holds `code` (connected or reconnecting, committed or not).
+    public func holdsDevice(on code: String) -> Bool { codes[code]?.holder != nil }
+
     /// The node holding the device on `code` when it is another one.
     public func presenceElsewhere(of code: String) -> RemotePresence? {
         guard let entry = codes[code], entry.holder == nil else { return nil }

@@ -48,7 +48,8 @@ extension CodeRegistry {
         guard !intents.isEmpty else { return intents }
         for intent in intents {
             switch intent {
-            case .claimPresence(code, _), .presenceState(code, _), .releasePresence(code), .requirePresence(code):
+            case .claimPresence(code, _), .presenceState(code, _), .releasePresence(code), .requirePresence(code),
+                .handOverPresence(code):
                 return intents
             default: continue
             }

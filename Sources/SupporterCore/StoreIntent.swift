@@ -34,6 +34,10 @@ public enum StoreIntent: Sendable, Hashable {
     /// This node no longer holds a device on `code`. Where several nodes share one database this is fenced like
     /// ``requirePresence(code:)``: it fails, with the job, once another node claimed the code since this one did.
     case releasePresence(code: String)
+    /// The node drains (SPEC §15.5, "Drain"): it lets go of `code` at once but keeps the session as last recorded
+    /// (``resumeState(code:state:)``) for another node — or this one restarted — to take over when the device
+    /// resumes. Fenced like ``requirePresence(code:)``. A store of one node has nothing to record.
+    case handOverPresence(code: String)
     /// The job is about the device session this node holds on `code` (fencing): where several nodes share one
     /// database, the whole job fails (``StoreError``'s `fenced`) unless this node's claim on the code still stands,
     /// that is no other node claimed the code since — so no node records anything about a session that moved on.

@@ -106,6 +106,29 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             resumeArrived(resume, node: node)
             return
         }
+        if case .register(let register) = message, machine.state == .idle, !connection.resuming,
+            let holder = node.sessions.withLock({ $0.registry.presenceElsewhere(of: register.sessionCode)?.node })
+        {
+            // Another node held the code when this node last heard: its device may have just left (and be this one,
+            // rejoining here). Ask it before the claim; reading waits meanwhile (at most the vacate timeout).
+            carryOut(connection.resume(deciding: true))
+            let loop = link.loop
+            Task { [self] in
+                await node.askToVacate(register.sessionCode, holder: holder)
+                let delivered = loop.execute {
+                    self.carryOut(self.connection.resume(deciding: false))
+                    guard self.connection.processesFrames, !self.link.isClosed else { return }
+                    self.process(message)
+                }
+                if !delivered { node.logger.log(.debug, "a REGISTER was let through after its loop stopped") }
+            }
+            return
+        }
+        process(message)
+    }
+
+    /// A frame from the device for its session machine. On the loop.
+    private func process(_ message: Message) {
         perform(machine.received(message, now: now))
         if closeAfterAnswer {
             closeAfterAnswer = false
@@ -436,6 +459,55 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     /// Closes the link with GOAWAY `reason` (any thread).
     func closeLink(reason: ReasonCode, text: String) { link.close(reason: reason, text: text) }
 
+    /// The node drains (SIGTERM, `drain`; SPEC §15.5 "Drain"). Several nodes on one database and a session that can
+    /// resume: the session is handed over — its state as last recorded stays in the store, the code's presence
+    /// lapses at once so that the next node the device reaches takes it over, nothing ends here — and the device gets
+    /// GOAWAY `going_away` with `resume_elsewhere`, after the handover is committed. Anything else shuts down as
+    /// before (``shutDown()``). Any thread.
+    func drain() {
+        let accepted = link.loop.execute { [self] in
+            guard let node, let code = joinedCode, !movedAway, node.cluster != nil, machine.canResume,
+                let snapshot = machine.resumeSnapshot
+            else {
+                self.shutDownHere()
+                return
+            }
+            var intents: [StoreIntent] = []
+            let stored = StoredResumeState(snapshot).json
+            if stored != storedResumeState { intents.append(.resumeState(code: code, state: stored)) }
+            intents.append(.handOverPresence(code: code))
+            guard node.sessions.withLock({ $0.registry.sessionMovedElsewhere(code: code, from: id) }) else {
+                self.shutDownHere()
+                return
+            }
+            node.logger.log(.info, "code \(Redact.code(code)): handing the session over (the node drains)")
+            let wasParked = parked
+            movedAway = true
+            joinedCode = nil
+            graceTimer?.cancel()
+            graceTimer = nil
+            timer?.cancel()
+            timer = nil
+            parked = false
+            submit(intents)
+            let link = self.link
+            enqueue(
+                .then(
+                    Completion(
+                        success: {
+                            link.close(
+                                reason: .goingAway, text: "the supporter node restarts; resume your session",
+                                resumeElsewhere: true)
+                            if wasParked { node.connectionClosed(self) }
+                        },
+                        failed: {
+                            link.close(reason: .goingAway, text: "the supporter node shuts down")
+                            if wasParked { node.connectionClosed(self) }
+                        })))
+        }
+        if !accepted { link.close(reason: .goingAway, text: "the supporter node shuts down") }
+    }
+
     /// Another node claimed `code`, which this connection holds (this node's lease lapsed): drops the session here
     /// without a record — no end, no `device_offline` — and closes the link (GOAWAY `session_moved`) if it is still
     /// open; a parked session is forgotten at once (any thread).
@@ -472,15 +544,18 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         }
     }
 
-    /// Ends the session (if any) with `going_away`, then closes the link. On the loop.
+    /// Ends the session (if any) with `going_away`, then closes the link. Any thread.
     func shutDown() {
-        let accepted = link.loop.execute { [self] in
-            if let actions = try? self.machine.end(reason: .goingAway, text: "the supporter node shuts down") {
-                self.perform(actions)
-            }
-            self.enqueue(.close(.goingAway, "the supporter node shuts down"))
-        }
+        let accepted = link.loop.execute { [self] in self.shutDownHere() }
         if !accepted { link.close(reason: .goingAway, text: "the supporter node shuts down") }
+    }
+
+    /// ``shutDown()`` on the loop.
+    private func shutDownHere() {
+        if let actions = try? machine.end(reason: .goingAway, text: "the supporter node shuts down") {
+            perform(actions)
+        }
+        enqueue(.close(.goingAway, "the supporter node shuts down"))
     }
 
     /// A connection must register within the configured time after HELLO (and again after it leaves its code), or it

@@ -148,10 +148,32 @@ extension SupporterNode {
                 try await abortRequestHere(code: command.code, by: actor)
             case .end:
                 try await endSessionHere(code: command.code, text: command.text, by: actor)
+            case .vacate:
+                if sessions.withLock({ $0.registry.holdsDevice(on: command.code) }) {
+                    throw SupporterNodeError("a device is on this code", kind: .conflict)
+                }
+                // The device left here: once every job submitted before this one has committed, the release of its
+                // code included, the code is free for the asking node.
+                do throws(StoreError) { try await store.write([]) } catch { throw SupporterNodeError(store: error) }
             }
             return ClusterCommandAnswer()
         } catch {
             return ClusterCommandAnswer(error)
+        }
+    }
+
+    /// A device is about to register on `code`, which `holder` held as this node last heard: asks it to confirm that
+    /// its device is gone (``ClusterCommand/Kind/vacate``), waiting at most ``ClusterCommand/vacateTimeout``. When it
+    /// is, the code is free in this node's view too, and the claim that follows finds the row released — so a device
+    /// that leaves one node and joins through another at once is never refused because of its own presence.
+    func askToVacate(_ code: String, holder: String) async {
+        guard let cluster else { return }
+        let command = ClusterCommand(kind: .vacate, code: code, actor: ClusterCommand.Actor(.node))
+        guard let answer = try? await cluster.send(command, to: holder, timeout: ClusterCommand.vacateTimeout),
+            answer.failure == nil
+        else { return }
+        sessions.withLock { state in
+            if state.registry.presenceElsewhere(of: code)?.node == holder { state.registry.setPresenceElsewhere(nil, on: code) }
         }
     }
 
@@ -165,7 +187,7 @@ extension SupporterNode {
     /// Sends `command` to the node holding its code; throws what it met there.
     func forward(_ command: ClusterCommand, to node: String) async throws(SupporterNodeError) -> ClusterCommandAnswer {
         guard let cluster else { throw SupporterNodeError("no device is online on code \(Redact.code(command.code))", kind: .conflict) }
-        let answer = try await cluster.send(command, to: node)
+        let answer = try await cluster.send(command, to: node, timeout: ClusterCommand.answerTimeout)
         if let failure = answer.failure { throw failure }
         return answer
     }

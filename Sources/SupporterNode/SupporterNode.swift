@@ -280,7 +280,8 @@ public final class SupporterNode: Sendable {
             state.shuttingDown = true
             return Array(state.links.values)
         }
-        for connection in links { connection.shutDown() }
+        // A drain: sessions that can resume are handed over (several nodes), the others end with `going_away`.
+        for connection in links { connection.drain() }
         // Let the audit records, SESSION_ENDs, GOAWAYs and close_notify leave before the loops stop.
         let deadline = Deadline.now() + .milliseconds(1000)
         while Deadline.now() < deadline, links.contains(where: { !$0.link.isTransportClosed }) {

@@ -22,8 +22,9 @@ public protocol ClusterBus: Sendable {
     /// From now on presence renewal renews only the codes `watch` names as held, and reports those another node took.
     func watchPresence(_ watch: PresenceWatch)
 
-    /// Sends `command` to `node` and waits for its answer (or throws `busy` when it does not come in time).
-    func send(_ command: ClusterCommand, to node: String) async throws(SupporterNodeError) -> ClusterCommandAnswer
+    /// Sends `command` to `node` and waits for its answer (or throws `busy` when it does not come within `timeout`).
+    func send(_ command: ClusterCommand, to node: String, timeout: Duration) async throws(SupporterNodeError)
+        -> ClusterCommandAnswer
     /// Whether this node takes command `id` (false when it was taken already: a command read twice runs once).
     func take(_ id: Int64) -> Bool
     /// Answers command `id` of node `origin`.

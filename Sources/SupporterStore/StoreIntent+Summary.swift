@@ -14,6 +14,7 @@ extension StoreIntent {
         case .claimPresence, .presenceState, .resumeState: "device presence"
         case .releasePresence: "end of device presence"
         case .requirePresence: "claim check"
+        case .handOverPresence: "handover of device presence"
         }
     }
 }

@@ -15,7 +15,7 @@ public final class ClusterPeers: ClusterBus {
     package let engine: PostgresStoreEngine
     private let connectionString: String
     /// How long the asking node waits for the holding node's answer.
-    package static let answerTimeout: Duration = .seconds(15)
+    package static let answerTimeout: Duration = ClusterCommand.answerTimeout
     /// Most commands waiting for an answer at once; beyond it new ones are refused (`busy`).
     package static let maximumWaiting = 1_024
 
@@ -58,8 +58,12 @@ public final class ClusterPeers: ClusterBus {
         stopping?.stop()
     }
 
-    /// Sends `command` to `node` and waits for its answer (or throws `busy` after ``answerTimeout``).
-    public func send(_ command: ClusterCommand, to node: String) async throws(SupporterNodeError) -> ClusterCommandAnswer {
+    /// Sends `command` to `node` and waits for its answer (or throws `busy` after `timeout`, at most
+    /// ``answerTimeout``).
+    public func send(_ command: ClusterCommand, to node: String, timeout: Duration) async throws(SupporterNodeError)
+        -> ClusterCommandAnswer
+    {
+        let timeout = min(timeout, Self.answerTimeout)
         guard slots.withLock({ $0.count }) < Self.maximumWaiting else {
             throw SupporterNodeError("too many commands wait for other nodes; try again shortly", kind: .busy)
         }
@@ -101,7 +105,7 @@ public final class ClusterPeers: ClusterBus {
             }
             if let early { continuation.resume(returning: early) }
             Task { [weak self] in
-                try? await Task.sleep(for: Self.answerTimeout)
+                try? await Task.sleep(for: timeout)
                 self?.answered(
                     id,
                     ClusterCommandAnswer(

@@ -211,7 +211,8 @@ private final class PostgresBatchWriter: StoreQueueWorker, @unchecked Sendable {
     func finish() {
         if let member, reconnectIfNeeded() {
             _ = try? connection.query(
-                "UPDATE device_presence SET lease_until = 0, resume = NULL, state = 'online' WHERE node_id = $1",
+                // Rows handed over by a drain are lapsed already and keep their resume records.
+                "UPDATE device_presence SET lease_until = 0, resume = NULL, state = 'online' WHERE node_id = $1 AND lease_until > 0",
                 [member.nodeID], operation: "release device presence")
         }
         connection.close()

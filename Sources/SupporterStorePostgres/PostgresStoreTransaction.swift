@@ -137,6 +137,14 @@ package struct PostgresStoreTransaction {
                     """, [code, member.nodeID], "release device presence")
                 guard rows.count > 0 else { throw fenced(code) }
                 changed(.presence(code: code))
+            case .handOverPresence(let code):
+                guard let member else { break }
+                // Lapsed at once, the resume record kept: the next node the device reaches takes the session over.
+                let rows = try run(
+                    "UPDATE device_presence SET lease_until = 0 WHERE code = $1 AND node_id = $2 RETURNING code",
+                    [code, member.nodeID], "hand the session over")
+                guard rows.count > 0 else { throw fenced(code) }
+                changed(.presence(code: code))
             case .requirePresence(let code):
                 guard let member else { break }
                 let rows = try run(

@@ -258,7 +258,7 @@ extension StoreTransaction {
             case .deleteLoginSession(let digest): try deleteLoginSessions("digest = ?", .blob(digest))
             case .deleteLoginSessions(let login): try deleteLoginSessions("login = ?", .text(login))
             case .deleteLoginSessionsBefore(let date): try deleteLoginSessions("created_at < ?", .integer(date.unixMilliseconds))
-            case .claimPresence, .presenceState, .resumeState, .releasePresence, .requirePresence: break  // one node: its registry is the only holder of a code
+            case .claimPresence, .presenceState, .resumeState, .releasePresence, .requirePresence, .handOverPresence: break  // one node: its registry is the only holder of a code
             }
         }
     }

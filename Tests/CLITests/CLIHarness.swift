@@ -124,6 +124,8 @@ final class CLIProcess: Sendable {
     }
 
     var pid: Int32 { process.pid }
+    /// The exit status, or nil while it runs.
+    var exitStatus: Int32? { process.exitStatus }
     var stdoutLines: [String] { output.withLock { $0.stdout } }
     var stderrLines: [String] { output.withLock { $0.stderr } }
 

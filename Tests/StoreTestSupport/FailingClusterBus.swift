@@ -90,11 +90,11 @@ public final class FailingClusterBus: ClusterBus {
 
     public func watchPresence(_ watch: PresenceWatch) { base.watchPresence(watch) }
 
-    public func send(_ command: ClusterCommand, to node: String) async throws(SupporterNodeError)
+    public func send(_ command: ClusterCommand, to node: String, timeout: Duration) async throws(SupporterNodeError)
         -> ClusterCommandAnswer
     {
         if hit(.send, \.sendsFailed) { throw Self.injected }
-        return try await base.send(command, to: node)
+        return try await base.send(command, to: node, timeout: timeout)
     }
 
     public func take(_ id: Int64) -> Bool { base.take(id) }

@@ -1,0 +1,82 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// A clean stop of one node of three (SIGTERM) while its devices are in active sessions: it hands each session over
+/// (GOAWAY `going_away` with `resume_elsewhere`, SPEC §15.5 "Drain") and every device resumes on another node — a
+/// rolling restart loses nothing (issue 22, item 6).
+@Suite("a node drains", .serialized)
+struct ClusterDrainTests {
+    static let devices = 4
+
+    @Test("SIGTERM on a node with active sessions: every device resumes elsewhere, nothing ends, the node exits 0")
+    func aDrainedNodeHandsItsSessionsOver() async throws {
+        let database = try ThrowawayPostgres()
+        defer { database.stop() }
+        let uri = "postgres://rsup@127.0.0.1:\(database.port)/rsup"
+        try await withCertificates { certificates in
+            let store = ["--store", uri, "--presence-lease", "10s", "--resume-grace", "60s"]
+            var nodes: [SupporterServer] = []
+            var devices: [CLIProcess] = []
+            do {
+                for _ in 0..<3 { nodes.append(try await SupporterServer(certificate: certificates.server, extra: store)) }
+                try await drain(nodes, uri: uri, caPath: certificates.caPath) { devices.append($0) }
+            } catch {
+                for device in devices { await device.stop() }
+                for node in nodes { await node.close() }
+                throw error
+            }
+            for device in devices { await device.stop() }
+            for node in nodes { await node.close() }
+        }
+    }
+
+    private func drain(
+        _ nodes: [SupporterServer], uri: String, caPath: String, started: (CLIProcess) -> Void
+    ) async throws {
+        let (first, second) = (nodes[0], nodes[1])
+        let token = try await first.issueToken()
+        try await second.ensureAccount("alice", displayName: "Alice")
+        var codes: [String] = []
+        var devices: [CLIProcess] = []
+        for index in 0..<Self.devices {
+            let code = try await second.createCode()
+            codes.append(code)
+            let device = try CLIProcess(
+                Binaries.device,
+                ["connect"] + nodes.map(\.address) + [
+                    "--code", code, "--token", token, "--name", "phone-\(index)", "--json", "--ca", caPath,
+                    "--auto-accept",
+                ])
+            started(device)
+            devices.append(device)
+            _ = try #require(await device.waitForEvent("online"), "\(device.transcript)")
+            _ = try await second.connect(code, as: "alice")
+            _ = try #require(await device.waitForEvent("connected"), "\(device.transcript)")
+        }
+
+        first.process.signal(SIGTERM)
+        #expect(await first.process.waitForExit(timeout: patience) == 0, "\(first.process.transcript)")
+        for device in devices {
+            let lost = try #require(await device.waitForEvent("reconnecting"), "\(device.transcript)")
+            let resumed = try #require(await device.waitForEvent("resumed"), "\(device.transcript)")
+            let took = ClusterFreezeTests.seconds(from: lost, to: resumed) ?? -1
+            print("drain: device told to resume elsewhere → resumed in \(took) s")
+            #expect(device.exitStatus == nil, "the device must keep its session: \(device.transcript)")
+        }
+        // The sessions go on: node 2's supporter still reaches every device, and ends each session there.
+        for (code, device) in zip(codes, devices) {
+            _ = try await second.control(["end", "--code", code])
+            _ = try #require(await device.waitForEvent("disconnected"), "\(device.transcript)")
+        }
+        var rows: [String] = []
+        for code in codes {
+            let audit = try await runCommand(Binaries.supporter, ["audit", "--store", uri, "--code", code, "--json"])
+            rows += audit.stdout.filter { $0.contains("\"device_offline\"") || $0.contains("\"session_ended\"") }
+        }
+        #expect(rows.count == 2 * Self.devices, "one device_offline and one session_ended each:\n\(rows.joined(separator: "\n"))")
+        #expect(!rows.contains { $0.contains("going_away") || $0.contains("connection_lost") }, "\(rows)")
+        let verify = try await runCommand(Binaries.supporter, ["audit", "--verify", "--store", uri])
+        #expect(verify.exitCode == 0, "\(verify)")
+    }
+}
