@@ -262,8 +262,10 @@ public final class SupporterNode: Sendable {
         )
     }
 
-    /// Stops listening, ends every session with `going_away` (SESSION_END, then GOAWAY), writes what is queued, and
-    /// stops the loops. Call it from outside the node's loops.
+    /// Stops listening and drains (SPEC §15.5 "Drain"): a node of a cluster hands each session that can resume over to
+    /// the other nodes (GOAWAY `going_away` + `resume_elsewhere`, after its state and the release of its presence are
+    /// committed); every other session ends with `going_away` (SESSION_END, then GOAWAY). Then it writes what is
+    /// queued and stops the loops. Call it from outside the node's loops.
     public func shutdown() {
         if let sweep = sweeper.withLock({ $0.take() }) {
             // On the sweep's loop, after a sweep running now (which arms the next): whichever timer is armed goes.

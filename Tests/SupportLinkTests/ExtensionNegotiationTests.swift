@@ -75,4 +75,62 @@ struct ExtensionNegotiationTests {
         #expect(actions.contains { if case .send(.goAway(let g)) = $0 { g.reason == .protocolError } else { false } })
         #expect(!actions.contains { if case .open = $0 { true } else { false } })
     }
+
+    // MARK: Drain (SPEC §15.5, revision 1.1.2)
+
+    /// A device and a node machine whose link is open with `extensions` offered and supported by both.
+    private static func openPair(_ extensions: ProtocolExtensions) -> (device: LinkStateMachine, node: LinkStateMachine) {
+        var device = LinkStateMachine(settings: settings(.device, extensions), isInitiator: true, now: t0)
+        var node = LinkStateMachine(settings: settings(.supporter, extensions), isInitiator: false, now: t0)
+        _ = node.tlsEstablished(now: t0)
+        for case .send(.hello(let hello)) in device.tlsEstablished(now: t0) {
+            for case .send(.helloAck(let ack)) in node.received(.hello(hello), now: t0) {
+                _ = device.received(.helloAck(ack), now: t0)
+            }
+        }
+        return (device, node)
+    }
+
+    /// The GOAWAY a close sends, if any.
+    private static func sentGoAway(_ actions: [LinkStateMachine.Action]) -> GoAway? {
+        for case .send(.goAway(let goAway)) in actions { return goAway }
+        return nil
+    }
+
+    private static func closeReason(_ actions: [LinkStateMachine.Action]) -> LinkCloseReason? {
+        for case .close(let reason) in actions { return reason }
+        return nil
+    }
+
+    @Test func aDrainingNodeSaysResumeElsewhereOnlyWhereSessionResumeIsInEffect() {
+        var (_, withResume) = Self.openPair(.all)
+        let handedOver = Self.sentGoAway(withResume.close(reason: .goingAway, text: "restart", resumeElsewhere: true))
+        #expect(handedOver == GoAway(reason: .goingAway, text: "restart", resumeElsewhere: true))
+
+        var (_, without) = Self.openPair([.accessControl, .sessionMessages])
+        let ended = Self.sentGoAway(without.close(reason: .goingAway, text: "restart", resumeElsewhere: true))
+        #expect(ended == GoAway(reason: .goingAway, text: "restart"))
+
+        // Never with another reason.
+        var (_, other) = Self.openPair(.all)
+        #expect(Self.sentGoAway(other.close(reason: .normalClose, resumeElsewhere: true))?.resumeElsewhere == false)
+    }
+
+    @Test func aDeviceTreatsADrainAsALinkLossOnlyWithSessionResumeAndGoingAway() {
+        let drain = GoAway(reason: .goingAway, text: "restart", resumeElsewhere: true)
+        var (device, _) = Self.openPair(.all)
+        let lost = Self.closeReason(device.received(.goAway(drain), now: Self.t0))
+        #expect(lost == .peerDraining("restart"))
+        #expect(lost?.isLinkLoss == true)
+
+        var (old, _) = Self.openPair([.accessControl])
+        let ended = Self.closeReason(old.received(.goAway(drain), now: Self.t0))
+        #expect(ended == .peerWentAway(.goingAway, "restart"))
+        #expect(ended?.isLinkLoss == false)
+
+        // The field with any other reason is ignored: the GOAWAY ends the session with its reason.
+        var (other, _) = Self.openPair(.all)
+        let odd = GoAway(reason: .protocolError, text: nil, resumeElsewhere: true)
+        #expect(Self.closeReason(other.received(.goAway(odd), now: Self.t0)) == .peerWentAway(.protocolError, nil))
+    }
 }

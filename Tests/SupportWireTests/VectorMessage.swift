@@ -31,7 +31,11 @@ enum VectorMessage {
                     resumeGraceMilliseconds: try fields.optionalInteger("resume_grace_ms")))
         case "PING": message = .ping(Ping(nonce: try fields.unsigned64("nonce")))
         case "PONG": message = .pong(Pong(nonce: try fields.unsigned64("nonce")))
-        case "GOAWAY": message = .goAway(GoAway(reason: try fields.reason("reason"), text: fields.optionalString("text")))
+        case "GOAWAY":
+            message = .goAway(
+                GoAway(
+                    reason: try fields.reason("reason"), text: fields.optionalString("text"),
+                    resumeElsewhere: try fields.optionalFlag("resume_elsewhere")))
         case "REGISTER":
             message = .register(
                 Register(

@@ -477,6 +477,13 @@ V("session_started_resume_secret_64_bytes", "SESSION_STARTED resume_secret of 64
 V("goaway_session_moved", "GOAWAY session_moved (0x09): the registration was resumed on another connection",
   {"type": "GOAWAY", "reason": R["session_moved"]})
 
+# --- GOAWAY resume_elsewhere (revision 1.1.2, §15.2, §15.5 "Drain")
+V("goaway_going_away_resume_elsewhere", "GOAWAY going_away with resume_elsewhere = 1 (revision 1.1.2): the node "
+  "drains; the session is kept for a resume", {"type": "GOAWAY", "reason": R["going_away"], "resume_elsewhere": 1})
+V("goaway_full_1_1_2", "GOAWAY with every field of revision 1.1.2: going_away, a text, resume_elsewhere = 1",
+  {"type": "GOAWAY", "reason": R["going_away"], "text": "the supporter node restarts; resume your session",
+   "resume_elsewhere": 1})
+
 # --- FEATURE_REQUEST (0x19, §15.3)
 V("feature_request_minimal", "FEATURE_REQUEST with only the required fields: ask 1 for chat (code rule allow)",
   {"type": "FEATURE_REQUEST", "ask_id": 1, "feature": F["chat"]})
@@ -1025,6 +1032,12 @@ M("invalid_utf8_register_result_resume_secret_c0_af_ff", "REGISTER_RESULT reason
   "in 1.0, resume_secret since 1.1) holding C0 AF FF: validated on every connection, and not UTF-8",
   frame(REGISTER_RESULT, field(1, u8(0)) + field(4, u8(2)) + field(5, b"\xc0\xaf\xff")), "invalid_utf8",
   8 + 4 + 4, 5)
+M("value_out_of_range_goaway_resume_elsewhere_0", "GOAWAY going_away, then tag 4 (unknown in 1.0, resume_elsewhere "
+  "since revision 1.1.2) holding 0: the field's only value is 1", frame(GOAWAY, field(1, u8(R["going_away"])) +
+  field(4, u8(0))), "value_out_of_range", 8 + 4, 4)
+M("invalid_field_length_goaway_resume_elsewhere_2_bytes", "GOAWAY going_away, then tag 4 resume_elsewhere of 2 "
+  "bytes (a u8)", frame(GOAWAY, field(1, u8(R["going_away"])) + field(4, b"\x01\x00")), "invalid_field_length",
+  8 + 4, 4)
 
 # --- Header (§3.3) with the 1.1 types
 M("unknown_frame_type_0x20", "type 0x20 without IGNORABLE: undefined (1.1 defines 0x19-0x1f only)",

@@ -116,6 +116,7 @@ MESSAGES = {
     0x05: ("GOAWAY", [
         (1, "reason", REASON, True, None),
         (2, "text", STRING, False, 256),
+        (4, "resume_elsewhere", U8, False, (1, 1)),                         # §15.5 drain
     ]),
     0x10: ("REGISTER", [
         (1, "session_code", STRING, True, 64),
@@ -233,6 +234,7 @@ EXTENSION_FIELDS = {
     (0x15, 2): "access_control",       # SESSION_STARTED granted_features
     (0x15, 3): "session_messages",     # SESSION_STARTED media_descriptor
     (0x15, 4): "session_resume",       # SESSION_STARTED resume_secret
+    (0x05, 4): "session_resume",       # GOAWAY resume_elsewhere (drain)
 }
 
 
