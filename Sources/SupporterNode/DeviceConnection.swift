@@ -106,7 +106,8 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             resumeArrived(resume, node: node)
             return
         }
-        if case .register(let register) = message, machine.state == .idle, !connection.resuming,
+        // Only a node of a cluster can know of a device elsewhere: a lone node's REGISTER takes no extra lock.
+        if case .register(let register) = message, machine.state == .idle, !connection.resuming, node.cluster != nil,
             let holder = node.sessions.withLock({ $0.registry.presenceElsewhere(of: register.sessionCode)?.node })
         {
             // Another node held the code when this node last heard: its device may have just left (and be this one,

@@ -9,8 +9,13 @@ import Testing
 struct ClusterDrainTests {
     static let devices = 4
 
-    @Test("SIGTERM on a node with active sessions: every device resumes elsewhere, nothing ends, the node exits 0")
-    func aDrainedNodeHandsItsSessionsOver() async throws {
+    /// How the node is told to stop.
+    enum Stop: String, CaseIterable, Sendable { case sigterm, drainCommand }
+
+    @Test(
+        "SIGTERM or drain on a node with active sessions: every device resumes elsewhere, nothing ends, exit 0",
+        arguments: Stop.allCases)
+    func aDrainedNodeHandsItsSessionsOver(stop: Stop) async throws {
         let database = try ThrowawayPostgres()
         defer { database.stop() }
         let uri = "postgres://rsup@127.0.0.1:\(database.port)/rsup"
@@ -20,7 +25,7 @@ struct ClusterDrainTests {
             var devices: [CLIProcess] = []
             do {
                 for _ in 0..<3 { nodes.append(try await SupporterServer(certificate: certificates.server, extra: store)) }
-                try await drain(nodes, uri: uri, caPath: certificates.caPath) { devices.append($0) }
+                try await drain(nodes, uri: uri, caPath: certificates.caPath, stop: stop) { devices.append($0) }
             } catch {
                 for device in devices { await device.stop() }
                 for node in nodes { await node.close() }
@@ -32,7 +37,7 @@ struct ClusterDrainTests {
     }
 
     private func drain(
-        _ nodes: [SupporterServer], uri: String, caPath: String, started: (CLIProcess) -> Void
+        _ nodes: [SupporterServer], uri: String, caPath: String, stop: Stop, started: (CLIProcess) -> Void
     ) async throws {
         let (first, second) = (nodes[0], nodes[1])
         let token = try await first.issueToken()
@@ -55,7 +60,13 @@ struct ClusterDrainTests {
             _ = try #require(await device.waitForEvent("connected"), "\(device.transcript)")
         }
 
-        first.process.signal(SIGTERM)
+        switch stop {
+        case .sigterm: first.process.signal(SIGTERM)
+        case .drainCommand:
+            // It waits for the node to stop and says whether the sessions were handed over.
+            let reply = try await first.control(["drain"])
+            #expect(reply["hands_over"] as? Bool == true && reply["stopped"] as? Bool == true, "\(reply)")
+        }
         #expect(await first.process.waitForExit(timeout: patience) == 0, "\(first.process.transcript)")
         for device in devices {
             let lost = try #require(await device.waitForEvent("reconnecting"), "\(device.transcript)")

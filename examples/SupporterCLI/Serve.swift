@@ -169,10 +169,10 @@ enum Serve {
                 throw .failure("the REST API cannot start: \(Explain.transport(error))")
             }
         }
-        let commands = SupporterCommands(node: node)
-        try ControlSocket.serve(path: folder + "/control.sock") { request in commands.runBlocking(request) }
-        // Ctrl-C and SIGTERM stop the node cleanly from here on: set before `listening` tells anyone to connect.
+        // Ctrl-C, SIGTERM and `drain` stop the node cleanly from here on: set before `listening` tells anyone to connect.
         let stop = DispatchSemaphore(value: 0)
+        let commands = SupporterCommands(node: node, stop: { stop.signal() })
+        try ControlSocket.serve(path: folder + "/control.sock") { request in commands.runBlocking(request) }
         let signals = [SIGINT, SIGTERM].map { number -> DispatchSourceSignal in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number)
@@ -212,7 +212,13 @@ enum Serve {
             Thread { InteractiveConsole(commands: commands, console: console).run(onQuit: { stop.signal() }) }.start()
         }
         stop.wait()
-        console.event("stopping", "stopping: sessions end with going_away")
+        if node.clusterNodeID != nil {
+            console.event(
+                "stopping", "stopping: sessions that can resume are handed over to the other nodes, the others end",
+                ["hands_over": true])
+        } else {
+            console.event("stopping", "stopping: sessions end with going_away", ["hands_over": false])
+        }
         let stopped = armStopDeadline(console)
         defer { stopped.signal() }
         if let restServer {

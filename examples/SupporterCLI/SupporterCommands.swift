@@ -14,6 +14,8 @@ import SupporterModel
 /// through the control socket. Each takes and returns plain JSON-ready values.
 struct SupporterCommands: Sendable {
     let node: SupporterNode
+    /// Asks `serve` to stop as SIGTERM does (the `drain` command); answered before the stop begins.
+    var stop: @Sendable () -> Void = {}
 
     static func codeType(_ text: String?) -> SessionCodeType? {
         switch text ?? "remote" {
@@ -200,6 +202,10 @@ struct SupporterCommands: Sendable {
             case "close":
                 try await node.closeCode(code)
                 return ["ok": true]
+            case "drain":
+                let handsOver = node.clusterNodeID != nil
+                stop()
+                return ["ok": true, "hands_over": handsOver]
             case "token":
                 let scope = APITokenScope(rawValue: request["scope"] as? String ?? "device")
                 guard let scope else { return ["ok": false, "error": "scope must be device or admin"] }

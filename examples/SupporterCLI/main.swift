@@ -33,6 +33,8 @@ let usage = """
       ask       ask for a feature mid-session     --code CODE --feature NAME [--text WHY]
       end       end the session on a code         --code CODE
       close     close a code for good             --code CODE
+      drain     stop the node serving --data: a node of a cluster hands its sessions over to the others
+                (SPEC §15.5 "Drain"); a node alone ends them with going_away. Same as SIGTERM
       user      supporter accounts                add|list|disable|enable|passwd|role|rename
       token     issue a new API token             [--scope device|admin] [--label TEXT] (admin: for the REST API)
       token list    list tokens (ids, scopes, labels, revoked; never the tokens)
@@ -218,6 +220,7 @@ func main() -> Int32 {
         case "ask": try remote("ask", arguments, required: ["code", "feature"], optional: ["text"])
         case "end": try remote("end", arguments, required: ["code"], optional: [])
         case "close": try remote("close", arguments, required: ["code"], optional: [])
+        case "drain": try Drain.run(arguments)
         case "token":
             switch arguments.first {
             case "list": try remote("token-list", Array(arguments.dropFirst()), required: [], optional: [])
