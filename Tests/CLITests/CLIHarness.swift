@@ -310,17 +310,18 @@ final class SupporterServer: Sendable {
     /// Starts the node with `certificate` and waits for its `listening` event; on `folder`'s data folder when given
     /// (a restart on the data of a node that was stopped with `close(keepingData: true)`, or killed). Without `json`
     /// the node prints its events for people, and the port is read from its `listening on HOST:PORT` line.
-    /// With `fileLimit`, the node runs under `ulimit -n fileLimit` (through /bin/sh, which then execs it).
+    /// With `fileLimit`, the node runs under `ulimit -n fileLimit` (through /bin/sh, which then execs it). `port` 0
+    /// lets the kernel choose; another reuses a restarted node's port, so that its devices find it again.
     init(
         certificate: CertificateFile, extra: [String] = [], reusing folder: TemporaryFolder? = nil, json: Bool = true,
-        fileLimit: Int? = nil
+        fileLimit: Int? = nil, port listenPort: Int = 0
     ) async throws {
         let isNew = folder == nil
         let folder = try folder ?? TemporaryFolder()
         self.folder = folder
         let arguments =
             [
-                "serve", "--listen", "127.0.0.1:0", "--non-interactive", "--data", folder.file("data"),
+                "serve", "--listen", "127.0.0.1:\(listenPort)", "--non-interactive", "--data", folder.file("data"),
                 "--cert", certificate.certificatePath, "--key", certificate.keyPath,
             ] + (json ? ["--json"] : []) + extra
         let process =

@@ -90,4 +90,68 @@ struct ClusterDrainTests {
         let verify = try await runCommand(Binaries.supporter, ["audit", "--verify", "--store", uri])
         #expect(verify.exitCode == 0, "\(verify)")
     }
+
+    @Test("a lone node on PostgreSQL restarted (SIGTERM, start again on its port): its devices resume, nothing ends")
+    func aLoneNodeRestartKeepsItsSessions() async throws {
+        let database = try ThrowawayPostgres()
+        defer { database.stop() }
+        let uri = "postgres://rsup@127.0.0.1:\(database.port)/rsup"
+        try await withCertificates { certificates in
+            let store = ["--store", uri, "--presence-lease", "10s", "--resume-grace", "60s"]
+            let node = try await SupporterServer(certificate: certificates.server, extra: store)
+            var restarted: SupporterServer?
+            var devices: [CLIProcess] = []
+            do {
+                let token = try await node.issueToken()
+                try await node.ensureAccount("alice", displayName: "Alice")
+                var codes: [String] = []
+                for index in 0..<2 {
+                    let code = try await node.createCode()
+                    codes.append(code)
+                    let device = try CLIProcess(
+                        Binaries.device,
+                        [
+                            "connect", node.address, "--code", code, "--token", token, "--name", "phone-\(index)",
+                            "--json", "--ca", certificates.caPath, "--auto-accept",
+                        ])
+                    devices.append(device)
+                    _ = try #require(await device.waitForEvent("online"), "\(device.transcript)")
+                    _ = try await node.connect(code, as: "alice")
+                    _ = try #require(await device.waitForEvent("connected"), "\(device.transcript)")
+                }
+                node.process.signal(SIGTERM)
+                #expect(await node.process.waitForExit(timeout: patience) == 0, "\(node.process.transcript)")
+                for device in devices {
+                    _ = try #require(await device.waitForEvent("reconnecting"), "\(device.transcript)")
+                }
+                await node.close(keepingData: true)
+                let again = try await SupporterServer(
+                    certificate: certificates.server, extra: store, reusing: node.folder, port: node.port)
+                restarted = again
+                for device in devices {
+                    _ = try #require(await device.waitForEvent("resumed"), "\(device.transcript)")
+                    #expect(device.exitStatus == nil, "the device must keep its session: \(device.transcript)")
+                }
+                for (code, device) in zip(codes, devices) {
+                    _ = try await again.control(["end", "--code", code])
+                    _ = try #require(await device.waitForEvent("disconnected"), "\(device.transcript)")
+                }
+                var rows: [String] = []
+                for code in codes {
+                    let audit = try await runCommand(Binaries.supporter, ["audit", "--store", uri, "--code", code, "--json"])
+                    rows += audit.stdout.filter { $0.contains("\"device_offline\"") || $0.contains("\"session_ended\"") }
+                }
+                #expect(rows.count == 2 * codes.count, "one device_offline and one session_ended each:\n\(rows.joined(separator: "\n"))")
+                #expect(!rows.contains { $0.contains("going_away") || $0.contains("connection_lost") }, "\(rows)")
+            } catch {
+                for device in devices { await device.stop() }
+                await restarted?.close()
+                await node.close()
+                throw error
+            }
+            for device in devices { await device.stop() }
+            await restarted?.close()
+            await node.close()
+        }
+    }
 }
