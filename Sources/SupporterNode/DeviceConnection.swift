@@ -61,6 +61,12 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     private var everRegistered = false
     /// The resume state last written for other nodes (several nodes on one database).
     private var storedResumeState: String?
+    /// The intents of a registration's claim on a code while they commit, and whether it was tried again already: a
+    /// claim refused because another node's row holds the code is tried once more after asking that node to let go
+    /// (its device may have just left there: this one, rejoining here, when this node had not heard of it yet).
+    private var pendingClaim: (code: String, intents: [StoreIntent], retried: Bool)?
+    /// Commits submitted and not come back yet.
+    private var commitsInFlight = 0
 
     /// What runs after the barriers before it committed (``DeviceConnectionMachine/Step/then(_:)``).
     struct Completion {
@@ -712,6 +718,17 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             carryOut(refusal)
             return
         }
+        // Tried again only as the one commit in flight: nothing else can then be behind its barrier.
+        pendingClaim = nil
+        for case .claimPresence(let code, _) in intents where node.cluster != nil && commitsInFlight == 0 {
+            pendingClaim = (code, intents, false)
+        }
+        let queued = queue(intents, on: node)
+        carryOut(queued ? connection.commitQueued() : connection.commitRefused())
+    }
+
+    /// Hands `intents` to the store writer; the commit comes back to ``committed(_:)`` on the loop.
+    private func queue(_ intents: [StoreIntent], on node: SupporterNode) -> Bool {
         let loop = link.loop
         // On a closed link nothing behind the barrier reaches the device or a caller waiting on it, only events: the
         // record may wait a little for the next write that wakes the writer, and share its transaction.
@@ -719,12 +736,40 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             let delivered = loop.execute { self.committed(error) }
             if !delivered { self.node?.logger.log(.debug, "commit for \(self.sourceAddress) after its loop stopped") }
         }
-        carryOut(queued ? connection.commitQueued() : connection.commitRefused())
+        if queued { commitsInFlight += 1 }
+        return queued
+    }
+
+    /// A registration's claim met another node's row: when it is the only commit in flight, asks that node to let
+    /// go of the code and submits the claim once more, reading paused meanwhile; the machine learns only the second
+    /// outcome (its barrier still waits). False when this is not such a claim, or it was tried again already.
+    private func claimAgainAfterVacate(_ error: StoreError) -> Bool {
+        guard error.kind == .heldElsewhere, let node, let claim = pendingClaim, !claim.retried, commitsInFlight == 0,
+            !link.isClosed
+        else { return false }
+        pendingClaim?.retried = true
+        carryOut(connection.resume(deciding: true))
+        let loop = link.loop
+        Task { [self] in
+            if let holder = try? await node.remoteHolder(of: claim.code) { await node.askToVacate(claim.code, holder: holder) }
+            let delivered = loop.execute {
+                self.carryOut(self.connection.resume(deciding: false))
+                if !self.queue(claim.intents, on: node) {
+                    self.pendingClaim = nil
+                    self.carryOut(self.connection.committed(.failed("the node is overloaded and cannot record this event")))
+                }
+            }
+            if !delivered { node.logger.log(.debug, "a claim was to be tried again after its loop stopped") }
+        }
+        return true
     }
 
     /// A commit came back (in order). On the loop.
     private func committed(_ error: StoreError?) {
         link.loop.preconditionInLoop()
+        commitsInFlight -= 1
+        if let error, claimAgainAfterVacate(error) { return }
+        pendingClaim = nil
         let failure: DeviceConnectionMachine<Completion>.CommitFailure?
         switch error {
         case nil: failure = nil

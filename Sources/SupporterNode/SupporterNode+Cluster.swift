@@ -100,8 +100,10 @@ extension SupporterNode {
         case .backoff(let key, let row):
             sessions.withLock { $0.registry.backoffChangedElsewhere(key: key, row: row) }
         case .command(let id, let origin, let command):
-            guard let cluster, cluster.take(id) else { return }
+            guard let cluster else { return }
             Task {
+                // Taken in the database first: a command its sender withdrew (it waited in vain) is never carried out.
+                guard await cluster.take(id, command) else { return }
                 let answer = await self.carryOut(command)
                 await cluster.answer(id, to: origin, answer)
             }

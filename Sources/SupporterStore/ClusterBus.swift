@@ -22,11 +22,16 @@ public protocol ClusterBus: Sendable {
     /// From now on presence renewal renews only the codes `watch` names as held, and reports those another node took.
     func watchPresence(_ watch: PresenceWatch)
 
-    /// Sends `command` to `node` and waits for its answer (or throws `busy` when it does not come within `timeout`).
+    /// Sends `command` to `node` and waits for its answer. A command `node` has not taken within `timeout` is
+    /// withdrawn (it can no longer be taken) and answered `busy`, "nothing was done"; one it took is answered with its
+    /// outcome — or, should that answer never come (the holder died carrying it out, the database is gone), with an
+    /// error saying the outcome is unknown. Never "not done" for a command that was done.
     func send(_ command: ClusterCommand, to node: String, timeout: Duration) async throws(SupporterNodeError)
         -> ClusterCommandAnswer
-    /// Whether this node takes command `id` (false when it was taken already: a command read twice runs once).
-    func take(_ id: Int64) -> Bool
+    /// Whether this node takes command `id` to carry it out: true once, and only while its sender still waits for it
+    /// (false when it was taken already — a command read twice runs once — or withdrawn, or the store cannot say).
+    /// A `vacate` is taken without asking the store: carried out late it changes nothing, and it must be quick.
+    func take(_ id: Int64, _ command: ClusterCommand) async -> Bool
     /// Answers command `id` of node `origin`.
     func answer(_ id: Int64, to origin: String, _ answer: ClusterCommandAnswer) async
     /// The answer to a command this node sent arrived (`onlyIfWaiting`: read again after a reconnection).

@@ -106,14 +106,69 @@ public final class ClusterPeers: ClusterBus {
             if let early { continuation.resume(returning: early) }
             Task { [weak self] in
                 try? await Task.sleep(for: timeout)
-                self?.answered(
-                    id,
-                    ClusterCommandAnswer(
-                        SupporterNodeError("node \(node), which holds the device, did not answer in time", kind: .busy)),
-                    onlyIfWaiting: true)
+                guard let self, self.isWaiting(id) else { return }
+                // Not answered in time: withdraw it, unless the holder took it — then its outcome is on its way.
+                let unknown =
+                    "whether it was carried out is unknown: the audit trail of the code says (what a node carries out "
+                    + "is audited before it answers)"
+                switch await self.withdraw(id) {
+                case true?:
+                    self.answered(
+                        id,
+                        ClusterCommandAnswer(
+                            SupporterNodeError(
+                                "node \(node), which holds the device, did not take the command in time; it was "
+                                    + "withdrawn: nothing was done", kind: .busy)),
+                        onlyIfWaiting: true)
+                case false?:
+                    try? await Task.sleep(for: Self.takenPatience)
+                    self.answered(
+                        id,
+                        ClusterCommandAnswer(
+                            SupporterNodeError("node \(node) took the command but its answer did not come; \(unknown)", kind: .store)),
+                        onlyIfWaiting: true)
+                case nil:
+                    self.answered(
+                        id,
+                        ClusterCommandAnswer(
+                            SupporterNodeError(
+                                "node \(node) did not answer and the database cannot be reached to withdraw the "
+                                    + "command; \(unknown)", kind: .store)),
+                        onlyIfWaiting: true)
+                }
             }
         }
         return answer
+    }
+
+    /// After the holder took a command, how long beyond the sender's wait its answer may take before the outcome is
+    /// reported unknown: carrying a command out is a local step there (a frame, a store commit).
+    package static let takenPatience: Duration = .seconds(5)
+
+    /// Whether a caller still waits for command `id`.
+    private func isWaiting(_ id: Int64) -> Bool {
+        slots.withLock { slots in
+            if case .waiting = slots[id] { return true }
+            return false
+        }
+    }
+
+    /// Withdraws command `id`, which its target has not answered in time: true when it was withdrawn (its row now
+    /// says so, and the target can no longer take it), false when the target took it first, nil when the database
+    /// cannot say. The row's `result` is the one place both sides decide on, each with one conditional update.
+    func withdraw(_ id: Int64) async -> Bool? {
+        try? await engine.perform("withdraw a command another node did not take") {
+            (connection: PostgresConnection) throws(StoreError) -> Bool in
+            do throws(PostgresError) {
+                return try connection.query(
+                    """
+                    UPDATE node_commands SET done_at = rsup_now_ms(), result = 'withdrawn'
+                    WHERE id = $1 AND result IS NULL RETURNING id
+                    """, [String(id)], operation: "withdraw a command").count == 1
+            } catch {
+                throw PostgresStoreEngine.storeError(error, location: "cluster")
+            }
+        }
     }
 
     /// An answer arrived (or the wait timed out): the waiting caller gets it once.
@@ -139,14 +194,29 @@ public final class ClusterPeers: ClusterBus {
         continuation?.resume(returning: answer)
     }
 
-    /// Whether command `id` is new to this node (and now taken).
-    public func take(_ id: Int64) -> Bool {
-        taken.withLock { taken in
+    /// Whether this node takes command `id`: new to it (a command read twice, at a reconnection and by its
+    /// notification, runs once) and not withdrawn by its sender — its row's `result` goes from empty to `taken` here,
+    /// or to `withdrawn` by the sender, never both.
+    public func take(_ id: Int64, _ command: ClusterCommand) async -> Bool {
+        let fresh = taken.withLock { taken in
             guard !taken.contains(id) else { return false }
             taken.append(id)
             if taken.count > 4_096 { taken.removeFirst(taken.count - 4_096) }
             return true
         }
+        guard fresh else { return false }
+        if command.kind == .vacate { return true }
+        let took = try? await engine.perform("take another node's command") {
+            (connection: PostgresConnection) throws(StoreError) -> Bool in
+            do throws(PostgresError) {
+                return try connection.query(
+                    "UPDATE node_commands SET result = 'taken' WHERE id = $1 AND result IS NULL RETURNING id",
+                    [String(id)], operation: "take a command").count == 1
+            } catch {
+                throw PostgresStoreEngine.storeError(error, location: "cluster")
+            }
+        }
+        return took == true
     }
 
     /// Records this node's answer to command `id` from `origin`, and wakes `origin`.

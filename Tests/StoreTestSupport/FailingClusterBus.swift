@@ -97,7 +97,7 @@ public final class FailingClusterBus: ClusterBus {
         return try await base.send(command, to: node, timeout: timeout)
     }
 
-    public func take(_ id: Int64) -> Bool { base.take(id) }
+    public func take(_ id: Int64, _ command: ClusterCommand) async -> Bool { await base.take(id, command) }
 
     public func answer(_ id: Int64, to origin: String, _ answer: ClusterCommandAnswer) async {
         if hit(.outgoingAnswers, \.answersDropped) { return }
