@@ -29,7 +29,7 @@ import SupporterModel
 enum ClusterBenchmark {
     static let group = BenchmarkGroup(
         name: "cluster",
-        summary: "SQLite vs PostgreSQL vs two nodes on PostgreSQL: registrations/s, request → active, clean-stop failover",
+        summary: "SQLite vs PostgreSQL vs two nodes on PostgreSQL: registrations/s, request → active, drain → resumed",
         run: run)
 
     /// Unmeasured requests before the measured ones, each on its own code.
@@ -70,9 +70,9 @@ enum ClusterBenchmark {
 
     struct Failover {
         var rounds = 0
-        /// `shutdown()` of node 1 called → the device heard `going_away`.
+        /// `shutdown()` of node 1 called → the device reports reconnecting (it heard GOAWAY `resume_elsewhere`).
         var heard = NodesBenchmark.Latencies()
-        /// `shutdown()` called → the device's `sessionCodeOnline` again, through node 2.
+        /// `shutdown()` called → the device reports resumed, through node 2.
         var deviceOnline = NodesBenchmark.Latencies()
         /// `shutdown()` called → node 2 lists the code `online`, held by itself.
         var nodeView = NodesBenchmark.Latencies()
@@ -375,8 +375,8 @@ enum ClusterBenchmark {
             }
             let nodeView = ContinuousClock.now
             shutdownDone.wait()
-            if onSecond, waitUntil(timeout: .seconds(5), { delegate.onlineCount >= 2 }),
-                let heard = delegate.heardGoingAway, let online = delegate.lastOnline
+            if onSecond, waitUntil(timeout: .seconds(5), { delegate.resumed != nil }), delegate.heardGoingAway == nil,
+                let heard = delegate.reconnecting, let online = delegate.resumed
             {
                 result.rounds += 1
                 result.heard.add(stopped.duration(to: heard))
@@ -385,7 +385,9 @@ enum ClusterBenchmark {
                 result.retries += delegate.retries
             } else {
                 failed(
-                    "the device was not registered on node 2 within 30 s of the stop ("
+                    (delegate.heardGoingAway != nil
+                        ? "the session ended with going_away instead of resuming ("
+                        : "the device did not resume on node 2 within 30 s of the stop (")
                         + "\(delegate.lastFailure ?? "no failure reported"))")
             }
             delegate.leave()
@@ -424,7 +426,7 @@ enum ClusterBenchmark {
             ])
             if let first = row.firstFailure { notes.append("\(row.label): first failure: \(first)") }
         }
-        let failoverLabel = "(d) clean stop of node 1 → device registered on node 2"
+        let failoverLabel = "(d) drain of node 1 → session resumed on node 2"
         if let failover, failover.rounds > 0 {
             table.addRow([
                 failoverLabel + " (p50 / max of \(failover.rounds))", "–", "–",
@@ -435,9 +437,9 @@ enum ClusterBenchmark {
                 ms(latencies.percentile(50)) + " / " + ms(latencies.maximum) + " ms"
             }
             notes.append(
-                "(d) per round, p50 / max: stop → device heard going_away \(pair(failover.heard)); → device online again "
+                "(d) per round, p50 / max: stop → device reconnecting \(pair(failover.heard)); → device resumed "
                     + "\(pair(failover.deviceOnline)); → node 2 lists it online, held by itself \(pair(failover.nodeView)) "
-                    + "(the row's figure); joins refused and tried again: \(failover.retries)")
+                    + "(the row's figure); sessions ended instead (lost): \(failover.failures)")
             if let first = failover.firstFailure { notes.append("(d) first failure: \(first)") }
         } else {
             table.addRow([failoverLabel, "–", "–", "–", "–", "–", "–", "–", "–"])
@@ -460,12 +462,12 @@ enum ClusterBenchmark {
                polled every \(pollInterval.components.attoseconds / 1_000_000_000_000) µs; it is the supporter's own view in every row (node 2 gets no `.connected` event
                for a device on node 1, only the state). holder .connected: the same start until the `.connected`
                event of node 1, the node holding the device. (d): two fresh nodes on PostgreSQL per round, one
-               in-process device joined on node 1 with node 2 in `alternateNodes`; node 1's `shutdown()` (a clean
-               stop: SESSION_END going_away, presence rows deleted) is called on another thread, and the figure is
-               call → node 2 lists the code `online` with the device held by itself. A clean stop ends the
-               registration (going_away is not a lost link, so the SDK does not redial by itself): the device's app
-               joins again at once when it hears going_away, and `DeviceNode` tries node 1 (refused) then node 2.
-               A join refused while node 1's rows were still there is tried again after 20 ms (counted above).
+               in-process device joined on node 1 with node 2 in `alternateNodes`; node 1's `shutdown()` (a drain,
+               SPEC §15.5: the session's state and the release of its presence committed, then GOAWAY going_away
+               with resume_elsewhere) is called on another thread, and the figure is call → node 2 lists the code
+               `online` with the device held by itself. The device treats the GOAWAY as a link loss and resumes at
+               once: node 1 (refused, it no longer listens), then node 2, which takes the session over. A round whose
+               session ends with going_away instead counts as a failure (a lost session).
                A node that dies without a clean stop is not measured: its devices wait for the presence lease.
                (c), (d): before anything else, each node is shown to hear the other's commits (a probe code made on
                one until the other lists it).
@@ -474,14 +476,17 @@ enum ClusterBenchmark {
     }
 }
 
-/// The device of the failover measurement: joins its code, and joins it again as soon as the node ends the
-/// registration with `going_away`, as an app would. Every callback runs on one serial queue.
+/// The device of the failover measurement: joins its code, notes when it reconnects and resumes, and joins again
+/// should the node end the registration with `going_away` instead (as an app would; the round then fails). Every
+/// callback runs on one serial queue.
 private final class RejoiningDelegate: DeviceSessionDelegate {
     private struct State {
         var session: DeviceSession?
         var onlineCount = 0
         var lastOnline: ContinuousClock.Instant?
         var heardGoingAway: ContinuousClock.Instant?
+        var reconnecting: ContinuousClock.Instant?
+        var resumed: ContinuousClock.Instant?
         var retries = 0
         var lastFailure: String?
         var leaving = false
@@ -500,6 +505,18 @@ private final class RejoiningDelegate: DeviceSessionDelegate {
     var onlineCount: Int { state.withLock { $0.onlineCount } }
     var lastOnline: ContinuousClock.Instant? { state.withLock { $0.lastOnline } }
     var heardGoingAway: ContinuousClock.Instant? { state.withLock { $0.heardGoingAway } }
+    var reconnecting: ContinuousClock.Instant? { state.withLock { $0.reconnecting } }
+    var resumed: ContinuousClock.Instant? { state.withLock { $0.resumed } }
+
+    func sessionIsReconnecting(_ session: DeviceSession) {
+        let now = ContinuousClock.now
+        state.withLock { $0.reconnecting = $0.reconnecting ?? now }
+    }
+
+    func sessionDidResume(_ session: DeviceSession) {
+        let now = ContinuousClock.now
+        state.withLock { $0.resumed = $0.resumed ?? now }
+    }
     var retries: Int { state.withLock { $0.retries } }
     var lastFailure: String? { state.withLock { $0.lastFailure } }
 

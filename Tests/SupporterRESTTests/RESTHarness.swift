@@ -66,19 +66,21 @@ struct ScriptFailure: Error, CustomStringConvertible { let description: String }
 
 /// Runs a Python 3 script against `fixture` with `sys.argv[1:] = [port, caPath, adminToken] + extra` and helpers
 /// (`call`, `admin`, `sign_in`, `open_stream`, `read_stream`); its last stdout line must be JSON.
-func python(_ fixture: RESTFixture, _ script: String, _ extra: [String] = [], timeout: Duration = .seconds(90))
+func python(_ fixture: RESTFixture, _ script: String, _ extra: [String] = [], timeout: Duration = .seconds(300))
     async throws -> [String: Any]
 {
     let prelude = #"""
         import http.client, json, re, socket, ssl, sys, time
         PORT = int(sys.argv[1]); CA = sys.argv[2]; ADMIN = sys.argv[3]
         CTX = ssl.create_default_context(cafile=CA)
+        # Only a hang ends a wait: on a loaded machine (the whole suite beside stress-ng) an answer may take long.
+        SOCKET_TIMEOUT = 120
         def password(login): return "password of " + login
         def connect(source="127.0.0.1"):
-            raw = socket.socket(); raw.bind((source, 0)); raw.settimeout(15); raw.connect(("127.0.0.1", PORT))
+            raw = socket.socket(); raw.bind((source, 0)); raw.settimeout(SOCKET_TIMEOUT); raw.connect(("127.0.0.1", PORT))
             return CTX.wrap_socket(raw, server_hostname="127.0.0.1")
         def call(method, path, body=None, headers=None, source="127.0.0.1"):
-            c = http.client.HTTPSConnection("127.0.0.1", PORT, context=CTX, timeout=15, source_address=(source, 0))
+            c = http.client.HTTPSConnection("127.0.0.1", PORT, context=CTX, timeout=SOCKET_TIMEOUT, source_address=(source, 0))
             h = dict(headers or {})
             data = None if body is None else json.dumps(body).encode()
             if data is not None: h["Content-Type"] = "application/json"

@@ -311,12 +311,14 @@ func expectedOutcome(_ bytes: UnsafeRawBufferPointer, limit: Int, whole: DecodeO
 
 // MARK: - Round trip
 
-/// The highest tag SPEC §5 and §15 define for each frame type (tags 1 through it are all defined).
+/// The highest tag SPEC §5 and §15 define for each frame type (tags 1 through it are all defined, except GOAWAY's
+/// tag 3: see ``isKnownTag(_:_:)``).
 func highestKnownTag(_ type: FrameType) -> UInt8 {
     switch type {
     case .hello, .helloAck: 7
     case .ping, .pong: 1
-    case .goAway, .requestAbort, .sessionEnd, .voipState, .featureRevoke: 2
+    case .goAway: 4
+    case .requestAbort, .sessionEnd, .voipState, .featureRevoke: 2
     case .register, .sessionError, .featureAnswer, .messageAck: 3
     case .connectionResponse, .sessionStarted, .featureRequest: 4
     case .registerResult, .connectionRequest, .resumeResult: 5
@@ -325,13 +327,20 @@ func highestKnownTag(_ type: FrameType) -> UInt8 {
     }
 }
 
+/// Whether SPEC §5 or §15 defines `tag` for `type`, whose highest known tag is `top`: GOAWAY defines 1, 2 and 4
+/// (revision 1.1.2 added `resume_elsewhere` as tag 4; tag 3 stays undefined), every other type 1 through `top`.
+func isKnownTag(_ tag: UInt8, _ type: FrameType, top: UInt8) -> Bool {
+    if type == .goAway { return tag == 1 || tag == 2 || tag == 4 }
+    return tag >= 1 && tag <= top
+}
+
 /// Whether every field of the payload has a tag SPEC §5 or §15 defines for `type` (layout already validated).
 func hasOnlyKnownTags(_ bytes: UnsafeRawBufferPointer, frame: Range<Int>, type: FrameType) -> Bool {
     var index = frame.lowerBound + 8
     let top = highestKnownTag(type)
     while index + 3 <= frame.upperBound {
         let tag = bytes[index]
-        if tag == 0 || tag > top { return false }
+        if !isKnownTag(tag, type, top: top) { return false }
         index += 3 + (Int(bytes[index + 1]) << 8 | Int(bytes[index + 2]))
     }
     return true
