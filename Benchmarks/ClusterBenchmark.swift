@@ -104,7 +104,7 @@ enum ClusterBenchmark {
         }
         defer { if let remove = ChildProcess("rm", ["rm", "-rf", "--", directory], captureOutput: false) { remove.wait() } }
 
-        let database = Database.start()
+        let database = BenchmarkDatabase.start()
         switch database {
         case .success(let database): print("PostgreSQL: \(database.origin)")
         case .failure(let reason): print("PostgreSQL: unavailable: \(reason)")
@@ -571,7 +571,7 @@ private final class RejoiningDelegate: DeviceSessionDelegate {
 
 /// The PostgreSQL server the group uses: a throwaway one (`scripts/pg-cluster.sh start`, stopped at the end) or the
 /// one `RSUP_NODES_STORE` names.
-private struct Database {
+struct BenchmarkDatabase {
     let connectionString: String
     /// The folder of a server this run started; nil for `RSUP_NODES_STORE`.
     let folder: String?
@@ -582,9 +582,9 @@ private struct Database {
             ?? "RSUP_NODES_STORE (\(StoreBackend.redacted(connectionString))), shared by every setup"
     }
 
-    static func start() -> Result<Database, Failure> {
+    static func start() -> Result<BenchmarkDatabase, Failure> {
         if let given = getenv("RSUP_NODES_STORE").map({ String(cString: $0) }), !given.isEmpty, given != "memory" {
-            return .success(Database(connectionString: given, folder: nil, script: nil))
+            return .success(BenchmarkDatabase(connectionString: given, folder: nil, script: nil))
         }
         guard let script = TLSFixture.locateScript("scripts/pg-cluster.sh") else {
             return .failure(Failure("scripts/pg-cluster.sh not found"))
@@ -604,7 +604,7 @@ private struct Database {
             let said = lines.last ?? "no output"
             return .failure(Failure("scripts/pg-cluster.sh start exited with \(status): \(said)"))
         }
-        return .success(Database(connectionString: line, folder: folder, script: script))
+        return .success(BenchmarkDatabase(connectionString: line, folder: folder, script: script))
     }
 
     /// A connection string for a new, empty database `name` on a server this run started; the given one otherwise.

@@ -15,6 +15,7 @@ let groups: [BenchmarkGroup] = [
     RESTAbuseBenchmark.group,
     NodeCostBenchmark.group,
     ClusterBenchmark.group,
+    RollingRestartBenchmark.group,
 ]
 
 // Hidden subcommand: the client-side child process of the `tls` group's idle-connection measurement.
@@ -34,6 +35,10 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1] == RESTAbuseBenchma
     RESTAbuseBenchmark.childMain(Array(CommandLine.arguments.dropFirst(2)))
 }
 
+// Hidden subcommand: the device-side child process of the `rolling` group.
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == RollingRestartBenchmark.subcommand {
+    RollingRestartBenchmark.childMain(Array(CommandLine.arguments.dropFirst(2)))
+}
 // Hidden subcommand: the load generator child process of the `nodecost` group.
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == NodeCostBenchmark.subcommand {
     NodeCostBenchmark.childMain(Array(CommandLine.arguments.dropFirst(2)))
