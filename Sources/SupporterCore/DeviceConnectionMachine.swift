@@ -145,7 +145,10 @@ public struct DeviceConnectionMachine<Completion> {
             // Refused as REGISTER_RESULT would refuse it; nothing of the registration was stored.
             return fail(reason: .sessionCodeInUse, text: "another device is on this code (on another node)")
         case .moved?:
-            return fail(reason: .sessionMoved, text: "the session continues on another node")
+            // Another node claimed the code while this node's lease had lapsed: the device's own session resumed
+            // there, or a second device registered the code (SPEC §15.5).
+            return fail(
+                reason: .sessionCodeInUse, text: "another node holds this session code now (this node lost its claim while stalled)")
         case .failed?:
             return fail(reason: .internalError, text: "the node cannot record this event")
         case nil:

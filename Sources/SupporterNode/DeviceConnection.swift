@@ -516,8 +516,8 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     }
 
     /// Another node claimed `code`, which this connection holds (this node's lease lapsed): drops the session here
-    /// without a record — no end, no `device_offline` — and closes the link (GOAWAY `session_moved`) if it is still
-    /// open; a parked session is forgotten at once (any thread).
+    /// without a record — no end, no `device_offline` — and closes the link (GOAWAY `session_code_in_use`) if it is
+    /// still open; a parked session is forgotten at once (any thread).
     func sessionTakenElsewhere(code: String) {
         _ = link.loop.execute { [self] in self.dropMovedSession(code: code) }
     }
@@ -531,12 +531,17 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             .warning,
             "code \(Redact.code(code)): another node took this session over while this node's lease had lapsed; "
                 + "dropped here without a record")
-        letGo(node, text: "the session continues on another node")
+        letGo(node, reason: .sessionCodeInUse, text: Self.claimedElsewhere)
     }
 
+    /// Why a link closes whose code another node claimed while this node's lease had lapsed (SPEC §15.5): its own
+    /// session resumed there (the device then ignores this old connection), or a second device registered the code.
+    static let claimedElsewhere = "another node holds this session code now (this node lost its claim while stalled)"
+
     /// The session went elsewhere (the registry no longer has it here): this connection ends nothing from now on; a
-    /// parked one is forgotten at once, an open link closes with GOAWAY `session_moved`. On the loop.
-    private func letGo(_ node: SupporterNode, text: String) {
+    /// parked one is forgotten at once, an open link closes with GOAWAY `reason` — `session_moved` for a resume on
+    /// another connection of this node, `session_code_in_use` when another node claimed the code. On the loop.
+    private func letGo(_ node: SupporterNode, reason: ReasonCode = .sessionMoved, text: String) {
         movedAway = true
         joinedCode = nil
         graceTimer?.cancel()
@@ -547,7 +552,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             parked = false
             node.connectionClosed(self)
         } else {
-            link.close(reason: .sessionMoved, text: text)
+            link.close(reason: reason, text: text)
         }
     }
 
