@@ -488,14 +488,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
                 return
             }
             node.logger.log(.info, "code \(Redact.code(code)): handing the session over (the node drains)")
-            let wasParked = parked
-            movedAway = true
-            joinedCode = nil
-            graceTimer?.cancel()
-            graceTimer = nil
-            timer?.cancel()
-            timer = nil
-            parked = false
+            let wasParked = stopActingForSession()
             submit(intents)
             let link = self.link
             enqueue(
@@ -538,18 +531,24 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     /// session resumed there (the device then ignores this old connection), or a second device registered the code.
     static let claimedElsewhere = "another node holds this session code now (this node lost its claim while stalled)"
 
-    /// The session went elsewhere (the registry no longer has it here): this connection ends nothing from now on; a
-    /// parked one is forgotten at once, an open link closes with GOAWAY `reason` — `session_moved` for a resume on
-    /// another connection of this node, `session_code_in_use` when another node claimed the code. On the loop.
-    private func letGo(_ node: SupporterNode, reason: ReasonCode = .sessionMoved, text: String) {
+    /// This connection stops acting for its session (it went elsewhere): no code, no timers, not parked. Returns
+    /// whether it was parked — then nothing else holds it, and the caller lets the node forget it. On the loop.
+    private func stopActingForSession() -> Bool {
         movedAway = true
         joinedCode = nil
         graceTimer?.cancel()
         graceTimer = nil
         timer?.cancel()
         timer = nil
-        if parked {
-            parked = false
+        defer { parked = false }
+        return parked
+    }
+
+    /// The session went elsewhere (the registry no longer has it here): this connection ends nothing from now on; a
+    /// parked one is forgotten at once, an open link closes with GOAWAY `reason` — `session_moved` for a resume on
+    /// another connection of this node, `session_code_in_use` when another node claimed the code. On the loop.
+    private func letGo(_ node: SupporterNode, reason: ReasonCode = .sessionMoved, text: String) {
+        if stopActingForSession() {
             node.connectionClosed(self)
         } else {
             link.close(reason: reason, text: text)
