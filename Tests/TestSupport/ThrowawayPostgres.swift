@@ -45,6 +45,17 @@ public final class ThrowawayPostgres: Sendable {
         try run(["-c", "bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1); runuser -u postgres -- \"$bin/pg_ctl\" -D \"$0/data\" -m immediate -w restart -o \"-k $0/socket -p \(port) -c listen_addresses=127.0.0.1 -c fsync=off\" >/dev/null", folder])
     }
 
+    /// Stops the server as a crash would (`pg_ctl stop -m immediate`), keeping its data: an outage until
+    /// ``startAgain()``.
+    public func halt() throws {
+        try run(["-c", "bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1); runuser -u postgres -- \"$bin/pg_ctl\" -D \"$0/data\" -m immediate -w stop >/dev/null", folder])
+    }
+
+    /// Starts a server stopped by ``halt()`` again, on the same port and socket.
+    public func startAgain() throws {
+        try run(["-c", "bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1); runuser -u postgres -- \"$bin/pg_ctl\" -D \"$0/data\" -w start -o \"-k $0/socket -p \(port) -c listen_addresses=127.0.0.1 -c fsync=off\" -l \"$0/restart.log\" >/dev/null", folder])
+    }
+
     /// Stops the server and removes its folder.
     public func stop() {
         _ = try? run([Self.script, "stop", folder])
