@@ -92,6 +92,7 @@ import SupporterModel
         let connection = try PostgresConnection(database.connectionString)
         defer { connection.close() }
         var id: Int64?
+        // Polls for the row `send` writes on its engine's thread: nothing else tells when it is there.
         while id == nil {
             id = try connection.query("SELECT id FROM node_commands")[0, "id"].flatMap { Int64($0) }
             if id == nil { try await Task.sleep(for: .milliseconds(10)) }
