@@ -67,11 +67,6 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     private var pendingClaim: (code: String, intents: [StoreIntent], retried: Bool)?
     /// Commits submitted and not come back yet.
     private var commitsInFlight = 0
-    /// Whether a frame carrying a resume secret reached the transport on this connection. A device that never got
-    /// one cannot resume, so a lost link does not keep its session for the grace period: a registration whose commit
-    /// came back only after the device gave up (the node was cut off from its database) ends at once and frees the
-    /// code instead of holding it, "reconnecting", for nobody (issue 22 item 5).
-    private var sentResumeSecret = false
 
     /// What runs after the barriers before it committed (``DeviceConnectionMachine/Step/then(_:)``).
     struct Completion {
@@ -211,9 +206,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             node?.connectionClosed(self)
             return
         }
-        if let node, node.configuration.extensions.contains(.sessionResume), reason.isLinkLoss, machine.canResume,
-            sentResumeSecret
-        {
+        if let node, node.configuration.extensions.contains(.sessionResume), reason.isLinkLoss, machine.canResume {
             // SPEC §15.5: the session is kept for the grace period; the code stays held by this connection.
             parked = true
             perform(machine.linkLost(reason: reason.reasonCode, text: reason.description))
@@ -480,7 +473,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     /// before (``shutDown()``). Any thread.
     func drain() {
         let accepted = link.loop.execute { [self] in
-            guard let node, let code = joinedCode, !movedAway, node.cluster != nil, machine.canResume, sentResumeSecret,
+            guard let node, let code = joinedCode, !movedAway, node.cluster != nil, machine.canResume,
                 let snapshot = machine.resumeSnapshot
             else {
                 self.shutDownHere()
@@ -807,24 +800,11 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     }
 
     /// Carries out the connection machine's effects, in order. On the loop.
-    /// REGISTER_RESULT, RESUME_RESULT or SESSION_STARTED with a resume secret (SPEC §15.5).
-    private static func carriesResumeSecret(_ message: Message) -> Bool {
-        switch message {
-        case .registerResult(let result): result.resumeSecret != nil
-        case .resumeResult(let result): result.resumeSecret != nil
-        case .sessionStarted(let started): started.resumeSecret != nil
-        default: false
-        }
-    }
-
     private func carryOut(_ effects: [DeviceConnectionMachine<Completion>.Effect]) {
         for effect in effects {
             switch effect {
             case .send(let message):
-                do {
-                    try link.send(message)
-                    if !sentResumeSecret, Self.carriesResumeSecret(message) { sentResumeSecret = true }
-                } catch {
+                do { try link.send(message) } catch {
                     node?.logger.log(.debug, "cannot send \(message.frameType.specName) to \(sourceAddress): \(error)")
                 }
             case .succeed(let completion): completion.success()
