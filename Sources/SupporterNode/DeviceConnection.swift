@@ -67,6 +67,9 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     private var pendingClaim: (code: String, intents: [StoreIntent], retried: Bool)?
     /// Commits submitted and not come back yet.
     private var commitsInFlight = 0
+    /// While a claim waits to be tried again: the intents submitted meanwhile, in order, queued only after it (their
+    /// barriers stand behind the claim's, and commits come back in submission order).
+    private var heldWhileRetrying: [[StoreIntent]]?
 
     /// What runs after the barriers before it committed (``DeviceConnectionMachine/Step/then(_:)``).
     struct Completion {
@@ -117,7 +120,8 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             let holder = node.sessions.withLock({ $0.registry.presenceElsewhere(of: register.sessionCode)?.node })
         {
             // Another node held the code when this node last heard: its device may have just left (and be this one,
-            // rejoining here). Ask it before the claim; reading waits meanwhile (at most the vacate timeout).
+            // rejoining here). Ask it before the claim; reading waits meanwhile (the vacate timeout at most, beside
+            // the command's own database round trips).
             carryOut(connection.resume(deciding: true))
             let loop = link.loop
             Task { [self] in
@@ -481,7 +485,9 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             }
             var intents: [StoreIntent] = []
             let stored = StoredResumeState(snapshot).json
-            if stored != storedResumeState { intents.append(.resumeState(code: code, state: stored)) }
+            // Written even when unchanged: a renewal may have cleared the row's record since (the registry lets go
+            // of the code before this commit), and the next node needs it.
+            intents.append(.resumeState(code: code, state: stored))
             intents.append(.handOverPresence(code: code))
             guard node.sessions.withLock({ $0.registry.sessionMovedElsewhere(code: code, from: id) }) else {
                 self.shutDownHere()
@@ -733,6 +739,10 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
 
     /// Hands `intents` to the store writer; the commit comes back to ``committed(_:)`` on the loop.
     private func queue(_ intents: [StoreIntent], on node: SupporterNode) -> Bool {
+        if heldWhileRetrying != nil {
+            heldWhileRetrying?.append(intents)
+            return true
+        }
         let loop = link.loop
         // On a closed link nothing behind the barrier reaches the device or a caller waiting on it, only events: the
         // record may wait a little for the next write that wakes the writer, and share its transaction.
@@ -752,15 +762,26 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             !link.isClosed
         else { return false }
         pendingClaim?.retried = true
+        heldWhileRetrying = []
         carryOut(connection.resume(deciding: true))
         let loop = link.loop
         Task { [self] in
             if let holder = try? await node.remoteHolder(of: claim.code) { await node.askToVacate(claim.code, holder: holder) }
             let delivered = loop.execute {
                 self.carryOut(self.connection.resume(deciding: false))
-                if !self.queue(claim.intents, on: node) {
+                let held = self.heldWhileRetrying ?? []
+                self.heldWhileRetrying = nil
+                if self.link.isClosed || !self.connection.processesFrames {
+                    // The device went away meanwhile: the claim is not tried again, and stays refused.
+                    self.pendingClaim = nil
+                    self.deliver(error)
+                } else if !self.queue(claim.intents, on: node) {
                     self.pendingClaim = nil
                     self.carryOut(self.connection.committed(.failed("the node is overloaded and cannot record this event")))
+                }
+                for intents in held where !self.queue(intents, on: node) {
+                    self.carryOut(
+                        self.connection.fail(reason: .internalError, text: "the node is overloaded and cannot record this event"))
                 }
             }
             if !delivered { node.logger.log(.debug, "a claim was to be tried again after its loop stopped") }
@@ -774,6 +795,11 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         commitsInFlight -= 1
         if let error, claimAgainAfterVacate(error) { return }
         pendingClaim = nil
+        deliver(error)
+    }
+
+    /// A commit's outcome, for the machine (the oldest barrier). On the loop.
+    private func deliver(_ error: StoreError?) {
         let failure: DeviceConnectionMachine<Completion>.CommitFailure?
         switch error {
         case nil: failure = nil
