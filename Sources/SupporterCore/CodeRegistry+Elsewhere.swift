@@ -67,10 +67,11 @@ extension CodeRegistry {
     /// ``registrationFailed(_:code:)`` when they do not). The intents take the presence over and record that the
     /// device was reconnecting; its `device_resumed` row follows with the session event. Nil when this node cannot
     /// take it (unknown code or connection, something here holds the code already, or the code was closed or
-    /// expired meanwhile: a session never outlives its code).
+    /// expired meanwhile: a session never outlives its code). `why` is the `device_reconnecting` row's: `node_lost`
+    /// (another node's session) or `node_restarted` (this node's previous process's, ``UnresumedSession``).
     public mutating func adoptSession(
         _ connection: ConnectionID, code: String, deviceName: String?, state: SessionCodeState, previousNode: String,
-        now: Date
+        why: String = "node_lost", now: Date
     ) -> [StoreIntent]? {
         guard var entry = connections[connection], entry.code == nil, var codeEntry = codes[code],
             codeEntry.holder == nil, !codeEntry.record.isClosed, now < codeEntry.record.validUntil
@@ -84,6 +85,7 @@ extension CodeRegistry {
         codeEntry.reconnecting = true
         codeEntry.elsewhere = nil
         codes[code] = codeEntry
+        forgetUnresumed(code)
         entry.code = code
         entry.refusals = 0
         connections[connection] = entry
@@ -93,7 +95,7 @@ extension CodeRegistry {
             .presenceState(code: code, state: state),
             audit(
                 .deviceReconnecting, code, now,
-                ["source_address": entry.address, "previous_node": previousNode, "why": "node_lost"]),
+                ["source_address": entry.address, "previous_node": previousNode, "why": why]),
         ]
     }
 }

@@ -137,6 +137,8 @@ extension CodeRegistry {
         }
         tokenBackoff.reset(tokenID)
         addressBackoff.reset(key)
+        // A session the previous process left on this code ends now: a new registration replaces it.
+        intents += endUnresumed(code, now: now, text: "not resumed: another registration took the code")
         intents.append(.claimPresence(code: code, deviceName: attempt.deviceName))
         intents.append(
             .audit(

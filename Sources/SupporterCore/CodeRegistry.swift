@@ -88,15 +88,19 @@ public struct CodeRegistry: Sendable {
         var expiryRecorded = false
         /// The device another node holds on this code (several nodes on one database), while this node holds none.
         var elsewhere: RemotePresence?
+        /// The state of a session of this node's previous process that may still resume here
+        /// (``UnresumedSession``), while no device holds the code: shown as reconnecting.
+        var awaitingResume: SessionCodeState?
 
         func info(now: Date) -> SessionCodeInfo {
             let remote = holder == nil ? elsewhere : nil
-            let shown: SessionCodeState = committed ? live : remote?.state ?? .open
+            let waiting = holder == nil ? awaitingResume : nil
+            let shown: SessionCodeState = committed ? live : waiting ?? remote?.state ?? .open
             let state: SessionCodeState =
                 record.isClosed ? .closed : (shown == .open && now >= record.validUntil) ? .expired : shown
             var info = SessionCodeInfo(
                 record: record, state: state, deviceName: state.isLive ? (remote?.deviceName ?? deviceName) : nil)
-            info.reconnecting = state.isLive && reconnecting
+            info.reconnecting = state.isLive && (reconnecting || waiting != nil)
             info.node = state.isLive ? remote?.node : nil
             return info
         }
@@ -128,6 +132,9 @@ public struct CodeRegistry: Sendable {
     var deviceTokenAudit: AuditThrottle
     /// Admission budget (tokens, last refill on the back-off clock) of addresses blocked by their back-off.
     var blockedAdmissions: [String: TokenBucket] = [:]
+    /// Sessions of the previous process that may still resume here, by code, and when the last of them ends.
+    var unresumed: [String: UnresumedSession] = [:]
+    var unresumedUntil: Date?
 
     public init(policy: Policy = Policy()) {
         self.policy = policy

@@ -234,7 +234,9 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         case accepted(SupporterSessionMachine, [SupporterSessionMachine.Action], code: String)
         /// The session of a node that died, taken over here
         /// (``SupporterNode/takeOver(_:extensions:peerMaxFrameSize:loop:)``).
-        case takenOver(SupporterSessionMachine, [SupporterSessionMachine.Action], code: String, previousNode: String)
+        /// Or the session this node's previous process left (``UnresumedSession``). `why` names which, for the audit.
+        case takenOver(
+            SupporterSessionMachine, [SupporterSessionMachine.Action], code: String, previousNode: String, why: String)
         case rejected(ResumeResult)
     }
 
@@ -250,6 +252,17 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         }
         let holder = node.sessions.withLock { state -> DeviceConnection? in
             state.registry.holder(of: resume.sessionCode).flatMap { state.links[$0] }
+        }
+        if holder == nil, node.cluster == nil,
+            let unresumed = node.sessions.withLock({ $0.registry.unresumedSession(on: resume.sessionCode) })
+        {
+            // A lone node: the session this node's previous process left, from the stored state.
+            carryOut(connection.resume(deciding: true))
+            resumeDecided(
+                node.continueSession(
+                    unresumed.state, previousNode: node.configuration.nodeName, why: "node_restarted", resume,
+                    extensions: parameters.extensions, peerMaxFrameSize: parameters.peerMaxFrameSize, now: link.loop.now))
+            return
         }
         // A code this node does not know is nobody's session anywhere (every node knows every code): no database read.
         if holder == nil, node.cluster != nil, node.sessions.withLock({ $0.registry.contains(resume.sessionCode) }) {
@@ -327,7 +340,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             machine = next
             joinedCode = code
             perform(actions)
-        case .takenOver(let next, let actions, let code, let previousNode):
+        case .takenOver(let next, let actions, let code, let previousNode, let why):
             guard let node, !link.isClosed else { return }
             let state: SessionCodeState =
                 switch next.state {
@@ -339,7 +352,8 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             guard
                 let intents = node.sessions.withLock({
                     $0.registry.adoptSession(
-                        id, code: code, deviceName: deviceName, state: state, previousNode: previousNode, now: node.clock.wallTime)
+                        id, code: code, deviceName: deviceName, state: state, previousNode: previousNode, why: why,
+                        now: node.clock.wallTime)
                 })
             else {
                 refuseResume(ResumeResult(reason: .resumeRejected, text: "no resumable session for that code"))
@@ -350,7 +364,11 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             everRegistered = true
             machine = next
             joinedCode = code
-            node.logger.log(.info, "code \(Redact.code(code)): the device resumed here the session of node \(previousNode), which is gone")
+            node.logger.log(
+                .info,
+                why == "node_restarted"
+                    ? "code \(Redact.code(code)): the device resumed the session of this node's previous process"
+                    : "code \(Redact.code(code)): the device resumed here the session of node \(previousNode), which is gone")
             perform(actions, commandIntents: intents)
             enqueue(
                 .then(
@@ -470,14 +488,14 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     /// Closes the link with GOAWAY `reason` (any thread).
     func closeLink(reason: ReasonCode, text: String) { link.close(reason: reason, text: text) }
 
-    /// The node drains (SIGTERM, `drain`; SPEC §15.5 "Drain"). Several nodes on one database and a session that can
-    /// resume: the session is handed over — its state as last recorded stays in the store, the code's presence
-    /// lapses at once so that the next node the device reaches takes it over, nothing ends here — and the device gets
-    /// GOAWAY `going_away` with `resume_elsewhere`, after the handover is committed. Anything else shuts down as
-    /// before (``shutDown()``). Any thread.
+    /// The node drains (SIGTERM, `drain`; SPEC §15.5 "Drain"). A session that can resume is handed over — its state
+    /// as last recorded stays in the store, the code's presence lapses at once so that the next node the device
+    /// reaches takes it over (on SQLite: this node's next process, ``UnresumedSession``), nothing ends here — and the
+    /// device gets GOAWAY `going_away` with `resume_elsewhere`, after the handover is committed. Anything else shuts
+    /// down as before (``shutDown()``). Any thread.
     func drain() {
         let accepted = link.loop.execute { [self] in
-            guard let node, let code = joinedCode, !movedAway, node.cluster != nil, machine.canResume,
+            guard let node, let code = joinedCode, !movedAway, machine.canResume,
                 let snapshot = machine.resumeSnapshot
             else {
                 self.shutDownHere()
@@ -605,7 +623,6 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         var register: Register?
         let now = node.clock.wallTime
         var stateAfterCommit: SupporterSessionMachine.State?
-        let clustered = node.cluster != nil
         let recordsState = joinedCode != nil || actions.contains { if case .report = $0 { true } else { false } }
         let decides = actions.contains { if case .authorize = $0 { true } else { false } }
         if decides || recordsState {
@@ -643,8 +660,9 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
                         left = true
                     }
                 }
-                if let code = joinedCode, clustered {
-                    // What another node needs to take this session over if this one dies, durable with the event.
+                if let code = joinedCode {
+                    // What another node (or this node's next process) needs to take this session over if this
+                    // process stops or dies, durable with the event.
                     let stored = machine.resumeSnapshot.map { StoredResumeState($0).json }
                     if let stored, stored != storedResumeState {
                         storedResumeState = stored

@@ -223,20 +223,30 @@ extension SupporterNode {
                     reason: .internalError, text: "another node holds this session; try again",
                     retryAfterMilliseconds: milliseconds))
         case .lapsed(let node, let stored?):
-            guard stored.code == resume.sessionCode, stored.accepts(secret: resume.resumeSecret),
-                let snapshot = stored.snapshot(secret: resume.resumeSecret)
-            else { return unknown }
-            let machine = SupporterSessionMachine(
-                restoring: snapshot, secret: resume.resumeSecret, requestTimeout: configuration.requestTimeout,
-                now: loop.now)
-            switch machine.resumed(
-                by: resume, extensions: extensions, peerMaxFrameSize: peerMaxFrameSize, now: loop.now)
-            {
-            case .accepted(let next, let actions):
-                return .takenOver(next, actions, code: resume.sessionCode, previousNode: node)
-            case .rejected(let result, _):
-                return .rejected(result)
-            }
+            return continueSession(
+                stored, previousNode: node, why: node == cluster.nodeID ? "node_restarted" : "node_lost", resume,
+                extensions: extensions, peerMaxFrameSize: peerMaxFrameSize, now: loop.now)
+        }
+    }
+
+    /// Decides `resume` against a session as stored (by another node, or by this node's previous process): the
+    /// secret must match a stored digest, then the rebuilt machine decides with SPEC §15.5's reconciliation.
+    func continueSession(
+        _ stored: StoredResumeState, previousNode: String, why: String, _ resume: Resume, extensions: ProtocolExtensions,
+        peerMaxFrameSize: Int, now: Deadline
+    ) -> DeviceConnection.ResumeDecision {
+        guard stored.code == resume.sessionCode, stored.accepts(secret: resume.resumeSecret),
+            let snapshot = stored.snapshot(secret: resume.resumeSecret)
+        else {
+            return .rejected(ResumeResult(reason: .resumeRejected, text: "no resumable session for that code and secret"))
+        }
+        let machine = SupporterSessionMachine(
+            restoring: snapshot, secret: resume.resumeSecret, requestTimeout: configuration.requestTimeout, now: now)
+        switch machine.resumed(by: resume, extensions: extensions, peerMaxFrameSize: peerMaxFrameSize, now: now) {
+        case .accepted(let next, let actions):
+            return .takenOver(next, actions, code: resume.sessionCode, previousNode: previousNode, why: why)
+        case .rejected(let result, _):
+            return .rejected(result)
         }
     }
 }

@@ -150,6 +150,11 @@ public final class SupporterNode: Sendable {
             }
             for record in snapshot.codes { registry.load(record, now: now) }
             for row in snapshot.backoff { registry.load(row) }
+            // What the previous process left for a resume; on several nodes the presence rows carry it instead.
+            if cluster == nil {
+                registry.loadUnresumed(
+                    snapshot.unresumed, deadline: now.addingTimeInterval(configuration.resumeGrace.seconds))
+            }
             var tokens = APITokenStore()
             for (digest, record) in snapshot.activeTokens { tokens.add(digest: digest, record: record) }
             var peopleState = PeopleState(nextLoginSessionPurge: now.addingTimeInterval(3600))
@@ -425,8 +430,23 @@ public final class SupporterNode: Sendable {
     func tick() {
         handshakeLog.flush()
         let now = clock.wallTime
-        let (expiring, intents) = sessions.withLock { $0.registry.tick(now: now) }
+        let (expiring, intents, unresumed) = sessions.withLock { state in
+            let (expiring, intents) = state.registry.tick(now: now)
+            return (expiring, intents, state.registry.expireUnresumed(now: now))
+        }
         if !intents.isEmpty { _ = store.submit(intents, deferrable: false) { _ in } }
+        if !unresumed.intents.isEmpty {
+            // Told once the end rows are durable, like any session's end.
+            _ = store.submit(unresumed.intents, deferrable: false) { [self] error in
+                guard error == nil else { return }
+                for code in unresumed.ended {
+                    yield(
+                        SupporterNodeEvent(
+                            code: code, event: .ended(reason: .connectionLost, text: CodeRegistry.unresumedText),
+                            deviceName: nil))
+                }
+            }
+        }
         let signInRows = accountsTick(now: now)
         if !signInRows.isEmpty { _ = store.submit(signInRows, deferrable: false) { _ in } }
         guard !expiring.isEmpty else { return }

@@ -72,6 +72,8 @@ public struct StoreSnapshot: Sendable {
     public var activeTokens: [(digest: [UInt8], record: APITokenRecord)] = []
     public var accounts: [SupporterAccountRecord] = []
     public var loginSessions: [LoginSessionRecord] = []
+    /// The sessions the previous process left for a resume (SQLite; on PostgreSQL the presence rows carry them).
+    public var unresumed: [UnresumedSession] = []
 }
 
 /// Counters of a store engine's writer.

@@ -29,6 +29,7 @@ public final class SQLiteStoreEngine: StoreEngine {
             try transaction.apply([.deleteLoginSessionsBefore(expiredBefore)])
         }
         snapshot.loginSessions = try store.loginSessions()
+        snapshot.unresumed = try store.unresumedSessions()
         return snapshot
     }
 

@@ -159,6 +159,15 @@ public enum StoreSchema {
                 ) STRICT, WITHOUT ROWID;
                 CREATE INDEX login_sessions_by_login ON login_sessions (login);
                 """),
+        Migration(
+            version: 8,
+            summary: "resume records: the state of each device session, so a restarted node resumes it",
+            sql: """
+                CREATE TABLE resume_records (
+                    code TEXT PRIMARY KEY NOT NULL,
+                    state TEXT NOT NULL
+                ) STRICT;
+                """),
     ]
 
     /// The triggers that keep the audit trail append-only, by name, exactly as the store creates them;

@@ -158,6 +158,28 @@ public struct StoreTransaction: ~Copyable {
         return head
     }
 
+    // MARK: resume records
+
+    /// Stores (inserting or replacing) the resume record of the session on `code` (``StoredResumeState`` JSON).
+    public mutating func saveResumeRecord(code: String, state: String) throws(StoreError) {
+        try run("save a resume record") { (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) in
+            let statement = try connection.prepare(
+                "INSERT INTO resume_records (code, state) VALUES (?, ?) ON CONFLICT (code) DO UPDATE SET state = excluded.state")
+            try statement.bind(code, at: 1)
+            try statement.bind(state, at: 2)
+            try statement.run()
+        }
+    }
+
+    /// Forgets the resume record of `code` (its session ended, or a new registration took the code).
+    public mutating func deleteResumeRecord(code: String) throws(StoreError) {
+        try run("delete a resume record") { (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) in
+            let statement = try connection.prepare("DELETE FROM resume_records WHERE code = ?")
+            try statement.bind(code, at: 1)
+            try statement.run()
+        }
+    }
+
     // MARK: registration back-off
 
     /// Stores (inserting or replacing) the back-off state of `key`.

@@ -258,7 +258,11 @@ extension StoreTransaction {
             case .deleteLoginSession(let digest): try deleteLoginSessions("digest = ?", .blob(digest))
             case .deleteLoginSessions(let login): try deleteLoginSessions("login = ?", .text(login))
             case .deleteLoginSessionsBefore(let date): try deleteLoginSessions("created_at < ?", .integer(date.unixMilliseconds))
-            case .claimPresence, .presenceState, .resumeState, .releasePresence, .requirePresence, .handOverPresence: break  // one node: its registry is the only holder of a code
+            // One node: its registry is the only holder of a code, so presence is not stored; the resume record
+            // is, for the node's next process (``UnresumedSession``). A claim or a release ends the previous one.
+            case .resumeState(let code, let state): try saveResumeRecord(code: code, state: state)
+            case .claimPresence(let code, _), .releasePresence(let code): try deleteResumeRecord(code: code)
+            case .presenceState, .requirePresence, .handOverPresence: break
             }
         }
     }

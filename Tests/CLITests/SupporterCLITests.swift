@@ -180,7 +180,7 @@ struct SupporterCLITests {
         }
     }
 
-    @Test("Ctrl-C stops serve with exit 0; a connected device hears going_away and exits")
+    @Test("Ctrl-C stops serve with exit 0; a connected device is told to resume, keeps its session and waits")
     func ctrlCStopsServe() async throws {
         try await withSupporter { certificates, server in
             let token = try await server.issueToken()
@@ -194,16 +194,18 @@ struct SupporterCLITests {
 
             server.process.signal(SIGINT)
             #expect(await server.process.waitForExit() == 0, "\(server.process.transcript)")
-            #expect(await server.process.waitForEvent("stopping") != nil)
-            let ended = await server.waitForEvent("ended", code: code)
-            #expect(ended?["reason"] as? String == "going_away", "\(server.process.transcript)")
+            let stopping = await server.process.waitForEvent("stopping")
+            #expect(stopping?["hands_over"] as? Bool == true, "\(server.process.transcript)")
+            // Handed over (to this node's next process), not ended: no "ended" event, no going_away.
+            #expect(
+                !server.process.events.contains { $0["event"] as? String == "ended" }, "\(server.process.transcript)")
             // Log lines of level warning may come and go with timing; an error may not.
             #expect(!server.process.stderrLines.contains { $0.hasPrefix("error:") || $0.contains(" error ") },
                     "\(server.process.transcript)")
 
-            let disconnected = await device.waitForEvent("disconnected")
-            #expect(disconnected?["reason"] as? String == "going_away", "\(device.transcript)")
-            #expect(await device.waitForExit() == 0, "\(device.transcript)")
+            _ = try #require(await device.waitForEvent("reconnecting"), "\(device.transcript)")
+            #expect(!device.events.contains { $0["event"] as? String == "disconnected" }, "\(device.transcript)")
+            #expect(device.exitStatus == nil, "\(device.transcript)")
             #expect(!FileManager.default.fileExists(atPath: server.data + "/control.sock"))
         }
     }

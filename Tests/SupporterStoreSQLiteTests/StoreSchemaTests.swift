@@ -27,7 +27,8 @@ import SupporterModel
         "audit_anchors_through_the_gate", "audit_events", "audit_events_by_code_time", "audit_events_by_time",
         "audit_events_no_delete", "audit_events_no_replace", "audit_events_no_update", "audit_prune_gate",
         "login_sessions", "login_sessions_by_login",
-        "registration_backoff", "registration_backoff_by_last_failure", "session_code_feature_rules", "session_codes",
+        "registration_backoff", "registration_backoff_by_last_failure", "resume_records", "session_code_feature_rules",
+        "session_codes",
         "session_codes_by_assignee", "session_codes_by_created", "supporter_accounts",
     ]
 

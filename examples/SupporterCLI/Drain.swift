@@ -8,9 +8,10 @@ enum Drain {
 
         Stops the node serving DIR (its control socket) and waits until it has stopped. A node of a cluster (several
         nodes on one PostgreSQL database) hands each session that can resume over to the other nodes first: the
-        devices resume there and no session ends (SPEC §15.5 "Drain", docs/cluster.md). A node alone ends its
-        sessions with going_away. The same as SIGTERM or the console's quit; for a rolling upgrade, drain one node,
-        start its new version, then the next.
+        devices resume there and no session ends (SPEC §15.5 "Drain", docs/cluster.md). A node alone hands them
+        over to its next start on the same data: its devices redial until it is back and resume there, within their
+        resume grace. Sessions without session_resume (1.0 devices) end with going_away. The same as SIGTERM or the
+        console's quit; for a rolling upgrade, drain one node, start its new version, then the next.
         """
 
     /// How long to wait for the node to stop: its own stop limit (4 s) and a margin.
@@ -27,6 +28,7 @@ enum Drain {
         let reply = try ControlSocket.request(path: socket, ["command": "drain"])
         guard reply["ok"] as? Bool == true else { throw .failure(reply["error"] as? String ?? "the command failed") }
         let handsOver = reply["hands_over"] as? Bool == true
+        let toOthers = reply["to"] as? String == "other_nodes"
         // `serve` removes its control socket as the last step of its stop.
         let clock = ContinuousClock()
         let deadline = clock.now + patience
@@ -38,12 +40,16 @@ enum Drain {
         }
         let console = Console(json: parsed.has("json"))
         if console.json {
-            console.line(Console.encode(["ok": true, "hands_over": handsOver, "stopped": true]))
+            console.line(
+                Console.encode(
+                    ["ok": true, "hands_over": handsOver, "to": toOthers ? "other_nodes" : "next_start", "stopped": true]))
         } else {
             console.line(
-                handsOver
-                    ? "stopped: the sessions that could resume were handed over to the other nodes"
-                    : "stopped: its sessions ended with going_away")
+                !handsOver
+                    ? "stopped: its sessions ended with going_away"
+                    : toOthers
+                        ? "stopped: the sessions that could resume were handed over to the other nodes"
+                        : "stopped: the sessions that could resume wait for this node's next start (their resume grace)")
         }
     }
 }

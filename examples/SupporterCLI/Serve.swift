@@ -212,13 +212,12 @@ enum Serve {
             Thread { InteractiveConsole(commands: commands, console: console).run(onQuit: { stop.signal() }) }.start()
         }
         stop.wait()
-        if node.clusterNodeID != nil {
-            console.event(
-                "stopping", "stopping: sessions that can resume are handed over to the other nodes, the others end",
-                ["hands_over": true])
-        } else {
-            console.event("stopping", "stopping: sessions end with going_away", ["hands_over": false])
-        }
+        console.event(
+            "stopping",
+            node.clusterNodeID != nil
+                ? "stopping: sessions that can resume are handed over to the other nodes, the others end"
+                : "stopping: sessions that can resume wait for this node to start again (their resume grace), the others end",
+            ["hands_over": true])
         let stopped = armStopDeadline(console)
         defer { stopped.signal() }
         if let restServer {

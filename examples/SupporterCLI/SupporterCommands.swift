@@ -203,9 +203,10 @@ struct SupporterCommands: Sendable {
                 try await node.closeCode(code)
                 return ["ok": true]
             case "drain":
-                let handsOver = node.clusterNodeID != nil
+                // Sessions that can resume are handed over either way: to the other nodes, or to this node's next start.
+                let to = node.clusterNodeID != nil ? "other_nodes" : "next_start"
                 stop()
-                return ["ok": true, "hands_over": handsOver]
+                return ["ok": true, "hands_over": true, "to": to]
             case "token":
                 let scope = APITokenScope(rawValue: request["scope"] as? String ?? "device")
                 guard let scope else { return ["ok": false, "error": "scope must be device or admin"] }
