@@ -26,7 +26,7 @@ import SupporterModel
 enum RollingRestartBenchmark {
     static let group = BenchmarkGroup(
         name: "rolling",
-        summary: "rolling restart (drain, start again) of 3 nodes and of a lone node on PostgreSQL: pauses, sessions lost",
+        summary: "rolling restart (drain, start again) of 3 nodes and of a lone node on PostgreSQL and on SQLite: pauses, sessions lost",
         run: run)
     static let subcommand = "rolling-devices"
 
@@ -80,11 +80,14 @@ enum RollingRestartBenchmark {
             }
             rows.append(row)
         }
+        var sqlite = Row(label: "(c) a lone node on SQLite restarted", nodes: 1, devices: devices, active: active)
+        measure(&sqlite, store: nil, directory: directory)
+        rows.append(sqlite)
         printTable(rows)
     }
 
-    /// A node on `store` listening on `port` (0: any), stopped by the caller.
-    static func makeNode(store: String, directory: String, port: UInt16) -> SupporterNode? {
+    /// A node on `store` (nil: the SQLite file in `directory`) listening on `port` (0: any), stopped by the caller.
+    static func makeNode(store: String?, directory: String, port: UInt16) -> SupporterNode? {
         var configuration = SupporterNodeConfiguration(
             tls: .makeServerConfiguration(
                 certificateChain: .file(directory + "/supporter.pem"), privateKey: .file(directory + "/supporter.key")))
@@ -92,8 +95,8 @@ enum RollingRestartBenchmark {
         configuration.loopCount = 2
         configuration.keepaliveInterval = ClusterBenchmark.keepalive
         configuration.resumeGrace = .seconds(60)
-        var storeConfiguration = StoreConfiguration(path: directory + "/unused.sqlite")
-        storeConfiguration.backend = .postgres(store)
+        var storeConfiguration = StoreConfiguration(path: directory + "/rolling.sqlite")
+        if let store { storeConfiguration.backend = .postgres(store) }
         // A node's port may still be held by its previous process's last connections for a moment.
         for _ in 0..<50 {
             if let opened = try? storeConfiguration.openForNode(),
@@ -107,7 +110,7 @@ enum RollingRestartBenchmark {
         return nil
     }
 
-    static func measure(_ row: inout Row, store: String, directory: String) {
+    static func measure(_ row: inout Row, store: String?, directory: String) {
         var nodes: [SupporterNode] = []
         defer { for node in nodes { node.shutdown() } }
         for _ in 0..<row.nodes {

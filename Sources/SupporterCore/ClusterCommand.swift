@@ -12,7 +12,15 @@ public struct ClusterCommand: Codable, Sendable, Hashable {
     /// `vacate`: a node about to register a device on the code asks the node it last saw holding it whether a device
     /// is still there; the holder answers `conflict` if so, else once everything it submitted before (the code's
     /// release included) is committed.
-    public enum Kind: String, Codable, Sendable { case request, abort, end, vacate }
+    public enum Kind: String, Codable, Sendable {
+        case request, abort, end, vacate
+
+        /// Whether the holder must take the command exclusively before carrying it out (docs/cluster.md, "Honest
+        /// answers"): a supporter's command must be carried out or withdrawn, never both, so the holder and the
+        /// sender race for its row. A `vacate` changes nothing the sender could not see, so carrying one out late —
+        /// after the sender gave up and tried its claim — is harmless: it needs no take.
+        public var needsExclusiveTake: Bool { self != .vacate }
+    }
 
     /// How long the asking node waits for the holder's answer to a supporter's command (`busy` after it).
     public static let answerTimeout: Duration = .seconds(15)

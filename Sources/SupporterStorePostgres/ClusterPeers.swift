@@ -205,7 +205,7 @@ public final class ClusterPeers: ClusterBus {
             return true
         }
         guard fresh else { return false }
-        if command.kind == .vacate { return true }
+        guard command.kind.needsExclusiveTake else { return true }
         let took = try? await engine.perform("take another node's command") {
             (connection: PostgresConnection) throws(StoreError) -> Bool in
             do throws(PostgresError) {
