@@ -173,9 +173,12 @@ enum RollingRestartBenchmark {
             row.failure = "the devices did not all come online"
             return
         }
-        /// The live node holding `code` and its state there.
+        /// The live node holding `code` with its device connected (not a session waiting for a resume), and its
+        /// state there.
         func held(_ code: String) -> SessionCodeState? {
-            for node in nodes { if let info = node.code(code), info.node == nil, info.state != .open { return info.state } }
+            for node in nodes {
+                if let info = node.code(code), info.node == nil, info.state != .open, !info.reconnecting { return info.state }
+            }
             return nil
         }
         let sessions = Array(codes.prefix(row.active))
