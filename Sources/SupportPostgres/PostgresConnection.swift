@@ -98,14 +98,20 @@ public final class PostgresConnection {
 
     /// Notifications received so far (after `LISTEN channel`), waiting up to `timeout` for the first one when none is
     /// there. PostgreSQL delivers a notification when the transaction that sent it commits, in commit order.
-    public func notifications(timeout: Duration) throws(PostgresError) -> [PostgresNotification] {
+    ///
+    /// - Parameter wake: a descriptor (the read end of a pipe) that ends the wait early, with whatever has arrived,
+    ///   once it is readable: how the owner of a listening thread stops it at once. It is not read here.
+    public func notifications(timeout: Duration, wakingOn wake: Int32? = nil) throws(PostgresError)
+        -> [PostgresNotification]
+    {
         guard let handle else { throw PostgresError(.closed, operation: "read notifications", message: "closed") }
         var found = drain(handle)
         if !found.isEmpty { return found }
-        var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+        var descriptors = [pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)]
+        if let wake { descriptors.append(pollfd(fd: wake, events: Int16(POLLIN), revents: 0)) }
         let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
-        let ready = poll(&descriptor, 1, milliseconds)
-        if ready > 0 {
+        let ready = poll(&descriptors, nfds_t(descriptors.count), milliseconds)
+        if ready > 0, descriptors[0].revents != 0 {
             guard PQconsumeInput(handle) == 1 else {
                 throw PostgresError(.connection, operation: "read notifications", message: Self.errorMessage(handle))
             }

@@ -88,6 +88,13 @@ public struct DeviceConnectionMachine<Completion> {
     /// Whether the link is closed (frames can no longer leave).
     public private(set) var linkClosed = false
     public private(set) var resumeRefusals = 0
+    /// Whether the device holds a resume secret its session accepts (SPEC §15.5): a frame that carries one
+    /// (REGISTER_RESULT, RESUME_RESULT, SESSION_STARTED) left while the link was open, or the session came to this
+    /// connection by a RESUME (the secret the device resumed with stays accepted until the next one reaches it).
+    /// A device without one cannot resume: its lost link ends the session at once (``keepsSessionOnLinkLoss``).
+    public private(set) var deviceHoldsResumeSecret = false
+    /// The session was handed over (a drain): nothing the device sends is read or processed here any more.
+    public private(set) var handedOver = false
 
     public init(limits: Limits = Limits()) { self.limits = limits }
 
@@ -95,7 +102,15 @@ public struct DeviceConnectionMachine<Completion> {
     public var waitingSteps: Int { outbox.count }
 
     /// Whether a frame from the device is still processed.
-    public var processesFrames: Bool { !closeEarned }
+    public var processesFrames: Bool { !closeEarned && !handedOver }
+
+    /// Whether a lost link keeps the session for the resume grace period, given whether the session machine could
+    /// resume it (session_resume in effect, a session): only when the device can come back for it. A registration
+    /// whose REGISTER_RESULT never left — its commit came back after the device gave up, say while the node was cut
+    /// off from its database (issue 22 item 5) — holds the code for nobody, so it ends at once and frees the code.
+    public func keepsSessionOnLinkLoss(sessionCanResume: Bool) -> Bool {
+        sessionCanResume && deviceHoldsResumeSecret
+    }
 
     // MARK: events
 
@@ -209,6 +224,34 @@ public struct DeviceConnectionMachine<Completion> {
     /// The link closed: frames no longer leave.
     public mutating func linkDidClose() { linkClosed = true }
 
+    /// A new registration was accepted on this connection: the device holds no secret for it until its
+    /// REGISTER_RESULT leaves.
+    public mutating func registrationAccepted() { deviceHoldsResumeSecret = false }
+
+    /// The session came to this connection by a RESUME: the device holds the secret it resumed with, which the
+    /// session accepts until the next one reaches it.
+    public mutating func sessionResumed() { deviceHoldsResumeSecret = true }
+
+    /// What a drain (SIGTERM, `drain`; SPEC §15.5 "Drain") does with this connection.
+    public enum DrainPlan: Sendable, Hashable {
+        /// Hand the session over: record its state, let its presence lapse, then GOAWAY `going_away` with
+        /// `resume_elsewhere`. Reading has stopped.
+        case handOver
+        /// End the session (if any) with `going_away` and close.
+        case shutDown
+    }
+
+    /// The node drains. A session is handed over when the session machine could resume it (`sessionCanResume`) and
+    /// the device can come back for it (``deviceHoldsResumeSecret``); from then on nothing the device sends on this
+    /// link is read — the session's next frames belong to the node it resumes on.
+    public mutating func nodeDrains(sessionCanResume: Bool) -> (DrainPlan, [Effect]) {
+        guard keepsSessionOnLinkLoss(sessionCanResume: sessionCanResume), !closeEarned, !handedOver else {
+            return (.shutDown, [])
+        }
+        handedOver = true
+        return (.handOver, updateReading())
+    }
+
     // MARK: internals
 
     /// Intents that cannot be queued fail the connection — but only once the caller has put the rest of the event's
@@ -227,7 +270,9 @@ public struct DeviceConnectionMachine<Completion> {
             outbox.popFirst()
             switch step {
             case .barrier: break
-            case .send(let message): effects.append(.send(message))
+            case .send(let message):
+                if !linkClosed, message.carriesResumeSecret { deviceHoldsResumeSecret = true }
+                effects.append(.send(message))
             case .then(let completion): effects.append(.succeed(completion))
             case .close(let reason, let text): effects.append(.close(reason, text))
             }
@@ -239,10 +284,10 @@ public struct DeviceConnectionMachine<Completion> {
     /// while throttled; resumes once all of that is below half again.
     private mutating func updateReading() -> [Effect] {
         let mustPause =
-            closeEarned || resuming || throttled || barriers >= limits.pauseReadingAtBarriers
+            closeEarned || handedOver || resuming || throttled || barriers >= limits.pauseReadingAtBarriers
             || outbox.count >= limits.pauseReadingAtSteps
         let mayRead =
-            !closeEarned && !resuming && !throttled && barriers < limits.pauseReadingAtBarriers / 2
+            !closeEarned && !handedOver && !resuming && !throttled && barriers < limits.pauseReadingAtBarriers / 2
             && outbox.count < limits.pauseReadingAtSteps / 2
         if !readingPaused, mustPause {
             readingPaused = true
@@ -253,6 +298,18 @@ public struct DeviceConnectionMachine<Completion> {
             return [.resumeReading]
         }
         return []
+    }
+}
+
+extension Message {
+    /// REGISTER_RESULT, RESUME_RESULT or SESSION_STARTED with a resume secret (SPEC §15.5).
+    fileprivate var carriesResumeSecret: Bool {
+        switch self {
+        case .registerResult(let result): result.resumeSecret != nil
+        case .resumeResult(let result): result.resumeSecret != nil
+        case .sessionStarted(let started): started.resumeSecret != nil
+        default: false
+        }
     }
 }
 

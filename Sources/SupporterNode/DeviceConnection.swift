@@ -210,7 +210,9 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             node?.connectionClosed(self)
             return
         }
-        if let node, node.configuration.extensions.contains(.sessionResume), reason.isLinkLoss, machine.canResume {
+        if let node, node.configuration.extensions.contains(.sessionResume), reason.isLinkLoss,
+            connection.keepsSessionOnLinkLoss(sessionCanResume: machine.canResume)
+        {
             // SPEC §15.5: the session is kept for the grace period; the code stays held by this connection.
             parked = true
             perform(machine.linkLost(reason: reason.reasonCode, text: reason.description))
@@ -339,6 +341,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             everRegistered = true
             machine = next
             joinedCode = code
+            connection.sessionResumed()
             perform(actions)
         case .takenOver(let next, let actions, let code, let previousNode, let why):
             guard let node, !link.isClosed else { return }
@@ -364,6 +367,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             everRegistered = true
             machine = next
             joinedCode = code
+            connection.sessionResumed()
             node.logger.log(
                 .info,
                 why == "node_restarted"
@@ -495,9 +499,13 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     /// down as before (``shutDown()``). Any thread.
     func drain() {
         let accepted = link.loop.execute { [self] in
-            guard let node, let code = joinedCode, !movedAway, machine.canResume,
-                let snapshot = machine.resumeSnapshot
-            else {
+            guard let node, let code = joinedCode, !movedAway, let snapshot = machine.resumeSnapshot else {
+                self.shutDownHere()
+                return
+            }
+            let (plan, effects) = connection.nodeDrains(sessionCanResume: machine.canResume)
+            carryOut(effects)
+            guard plan == .handOver else {
                 self.shutDownHere()
                 return
             }
@@ -644,6 +652,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
                         joinedCode = code
                         registered = code
                         everRegistered = true
+                        connection.registrationAccepted()
                     }
                     guard let code = joinedCode ?? event.code else { continue }
                     if case .registrationRefused = event, !refusalAudited { continue }  // counted, not reported one by one

@@ -27,6 +27,10 @@ package final class ClusterListener: Sendable {
     private let stopping = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
     private let listening = DispatchSemaphore(value: 0)
+    /// A pipe whose write end ``stop()`` writes to: the listening thread's wait for notifications ends at once
+    /// instead of after up to a second (a lone node's drain waited for it). Both ends are closed in `deinit`, after
+    /// the thread (which holds the listener) has returned.
+    private let wake: (read: Int32, write: Int32)
 
     package init(
         connectionString: String, member: ClusterMember, location: String, logger: NodeLogger,
@@ -37,6 +41,14 @@ package final class ClusterListener: Sendable {
         self.location = location
         self.logger = logger
         self.deliver = deliver
+        var ends: [Int32] = [-1, -1]
+        if pipe(&ends) == 0 {
+            for end in ends {
+                _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+                _ = fcntl(end, F_SETFL, O_NONBLOCK)
+            }
+        }
+        wake = (ends[0], ends[1])
         let thread = Thread { [self] in self.run() }
         thread.name = "rsup-cluster"
         thread.start()
@@ -50,9 +62,19 @@ package final class ClusterListener: Sendable {
         return listening.wait(timeout: .now() + .milliseconds(milliseconds)) == .success
     }
 
-    /// Stops listening; returns within about a second.
+    deinit {
+        if wake.read >= 0 { close(wake.read) }
+        if wake.write >= 0 { close(wake.write) }
+    }
+
+    /// Stops listening; returns once the thread has closed its connection (at most 3 s, when it is still reopening
+    /// one).
     package func stop() {
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        if wake.write >= 0 {
+            var byte: UInt8 = 1
+            _ = write(wake.write, &byte, 1)
+        }
         _ = finished.wait(timeout: .now() + .seconds(3))
     }
 
@@ -79,7 +101,7 @@ package final class ClusterListener: Sendable {
                 }
                 let wait = min(Duration.seconds(1), max(.zero, nextPresenceCheck - .now))
                 let notes: [PostgresNotification]
-                do { notes = try open.notifications(timeout: wait) } catch {
+                do { notes = try open.notifications(timeout: wait, wakingOn: wake.read >= 0 ? wake.read : nil) } catch {
                     throw PostgresStoreEngine.storeError(error, location: location)
                 }
                 for note in notes { try handle(note, open) }

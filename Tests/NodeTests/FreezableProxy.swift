@@ -16,12 +16,15 @@ import TestSupport
 @testable import SupporterCore
 import SupporterStores
 
-/// A TCP relay on loopback between a device and the supporter node that can go silent on command: while frozen it
-/// swallows bytes in both directions and never passes a close on, exactly like a link that died without a word.
+/// A TCP relay on loopback between a device and the supporter node (or a node and its database) that can go silent
+/// on command: while frozen it swallows bytes in both directions and never passes a close on, exactly like a link that
+/// died without a word. While held it passes nothing either, but keeps every byte and passes them on when released,
+/// exactly like a network partition that heals before TCP gives up.
 final class FreezableProxy: Sendable {
     let port: UInt16
     private let listener: Int32
     private let frozen = Atomic<Bool>(false)
+    private let held = Atomic<Bool>(false)
     private let relayed = Atomic<Int>(0)
     private let stopped = Atomic<Bool>(false)
     private let sockets = Mutex<[Int32]>([])
@@ -88,6 +91,8 @@ final class FreezableProxy: Sendable {
                     return
                 }
                 if self.frozen.load(ordering: .relaxed) { continue }
+                // Held: this chunk waits here, and what follows waits in the kernel's buffers (TCP back-pressure).
+                while self.held.load(ordering: .acquiring), !self.stopped.load(ordering: .relaxed) { usleep(1_000) }
                 var sent = 0
                 while sent < count {
                     let written = buffer.withUnsafeBytes { write(destination, $0.baseAddress! + sent, count - sent) }
@@ -104,6 +109,12 @@ final class FreezableProxy: Sendable {
 
     /// From now on nothing crosses.
     func freeze() { frozen.store(true, ordering: .relaxed) }
+
+    /// From now on nothing crosses, and nothing is lost: what was sent waits until ``release()``.
+    func hold() { held.store(true, ordering: .releasing) }
+
+    /// Passes on what waited during ``hold()``, and everything after.
+    func release() { held.store(false, ordering: .releasing) }
 
     /// Ends every connection relayed so far with a bare TCP FIN both ways (no TLS close_notify, no GOAWAY): a link
     /// that broke. New connections are still accepted and relayed (the link "comes back").

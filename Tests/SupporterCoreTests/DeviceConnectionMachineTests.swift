@@ -142,4 +142,63 @@ import Testing
         #expect(machine.resume(deciding: false).isEmpty)
         #expect(machine.throttle(false) == [.resumeReading])
     }
+
+    static let answered = Message.registerResult(RegisterResult(reason: .success, codeType: .remoteSupport, resumeSecret: "s1"))
+
+    @Test func aRegistrationWhoseAnswerNeverLeftKeepsNoSessionWhenTheLinkIsLost() {
+        var machine = Machine()
+        machine.registrationAccepted()
+        _ = machine.commitQueued()
+        _ = machine.enqueue(.send(Self.answered))
+        // The device gave up and closed before the commit came back (the node was cut off from its database).
+        machine.linkDidClose()
+        #expect(Self.sent(machine.committed(nil)) == [Self.answered])
+        #expect(!machine.deviceHoldsResumeSecret)
+        #expect(!machine.keepsSessionOnLinkLoss(sessionCanResume: true))
+    }
+
+    @Test func aRegistrationAnsweredWithASecretKeepsItsSessionWhenTheLinkIsLost() {
+        var machine = Machine()
+        machine.registrationAccepted()
+        _ = machine.commitQueued()
+        _ = machine.enqueue(.send(Self.answered))
+        #expect(!machine.keepsSessionOnLinkLoss(sessionCanResume: true), "nothing has left yet")
+        _ = machine.committed(nil)
+        #expect(machine.keepsSessionOnLinkLoss(sessionCanResume: true))
+        #expect(!machine.keepsSessionOnLinkLoss(sessionCanResume: false), "no session, or session_resume not in effect")
+        // A new registration on the same connection: its own answer must leave first.
+        machine.registrationAccepted()
+        #expect(!machine.keepsSessionOnLinkLoss(sessionCanResume: true))
+    }
+
+    @Test func aResumedSessionIsKeptEvenBeforeItsResumeResultLeaves() {
+        // The device still holds the secret it resumed with, which the session accepts until the next one reaches it.
+        var machine = Machine()
+        machine.sessionResumed()
+        _ = machine.commitQueued()
+        _ = machine.enqueue(.send(.resumeResult(ResumeResult(reason: .success, resumeSecret: "s2"))))
+        machine.linkDidClose()
+        #expect(machine.keepsSessionOnLinkLoss(sessionCanResume: true))
+    }
+
+    @Test func aDrainHandsOverOnlyASessionTheDeviceCanResumeAndStopsReading() {
+        var unanswered = Machine()
+        unanswered.registrationAccepted()
+        #expect(unanswered.nodeDrains(sessionCanResume: true).0 == .shutDown)
+        #expect(unanswered.processesFrames)
+
+        var machine = Machine()
+        machine.registrationAccepted()
+        _ = machine.enqueue(.send(Self.answered))
+        #expect(machine.nodeDrains(sessionCanResume: false).0 == .shutDown)
+        let (plan, effects) = machine.nodeDrains(sessionCanResume: true)
+        #expect(plan == .handOver)
+        #expect(effects == [.pauseReading])
+        #expect(!machine.processesFrames, "the session's next frames belong to the node it resumes on")
+        // Nothing resumes reading afterwards: not a commit coming back, not a refilled budget.
+        _ = machine.commitQueued()
+        #expect(!machine.committed(nil).contains(.resumeReading))
+        #expect(!machine.throttle(false).contains(.resumeReading))
+        #expect(machine.nodeDrains(sessionCanResume: true).0 == .shutDown, "handed over once")
+    }
 }
