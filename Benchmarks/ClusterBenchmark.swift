@@ -19,17 +19,18 @@ import SupportVocabulary
 import SupporterModel
 
 /// The `cluster` group (docs/cluster.md): what sharing one PostgreSQL database costs. One table compares
-/// (a) one node on SQLite, (b) one node on PostgreSQL and (c) two nodes on PostgreSQL with the devices on node 1 and
+/// (a) one node on SQLite, (b) one node on PostgreSQL, (e) three nodes on PostgreSQL with the devices spread over all
+/// three and the supporter on node 1, and (c) two nodes on PostgreSQL with the devices on node 1 and
 /// the supporter on node 2 (every request routed through the database), plus (d) a clean stop of the node holding a
 /// device until that device is registered on the other node.
 ///
-/// The nodes run in this process; the N devices of (a)–(c) run in a child process (the `nodes` group's
+/// The nodes run in this process; the N devices of (a)–(c) run in a child process ((e): one per node; the `nodes` group's
 /// `nodes-devices` subcommand, which allows every request from its delegate). The PostgreSQL server is a throwaway one
 /// started with `scripts/pg-cluster.sh` (one database per setup), or `RSUP_NODES_STORE=<libpq string>` if given.
 enum ClusterBenchmark {
     static let group = BenchmarkGroup(
         name: "cluster",
-        summary: "SQLite vs PostgreSQL vs two nodes on PostgreSQL: registrations/s, request → active, drain → resumed",
+        summary: "SQLite vs PostgreSQL vs two and three nodes on PostgreSQL: registrations/s, request → active, drain → resumed",
         run: run)
 
     /// Unmeasured requests before the measured ones, each on its own code.
@@ -39,13 +40,32 @@ enum ClusterBenchmark {
     static let keepalive: Duration = .seconds(600)
 
     enum Setup: CaseIterable {
-        case sqlite, postgres, twoNodes
+        case sqlite, postgres, twoNodes, threeNodes
 
         var label: String {
             switch self {
             case .sqlite: "(a) 1 node, SQLite"
             case .postgres: "(b) 1 node, PostgreSQL"
             case .twoNodes: "(c) 2 nodes, PostgreSQL: device on 1, supporter on 2"
+            case .threeNodes: "(e) 3 nodes, PostgreSQL: devices on all 3, supporter on 1"
+            }
+        }
+
+        /// Nodes started for the setup.
+        var nodeCount: Int {
+            switch self {
+            case .sqlite, .postgres: 1
+            case .twoNodes: 2
+            case .threeNodes: 3
+            }
+        }
+
+        /// The database of the setup (a fresh one each).
+        var databaseName: String {
+            switch self {
+            case .sqlite, .postgres: "rsup_one"
+            case .twoNodes: "rsup_two"
+            case .threeNodes: "rsup_three"
             }
         }
     }
@@ -95,7 +115,7 @@ enum ClusterBenchmark {
         let sessions = min(environmentInteger("RSUP_CLUSTER_SESSIONS", default: 200), devices - warmUp)
         let failoverRounds = environmentInteger("RSUP_CLUSTER_FAILOVERS", default: 5, minimum: 0)
         print(
-            "== cluster: one node on SQLite, one on PostgreSQL, two on one PostgreSQL (N = \(Format.grouped(devices)) devices,"
+            "== cluster: one node on SQLite, one on PostgreSQL, two and three on one PostgreSQL (N = \(Format.grouped(devices)) devices,"
                 + " M = \(sessions) sessions; RSUP_CLUSTER_DEVICES, RSUP_CLUSTER_SESSIONS, RSUP_CLUSTER_FAILOVERS) ==")
         _ = ProcessInfoLite.raiseFileLimit()
         guard let directory = NodesBenchmark.makeCertificates() else {
@@ -121,7 +141,7 @@ enum ClusterBenchmark {
                     rows.append(Row(label: setup.label, skipped: "skipped: PostgreSQL could not be started (\(reason))"))
                     continue
                 case .success(let database):
-                    switch database.fresh(setup == .postgres ? "rsup_one" : "rsup_two") {
+                    switch database.fresh(setup.databaseName) {
                     case .failure(let reason):
                         rows.append(Row(label: setup.label, skipped: "skipped: \(reason)"))
                         continue
@@ -197,76 +217,96 @@ enum ClusterBenchmark {
             row.skipped = "failed: " + reason
             return row
         }
-        let holder: SupporterNode
-        switch makeNode(store: store, directory: directory, name: "\(setup)-1") {
-        case .success(let node): holder = node
-        case .failure(let error): return skip("cannot start node 1: \(error)")
-        }
-        defer { holder.shutdown() }
-        var second: SupporterNode?
-        if setup == .twoNodes {
-            switch makeNode(store: store, directory: directory, name: "\(setup)-2") {
-            case .success(let node): second = node
-            case .failure(let error): return skip("cannot start node 2: \(error)")
+        var nodes: [SupporterNode] = []
+        defer { for node in nodes { node.shutdown() } }
+        for index in 1...setup.nodeCount {
+            switch makeNode(store: store, directory: directory, name: "\(setup)-\(index)") {
+            case .success(let node): nodes.append(node)
+            case .failure(let error): return skip("cannot start node \(index): \(error)")
             }
         }
-        defer { second?.shutdown() }
-        if let second {
-            guard waitForListener(second, hearing: holder), waitForListener(holder, hearing: second) else {
-                return skip("the two nodes did not hear each other's changes within 5 s")
+        for listener in nodes {
+            for writer in nodes where writer !== listener {
+                guard waitForListener(listener, hearing: writer) else {
+                    return skip("the nodes did not hear each other's changes within 5 s")
+                }
             }
         }
-        let supporter = second ?? holder
-        guard let port = holder.port else { return skip("node 1 has no port") }
+        // (c): every device on node 1, the supporter on node 2. (e): device i on node i mod 3, the supporter on node 1
+        // (two requests in three routed). Otherwise one node does both.
+        let holders = setup == .threeNodes ? nodes : [nodes[0]]
+        let supporter = setup == .twoNodes ? nodes[1] : nodes[0]
+        let routed = setup == .twoNodes || setup == .threeNodes
 
         let recorder = EventRecorder()
-        let events = holder.events
-        let consumer = Task.detached { await recorder.consume(events) }
-        defer { consumer.cancel() }
+        let consumers = holders.map { holder in
+            let events = holder.events
+            return Task.detached { await recorder.consume(events) }
+        }
+        defer { for consumer in consumers { consumer.cancel() } }
 
-        guard let token = try? holder.issueAPIToken() else { return skip("cannot issue an API token") }
+        var tokens: [String] = []
+        for holder in holders {
+            guard let token = try? holder.issueAPIToken() else { return skip("cannot issue an API token") }
+            tokens.append(token)
+        }
+        let creator = nodes[0]
         let created: [String]? = blockingAwait {
             var codes: [String] = []
             for _ in 0..<count {
-                guard let info = try? await holder.createCode(type: .remoteSupport) else { return nil }
+                guard let info = try? await creator.createCode(type: .remoteSupport) else { return nil }
                 codes.append(info.code)
             }
             return codes
         }
         guard let codes = created else { return skip("cannot create \(count) codes") }
-        // The supporter's node must know every code before its supporter asks for one (node 2 learns them by NOTIFY).
-        guard waitUntil(timeout: .seconds(30), { codes.allSatisfy { supporter.code($0) != nil } }) else {
-            return skip("node 2 did not learn the \(count) codes within 30 s")
+        // Every node must know every code before a device or supporter uses one (the others learn them by NOTIFY).
+        guard waitUntil(timeout: .seconds(30), { codes.allSatisfy { code in nodes.allSatisfy { $0.code(code) != nil } } }) else {
+            return skip("the nodes did not learn the \(count) codes within 30 s")
         }
-        let codesFile = directory + "/cluster-codes.txt"
-        guard NodesBenchmark.writeLines(codes, to: codesFile) else { return skip("cannot write \(codesFile)") }
-        guard
-            let child = ChildProcess(
-                "/proc/self/exe",
-                ["Benchmarks", NodesBenchmark.subcommand, "--port", "\(port)", "--token", token, "--codes", codesFile,
-                 "--stamps", directory + "/cluster-stamps.txt", "--ca", directory + "/ca.pem", "--loops",
-                 "\(NodesBenchmark.childLoops)", "--concurrency", "\(NodesBenchmark.childConcurrency)"],
-                captureOutput: true, pipeInput: true, inheritStandardError: true)
-        else { return skip("cannot start the device child process") }
+        // One device child per holding node, all started before any is waited for: they register at the same time.
+        var children: [ChildProcess] = []
         defer {
-            child.closeInput()
-            child.wait()
+            for child in children {
+                child.closeInput()
+                child.wait()
+            }
         }
-        guard let ready = child.readLine(timeout: .seconds(600)), ready.hasPrefix("ready") else {
-            return skip("the device child did not report ready")
+        for (index, holder) in holders.enumerated() {
+            let share = codes.enumerated().filter { $0.offset % holders.count == index }.map(\.element)
+            let codesFile = directory + "/cluster-codes-\(index).txt"
+            guard NodesBenchmark.writeLines(share, to: codesFile) else { return skip("cannot write \(codesFile)") }
+            guard let port = holder.port else { return skip("node \(index + 1) has no port") }
+            guard
+                let child = ChildProcess(
+                    "/proc/self/exe",
+                    ["Benchmarks", NodesBenchmark.subcommand, "--port", "\(port)", "--token", tokens[index], "--codes", codesFile,
+                     "--stamps", directory + "/cluster-stamps-\(index).txt", "--ca", directory + "/ca.pem", "--loops",
+                     "\(NodesBenchmark.childLoops)", "--concurrency", "\(NodesBenchmark.childConcurrency)"],
+                    captureOutput: true, pipeInput: true, inheritStandardError: true)
+            else { return skip("cannot start the device child process") }
+            children.append(child)
+        }
+        var slowest = 0.0
+        for child in children {
+            guard let ready = child.readLine(timeout: .seconds(600)), ready.hasPrefix("ready") else {
+                return skip("a device child did not report ready")
+            }
+            let fields = NodesBenchmark.parseFields(ready)
+            if let failed = fields["failed"].flatMap({ Int($0) }), failed > 0 {
+                return skip("\(failed) device(s) failed to come online: \(fields["error"] ?? "?")")
+            }
+            // The children ran side by side: the registrations took as long as the slowest.
+            slowest = max(slowest, fields["seconds"].flatMap { Double($0) } ?? .nan)
         }
         let readyAt = ContinuousClock.now
-        let fields = NodesBenchmark.parseFields(ready)
-        if let failed = fields["failed"].flatMap({ Int($0) }), failed > 0 {
-            return skip("\(failed) device(s) failed to come online: \(fields["error"] ?? "?")")
-        }
-        row.registrationSeconds = fields["seconds"].flatMap { Double($0) } ?? .nan
+        row.registrationSeconds = slowest
         guard waitUntil(timeout: .seconds(30), { recorder.online >= count }) else {
-            return skip("node 1 reported only \(recorder.online) of \(count) devices online")
+            return skip("the holding nodes reported only \(recorder.online) of \(count) devices online")
         }
         guard waitUntil(timeout: .seconds(30), interval: .milliseconds(1), { codes.allSatisfy { supporter.code($0)?.state == .online } })
         else { return skip("the supporter's node did not list all \(count) codes online within 30 s") }
-        if second != nil { row.visibleLagSeconds = readyAt.duration(to: .now).seconds }
+        if routed { row.visibleLagSeconds = readyAt.duration(to: .now).seconds }
         ProcessInfoLite.sleep(.milliseconds(500))  // let the registration storm's leftovers settle
 
         // A fixed pseudo-random order of the codes, so the requests spread over every loop of both sides.
@@ -452,7 +492,8 @@ enum ClusterBenchmark {
             """
                Method: every node runs in this process (2 loops each, TLS 1.3 on loopback, keepalive \(keepalive.components.seconds) s); the \(Format.grouped(devices))
                devices of (a)–(c) run in a child process (`\(NodesBenchmark.subcommand)`: \(NodesBenchmark.childLoops) loops, one TLSContext, at most
-               \(NodesBenchmark.childConcurrency) dials at once), all registered on node 1, each allowing every request at once from its delegate.
+               \(NodesBenchmark.childConcurrency) dials at once), all registered on node 1 ((e): one child per node, device i on node i mod 3;
+               registered/s is N over the slowest child's time), each allowing every request at once from its delegate.
                registered/s: N / (the child's first dial → every device told it is online; the node answers a
                REGISTER only after the device_online audit row and, on PostgreSQL, the presence row are committed).
                seen on supp. node: after that, until the supporter's node lists all N codes `online` (node 2 learns

@@ -104,7 +104,7 @@ package final class ClusterListener: Sendable {
                 do { notes = try open.notifications(timeout: wait, wakingOn: wake.read >= 0 ? wake.read : nil) } catch {
                     throw PostgresStoreEngine.storeError(error, location: location)
                 }
-                for note in notes { try handle(note, open) }
+                try handle(notes, open)
             } catch {
                 logger.log(.warning, "cluster: listening for other nodes failed (\(error)); retrying in \(pause)")
                 connection?.close()
@@ -160,7 +160,27 @@ package final class ClusterListener: Sendable {
         return connection
     }
 
-    private func handle(_ note: PostgresNotification, _ connection: PostgresConnection) throws(StoreError) {
+    /// The notifications of one wake-up, in order. Presence changes come in bursts (a registration storm, a drain,
+    /// a node's devices failing over): when several arrive together their rows are read in one statement, not one
+    /// round trip each — with N nodes every presence change is read by N − 1 of them.
+    private func handle(_ notes: [PostgresNotification], _ connection: PostgresConnection) throws(StoreError) {
+        var changedPresence: [String] = []
+        for note in notes where note.channel == ClusterMember.changesChannel {
+            guard let (origin, change) = ClusterChange.parse(note.payload), origin != member.nodeID,
+                case .presence(let code) = change
+            else { continue }
+            changedPresence.append(code)
+        }
+        let presence =
+            changedPresence.count > 1
+            ? try Self.presence(connection, except: member.nodeID, among: changedPresence, location: location) : nil
+        for note in notes { try handle(note, connection, presence: presence) }
+    }
+
+    /// One notification; `presence` holds the rows its batch read already (``handle(_:_:)``).
+    private func handle(
+        _ note: PostgresNotification, _ connection: PostgresConnection, presence: [String: RemotePresence]?
+    ) throws(StoreError) {
         let transaction = PostgresStoreTransaction(connection, location: location)
         if note.channel == member.commandChannel {
             let parts = note.payload.split(separator: " ")
@@ -185,7 +205,12 @@ package final class ClusterListener: Sendable {
         case .code(let code):
             deliver(.code(code, try PostgresStoreEngine.codes(transaction, only: code).first))
         case .presence(let code):
-            let all = try Self.presence(transaction.connection, except: member.nodeID, only: code, location: location)
+            let all: [String: RemotePresence]
+            if let presence {
+                all = presence
+            } else {
+                all = try Self.presence(transaction.connection, except: member.nodeID, only: code, location: location)
+            }
             deliver(.presence(code, all[code]))
         case .account(let login):
             deliver(.account(login, try PostgresStoreEngine.accounts(transaction, login: login).first))
@@ -211,8 +236,24 @@ package final class ClusterListener: Sendable {
             SELECT code, node_id, state, device_name FROM device_presence
             WHERE lease_until >= rsup_now_ms() AND node_id <> $1 AND ($2::text IS NULL OR code = $2)
             """, [node, code], "read device presence")
+        return remotePresence(rows.rows)
+    }
+
+    /// Live presence rows of other nodes for `codes` (one statement, the codes as one array parameter).
+    package static func presence(
+        _ connection: PostgresConnection, except node: String, among codes: [String], location: String
+    ) throws(StoreError) -> [String: RemotePresence] {
+        let rows = try PostgresStoreTransaction(connection, location: location).run(
+            """
+            SELECT code, node_id, state, device_name FROM device_presence
+            WHERE lease_until >= rsup_now_ms() AND node_id <> $1 AND code = ANY($2::text[])
+            """, [node, PostgresArray.text(codes)], "read device presence")
+        return remotePresence(rows.rows)
+    }
+
+    private static func remotePresence(_ rows: [[String?]]) -> [String: RemotePresence] {
         var all: [String: RemotePresence] = [:]
-        for row in rows.rows {
+        for row in rows {
             guard let code = row[0], let node = row[1], let state = row[2].flatMap(SessionCodeState.init(rawValue:))
             else { continue }
             all[code] = RemotePresence(node: node, state: state, deviceName: row[3])
