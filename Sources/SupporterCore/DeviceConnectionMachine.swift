@@ -93,7 +93,7 @@ public struct DeviceConnectionMachine<Completion> {
     /// connection by a RESUME (the secret the device resumed with stays accepted until the next one reaches it).
     /// A device without one cannot resume: its lost link ends the session at once (``keepsSessionOnLinkLoss``).
     public private(set) var deviceHoldsResumeSecret = false
-    /// The session was handed over (a drain): nothing the device sends is read or processed here any more.
+    /// The session was handed over (a drain): nothing the device sends is processed here any more.
     public private(set) var handedOver = false
 
     public init(limits: Limits = Limits()) { self.limits = limits }
@@ -235,7 +235,7 @@ public struct DeviceConnectionMachine<Completion> {
     /// What a drain (SIGTERM, `drain`; SPEC §15.5 "Drain") does with this connection.
     public enum DrainPlan: Sendable, Hashable {
         /// Hand the session over: record its state, let its presence lapse, then GOAWAY `going_away` with
-        /// `resume_elsewhere`. Reading has stopped.
+        /// `resume_elsewhere`. Frames from the device are no longer processed.
         case handOver
         /// End the session (if any) with `going_away` and close.
         case shutDown
@@ -243,13 +243,14 @@ public struct DeviceConnectionMachine<Completion> {
 
     /// The node drains. A session is handed over when the session machine could resume it (`sessionCanResume`) and
     /// the device can come back for it (``deviceHoldsResumeSecret``); from then on nothing the device sends on this
-    /// link is read — the session's next frames belong to the node it resumes on.
-    public mutating func nodeDrains(sessionCanResume: Bool) -> (DrainPlan, [Effect]) {
+    /// link is processed — the session's next frames belong to the node it resumes on. The link is still read, so
+    /// that the device's close_notify is seen and the close completes at once rather than at the transport's bound.
+    public mutating func nodeDrains(sessionCanResume: Bool) -> DrainPlan {
         guard keepsSessionOnLinkLoss(sessionCanResume: sessionCanResume), !closeEarned, !handedOver else {
-            return (.shutDown, [])
+            return .shutDown
         }
         handedOver = true
-        return (.handOver, updateReading())
+        return .handOver
     }
 
     // MARK: internals
@@ -284,10 +285,10 @@ public struct DeviceConnectionMachine<Completion> {
     /// while throttled; resumes once all of that is below half again.
     private mutating func updateReading() -> [Effect] {
         let mustPause =
-            closeEarned || handedOver || resuming || throttled || barriers >= limits.pauseReadingAtBarriers
+            closeEarned || resuming || throttled || barriers >= limits.pauseReadingAtBarriers
             || outbox.count >= limits.pauseReadingAtSteps
         let mayRead =
-            !closeEarned && !handedOver && !resuming && !throttled && barriers < limits.pauseReadingAtBarriers / 2
+            !closeEarned && !resuming && !throttled && barriers < limits.pauseReadingAtBarriers / 2
             && outbox.count < limits.pauseReadingAtSteps / 2
         if !readingPaused, mustPause {
             readingPaused = true

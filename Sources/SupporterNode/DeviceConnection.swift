@@ -503,9 +503,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
                 self.shutDownHere()
                 return
             }
-            let (plan, effects) = connection.nodeDrains(sessionCanResume: machine.canResume)
-            carryOut(effects)
-            guard plan == .handOver else {
+            guard connection.nodeDrains(sessionCanResume: machine.canResume) == .handOver else {
                 self.shutDownHere()
                 return
             }
