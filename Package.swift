@@ -147,7 +147,7 @@ let package = Package(
             name: "Benchmarks",
             dependencies: ["SupporterStore", "SupporterStores", "SupporterStoreSQLite",
                 "SupportWire", "SupportUtilities", "SupportRuntime", "SupportLink", "SupportSession", "SupporterCore",
-                "CLinuxShims", "COpenSSL", "DeviceNode", "SupporterNode", "SupporterREST", "SupportPostgres",
+                "CLinuxShims", "COpenSSL", "DeviceNode", "SupporterNode", "SupporterREST", "SupportPostgres", "CLIKit",
             ],
             path: "Benchmarks", swiftSettings: settings),
         .testTarget(name: "SupportWireTests", dependencies: ["SupportWire", "TestSupport"], swiftSettings: settings),

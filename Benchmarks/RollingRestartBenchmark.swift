@@ -16,13 +16,14 @@ import SupportVocabulary
 import SupporterModel
 
 /// The `rolling` group (issue 22, docs/cluster.md "Drain"): a rolling restart with devices online and in sessions.
-/// Each node in turn is stopped the way SIGTERM stops `serve` (`shutdown()`: a drain, SPEC §15.5) and started again on
-/// its port and database; the devices, in a child process, report every reconnect and resume. Printed: the pause each
-/// device saw (reconnecting → resumed), sessions lost (any session that ended), and sessions still active after it.
+/// Each node is a `rsup-supporter serve` process; each in turn gets SIGTERM (a drain, SPEC §15.5), exits, and is
+/// started again on its data folder, port and database; the devices, in a child process, report every reconnect and
+/// resume. Printed: the pause each device saw (reconnecting → resumed), sessions lost (any session that ended), and
+/// sessions still active after it.
 ///
-/// The nodes run in this process (their code path is `serve`'s: it calls the same `shutdown()` on SIGTERM); the
-/// devices run in a child process (`rolling-devices`), many `DeviceNode`s sharing one TLS context, each knowing every
-/// node and starting on node `i mod n`.
+/// The benchmark drives the nodes only as an operator would: their control sockets (codes, a token, an account,
+/// `connect`, `list`) and signals. The devices run in a child process (`rolling-devices`), many `DeviceNode`s sharing
+/// one TLS context, each knowing every node and starting on node `i mod n`.
 enum RollingRestartBenchmark {
     static let group = BenchmarkGroup(
         name: "rolling",
@@ -54,12 +55,21 @@ enum RollingRestartBenchmark {
         print(
             "== rolling: restart each node in turn with \(Format.grouped(devices)) devices online, \(active) in sessions "
                 + "(RSUP_ROLLING_DEVICES, RSUP_ROLLING_ACTIVE) ==")
+        guard let binary = ServeProcess.binary() else {
+            print("   rolling: no rsup-supporter next to this executable; build it first (swift build -c release); skipped\n")
+            return
+        }
         _ = ProcessInfoLite.raiseFileLimit()
         guard let directory = NodesBenchmark.makeCertificates() else {
             print("   rolling: cannot make certificates; skipped\n")
             return
         }
-        defer { if let remove = ChildProcess("rm", ["rm", "-rf", "--", directory], captureOutput: false) { remove.wait() } }
+        // RSUP_ROLLING_KEEP=1 keeps the nodes' data folders and logs (`DIR/rolling-S-node-N.out.err`) for a look.
+        let keep = getenv("RSUP_ROLLING_KEEP") != nil
+        if keep { print("rolling: keeping \(directory)") }
+        defer {
+            if !keep, let remove = ChildProcess("rm", ["rm", "-rf", "--", directory], captureOutput: false) { remove.wait() }
+        }
         let database: BenchmarkDatabase
         switch BenchmarkDatabase.start() {
         case .success(let started): database = started
@@ -76,80 +86,110 @@ enum RollingRestartBenchmark {
             var row = Row(label: label, nodes: nodes, devices: devices, active: active)
             switch database.fresh("rsup_rolling_\(index)") {
             case .failure(let reason): row.failure = "\(reason)"
-            case .success(let store): measure(&row, store: store, directory: directory)
+            case .success(let store): measure(&row, store: store, directory: directory, binary: binary, setup: index)
             }
             rows.append(row)
         }
         var sqlite = Row(label: "(c) a lone node on SQLite restarted", nodes: 1, devices: devices, active: active)
-        measure(&sqlite, store: nil, directory: directory)
+        measure(&sqlite, store: nil, directory: directory, binary: binary, setup: 2)
         rows.append(sqlite)
         printTable(rows)
     }
 
-    /// A node on `store` (nil: the SQLite file in `directory`) listening on `port` (0: any), stopped by the caller.
-    static func makeNode(store: String?, directory: String, port: UInt16) -> SupporterNode? {
-        var configuration = SupporterNodeConfiguration(
-            tls: .makeServerConfiguration(
-                certificateChain: .file(directory + "/supporter.pem"), privateKey: .file(directory + "/supporter.key")))
-        configuration.port = port
-        configuration.loopCount = 2
-        configuration.keepaliveInterval = ClusterBenchmark.keepalive
-        configuration.resumeGrace = .seconds(60)
-        var storeConfiguration = StoreConfiguration(path: directory + "/rolling.sqlite")
-        if let store { storeConfiguration.backend = .postgres(store) }
-        // A node's port may still be held by its previous process's last connections for a moment.
+    /// Node `number` of `setup` as a `serve` process on `store` (nil: SQLite in its data folder) and `port` (0: any).
+    /// A restart reuses the data folder and the port; the port may still be held by the previous process's last
+    /// connections for a moment, so a start is tried for up to 5 s.
+    static func startNode(
+        binary: String, store: String?, directory: String, setup: Int, number: Int, port: UInt16
+    ) -> ServeProcess? {
+        let extra =
+            ["--keepalive", "120s", "--resume-grace", "60s"] + (store.map { ["--store", $0] } ?? [])
         for _ in 0..<50 {
-            if let opened = try? storeConfiguration.openForNode(),
-                let node = try? SupporterNode(configuration: configuration, store: opened.engine, cluster: opened.cluster)
+            if let node = ServeProcess(
+                binary: binary, data: directory + "/rolling-\(setup)-node-\(number)", port: port,
+                certificates: directory, extra: extra)
             {
-                if (try? node.start()) != nil { return node }
-                node.shutdown()
+                return node
             }
             ProcessInfoLite.sleep(.milliseconds(100))
         }
         return nil
     }
 
-    static func measure(_ row: inout Row, store: String?, directory: String) {
-        var nodes: [SupporterNode] = []
-        defer { for node in nodes { node.shutdown() } }
-        for _ in 0..<row.nodes {
-            guard let node = makeNode(store: store, directory: directory, port: 0) else {
-                row.failure = "cannot start a node"
+    /// Every code a node holds with its device connected (not one waiting for a resume, not one another node holds),
+    /// with its state and the node's index, from one `list` per node.
+    static func holdings(_ nodes: [ServeProcess]) -> [String: (state: String, node: Int)] {
+        var held: [String: (state: String, node: Int)] = [:]
+        for (index, node) in nodes.enumerated() {
+            for entry in node.control(["command": "list"])?["codes"] as? [[String: Any]] ?? [] {
+                guard entry["node"] == nil, entry["reconnecting"] as? Bool != true, let code = entry["code"] as? String,
+                    let state = entry["state"] as? String, state != "open"
+                else { continue }
+                held[code] = (state, index)
+            }
+        }
+        return held
+    }
+
+    /// The codes `node` lists.
+    static func listed(_ node: ServeProcess) -> Set<String> {
+        Set((node.control(["command": "list"])?["codes"] as? [[String: Any]] ?? []).compactMap { $0["code"] as? String })
+    }
+
+    static func create(on node: ServeProcess) -> String? {
+        (node.control(["command": "create", "type": "remote"])?["code"] as? [String: Any])?["code"] as? String
+    }
+
+    static func measure(_ row: inout Row, store: String?, directory: String, binary: String, setup: Int) {
+        var nodes: [ServeProcess] = []
+        defer { for node in nodes { node.kill() } }
+        for number in 1...row.nodes {
+            guard
+                let node = startNode(
+                    binary: binary, store: store, directory: directory, setup: setup, number: number, port: 0)
+            else {
+                row.failure = "cannot start node \(number) (its log: \(directory)/rolling-\(setup)-node-\(number).out.err)"
                 return
             }
             nodes.append(node)
         }
+        // Each node hears what each other commits: a probe code made on one until the other lists it.
         func allHear() -> Bool {
-            for listener in nodes { for writer in nodes where writer !== listener {
-                guard ClusterBenchmark.waitForListener(listener, hearing: writer) else { return false }
-            } }
+            for listener in nodes {
+                for writer in nodes where writer !== listener {
+                    guard let probe = create(on: writer),
+                        ClusterBenchmark.waitUntil(timeout: .seconds(10), { listed(listener).contains(probe) })
+                    else { return false }
+                }
+            }
             return true
         }
-        guard allHear(), let token = try? nodes[0].issueAPIToken() else {
-            row.failure = "the nodes did not hear each other"
-            return
-        }
-        let ports = nodes.compactMap(\.port)
-        let count = row.devices
-        let creator = nodes[0]
-        guard let codes = blockingAwait({ () async -> [String]? in
-            var codes: [String] = []
-            for _ in 0..<count {
-                guard let info = try? await creator.createCode(type: .remoteSupport) else { return nil }
-                codes.append(info.code)
-            }
-            return codes
-        }),
-            ClusterBenchmark.waitUntil(timeout: .seconds(30), {
-                nodes.allSatisfy { node in node.scope(ofToken: token) == .device && codes.allSatisfy { node.code($0) != nil } }
-            })
+        guard allHear(), let token = nodes[0].control(["command": "token"])?["token"] as? String,
+            nodes[0].control([
+                "command": "user-add", "login": "bench", "display-name": "Bench", "role": "supporter",
+                "password": "rolling-benchmark-password",
+            ]) != nil
         else {
-            row.failure = "cannot create the codes"
+            row.failure = "the nodes did not hear each other, or no token or account could be made"
             return
         }
+        var codes: [String] = []
+        for _ in 0..<row.devices {
+            guard let code = create(on: nodes[0]) else {
+                row.failure = "cannot create the codes"
+                return
+            }
+            codes.append(code)
+        }
+        // The token was committed before the codes, so a node that lists every code knows the token too.
+        guard ClusterBenchmark.waitUntil(timeout: .seconds(30), { nodes.allSatisfy { listed($0).isSuperset(of: codes) } })
+        else {
+            row.failure = "not every node learned the codes"
+            return
+        }
+        let ports = nodes.map(\.port)
         let codesFile = directory + "/rolling-codes.txt"
-        let outFile = directory + "/rolling-out-\(row.nodes).txt"
+        let outFile = directory + "/rolling-out-\(setup).txt"
         guard NodesBenchmark.writeLines(codes, to: codesFile),
             let child = ChildProcess(
                 "/proc/self/exe",
@@ -167,51 +207,71 @@ enum RollingRestartBenchmark {
                 child.wait()
             }
         }
-        guard let ready = child.readLine(timeout: .seconds(600)), ready.hasPrefix("ready"),
-            NodesBenchmark.parseFields(ready)["failed"] == "0"
-        else {
-            row.failure = "the devices did not all come online"
+        let ready = child.readLine(timeout: .seconds(600)) ?? "(nothing)"
+        guard ready.hasPrefix("ready"), NodesBenchmark.parseFields(ready)["failed"] == "0" else {
+            row.failure = "the devices did not all come online: \(ready)"
             return
         }
-        /// The live node holding `code` with its device connected (not a session waiting for a resume), and its
-        /// state there.
-        func held(_ code: String) -> SessionCodeState? {
-            for node in nodes {
-                if let info = node.code(code), info.node == nil, info.state != .open, !info.reconnecting { return info.state }
-            }
-            return nil
-        }
         let sessions = Array(codes.prefix(row.active))
+        var online = holdings(nodes)
         for code in sessions {
-            guard let holder = nodes.first(where: { $0.code(code)?.node == nil && $0.code(code)?.state == .online }),
-                blockingAwait({ (try? await holder.requestConnection(code: code, supporterName: "Bench", type: .screenShare)) != nil }),
-                ClusterBenchmark.waitUntil(timeout: .seconds(10), { held(code) == .active })
+            guard let holder = online[code], holder.state == "online",
+                nodes[holder.node].control([
+                    "command": "connect", "code": code, "as": "bench", "type": "screen", "features": "voip",
+                ]) != nil,
+                ClusterBenchmark.waitUntil(timeout: .seconds(10), interval: .milliseconds(2), {
+                    nodes[holder.node].control(["command": "list"]).map { reply in
+                        (reply["codes"] as? [[String: Any]] ?? []).contains {
+                            $0["code"] as? String == code && $0["state"] as? String == "active"
+                        }
+                    } ?? false
+                })
             else {
                 row.failure = "a session did not start"
                 return
             }
         }
+        online = [:]
         func settled() -> Bool {
-            codes.allSatisfy { held($0) != nil } && sessions.allSatisfy { held($0) == .active }
+            let held = holdings(nodes)
+            return codes.allSatisfy { held[$0] != nil } && sessions.allSatisfy { held[$0]?.state == "active" }
         }
         for index in nodes.indices {
-            let port = nodes[index].port ?? 0
+            let port = nodes[index].port
             let stopped = ContinuousClock.now
-            nodes[index].shutdown()
+            let status = nodes[index].terminate()
             row.drains.add(stopped.duration(to: .now))
-            guard let again = makeNode(store: store, directory: directory, port: port) else {
+            if status != 0, row.failure == nil { row.failure = "node \(index + 1) exited with wait status \(status) on SIGTERM" }
+            guard
+                let again = startNode(
+                    binary: binary, store: store, directory: directory, setup: setup, number: index + 1, port: port)
+            else {
                 row.failure = "node \(index + 1) did not start again on port \(port)"
                 return
             }
             nodes[index] = again
             guard allHear(), ClusterBenchmark.waitUntil(timeout: .seconds(60), interval: .milliseconds(2), settled) else {
-                row.failure = "restart of node \(index + 1): not every device was held again within 60 s"
+                let held = holdings(nodes)
+                let missing = codes.filter { held[$0] == nil }
+                let idle = sessions.filter { held[$0] != nil && held[$0]?.state != "active" }
+                let views = nodes.map { node -> String in
+                    guard let reply = node.control(["command": "list"]) else { return "no answer to list" }
+                    let entries = reply["codes"] as? [[String: Any]] ?? []
+                    let entry = entries.first { $0["code"] as? String == (missing.first ?? idle.first) }
+                    return "\(entries.count) codes; " + (entry.map {
+                        "\($0["state"] ?? "?") node=\($0["node"] ?? "-") reconnecting=\($0["reconnecting"] ?? false)"
+                    } ?? "not listed")
+                }
+                row.failure =
+                    "restart of node \(index + 1): not every device was held again within 60 s (\(missing.count) not held, "
+                    + "\(idle.count) sessions not active; the first as each node lists it: \(views))"
                 return
             }
             row.settled.add(stopped.duration(to: .now))
             row.restarts += 1
         }
-        row.activeAfter = sessions.count { held($0) == .active }
+        let held = holdings(nodes)
+        row.activeAfter = sessions.count { held[$0]?.state == "active" }
         child.closeInput()
         child.wait()
         childDone = true
@@ -248,16 +308,17 @@ enum RollingRestartBenchmark {
         for note in notes { print("   " + note) }
         print(
             """
-               Method: PostgreSQL (a throwaway server), presence lease 10 s, resume grace 60 s; the nodes run in this
-               process, 2 loops each; the devices in a child process (`rolling-devices`), device i starting on node
-               i mod n and knowing every node (a lone node: its one address). For each node in turn: `shutdown()` —
-               what `serve` runs on SIGTERM: a drain, each session's state and its presence's release committed, then
-               GOAWAY going_away with resume_elsewhere — then a new node on the same port and database. pause: per
-               device and restart, its `reconnecting` → `resumed` (CLOCK_MONOTONIC in the child); a device of a
-               lone node redials its one address (250 ms doubling to 4 s) until the new node listens. lost: sessions
-               that ended (the benchmark never ends one). active after: of the sessions started before the first
-               restart, still active at the end. settled: `shutdown()` called → every code held by a live node and
-               every session active again (polled every 2 ms).
+               Method: PostgreSQL (a throwaway server), presence lease 10 s, resume grace 60 s; each node is a
+               `rsup-supporter serve` process (its defaults; --keepalive 120s), driven through its control socket; the
+               devices in a child process (`rolling-devices`), device i starting on node i mod n and knowing every
+               node (a lone node: its one address). For each node in turn: SIGTERM — a drain: each session's state
+               and its presence's release committed, then GOAWAY going_away with resume_elsewhere — wait for the
+               exit (drain: SIGTERM → exited), then `serve` again on the same data folder, port and database. pause:
+               per device and restart, its `reconnecting` → `resumed` (CLOCK_MONOTONIC in the child); a device of a
+               lone node redials its one address (250 ms doubling to 4 s) until the new process listens. lost:
+               sessions that ended (the benchmark never ends one). active after: of the sessions started before the
+               first restart, still active at the end. settled: SIGTERM → every code held by a live node with its
+               device connected and every session active again (`list` on every node, polled).
 
             """)
     }
@@ -312,7 +373,7 @@ enum RollingRestartBenchmark {
             }
             configuration.eventLoop = loops[index % loops.count]
             configuration.capabilities = [Feature(.screenShare), Feature(.voip)]
-            configuration.keepaliveInterval = ClusterBenchmark.keepalive
+            configuration.keepaliveInterval = .seconds(120)  // the most `serve` accepts (SPEC §13.1)
             do {
                 let node = try DeviceNode(configuration: configuration, tlsContext: context)
                 nodes.append(node)

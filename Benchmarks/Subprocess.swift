@@ -134,6 +134,17 @@ final class ChildProcess {
         return status
     }
 
+    /// Whether the child has exited (then reaped, as ``wait()`` would), without waiting.
+    var hasExited: Bool {
+        if exitStatus != nil { return true }
+        var status: Int32 = 0
+        var childUsage = rusage()
+        guard wait4(pid, &status, WNOHANG, &childUsage) == pid else { return false }
+        usage = childUsage
+        exitStatus = status
+        return true
+    }
+
     /// CPU seconds (user + system) the child used; valid after ``wait()``.
     var cpuSeconds: Double { usage.cpuSeconds }
 }

@@ -38,9 +38,11 @@ struct TerminalEscapingTests {
     static func joinAsDevice(
         _ server: SupporterServer, _ certificates: TestCertificates, code: String, token: String, name: String
     ) throws -> (DeviceNode, DeviceSession) {
-        let configuration = DeviceConfiguration(
+        var configuration = DeviceConfiguration(
             host: "127.0.0.1", port: UInt16(server.port),
             tls: .makeClientConfiguration(trustRoots: .file(certificates.caPath)), apiToken: token, deviceName: name)
+        // A loaded machine may take longer than the SDK's 10 s for TCP + TLS + HELLO; this test is about escaping.
+        configuration.connectTimeout = .seconds(60)
         let node = try DeviceNode(configuration: configuration)
         return (node, try node.connect(toSessionCode: code))
     }
