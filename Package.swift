@@ -99,7 +99,7 @@ let package = Package(
             name: "SupporterStores",
             dependencies: [
                 "SupporterStore", "SupporterStoreSQLite", "SupporterStorePostgres", "SupporterCore", "SupportWire",
-                "SupportUtilities",
+                "SupportUtilities", "SupportPostgres",
             ],
             swiftSettings: settings),
         // The supporter node's REST API (protocol/openapi.yaml) and web console, over any `SupporterService`. Neither
@@ -122,7 +122,8 @@ let package = Package(
             swiftSettings: settings),
         // The runnable nodes: a small shared CLI helper and the two command-line programs.
         .target(
-            name: "CLIKit", dependencies: ["SupportSession", "SupportRuntime", "SupportUtilities"], path: "examples/CLIKit",
+            name: "CLIKit", dependencies: ["SupportSession", "SupportRuntime", "SupportUtilities", "SupportVocabulary"],
+            path: "examples/CLIKit",
             swiftSettings: settings),
         .executableTarget(
             name: "rsup-supporter",

@@ -48,13 +48,7 @@ public final class HTTPServer: Sendable {
         host: String, port: UInt16, context: TLSContext, group: EventLoopGroup,
         configuration: HTTPServerConfiguration = HTTPServerConfiguration(), handler: @escaping Handler
     ) throws(TransportError) {
-        let tls = context.configuration
-        guard tls.isServer, tls.applicationProtocol == "http/1.1", !tls.requiresApplicationProtocol else {
-            throw TransportError(
-                .invalidConfiguration,
-                "an HTTP server needs a server TLS configuration with applicationProtocol \"http/1.1\" and "
-                    + "requiresApplicationProtocol false (HTTPServer.makeTLSConfiguration does this)")
-        }
+        try Self.check(context)
         let registry = HTTPConnectionRegistry(configuration)
         self.registry = registry
         self.configuration = configuration
@@ -71,6 +65,24 @@ public final class HTTPServer: Sendable {
             return true
         }
         localAddress = listener.localAddress
+    }
+
+    /// A context HTTP clients can speak to, or `invalid_configuration`.
+    private static func check(_ context: TLSContext) throws(TransportError) {
+        let tls = context.configuration
+        guard tls.isServer, tls.applicationProtocol == "http/1.1", !tls.requiresApplicationProtocol else {
+            throw TransportError(
+                .invalidConfiguration,
+                "an HTTP server needs a server TLS configuration with applicationProtocol \"http/1.1\" and "
+                    + "requiresApplicationProtocol false (HTTPServer.makeTLSConfiguration does this)")
+        }
+    }
+
+    /// From now on new connections use `context` (a certificate rotated on SIGHUP); open ones keep theirs. Throws,
+    /// changing nothing, for a context the initializer would refuse.
+    public func replaceContext(_ context: TLSContext) throws(TransportError) {
+        try Self.check(context)
+        try listener.replaceContext(context)
     }
 
     /// Open connections now.

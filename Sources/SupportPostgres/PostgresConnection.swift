@@ -142,6 +142,15 @@ public final class PostgresConnection {
     }
 }
 
+/// The libpq this process runs with.
+public enum PostgresLibrary {
+    /// Its version, e.g. `15.12` (PostgreSQL 10 and later number their releases MAJOR.MINOR).
+    public static var version: String {
+        let number = Int(PQlibVersion())
+        return "\(number / 10_000).\(number % 10_000)"
+    }
+}
+
 /// A `NOTIFY` received.
 public struct PostgresNotification: Sendable, Hashable {
     public let channel: String

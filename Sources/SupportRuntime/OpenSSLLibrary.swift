@@ -10,4 +10,9 @@ public enum OpenSSLLibrary {
     public static func initializeWithoutExitCleanup() {
         _ = OPENSSL_init_crypto(rs_OPENSSL_INIT_NO_ATEXIT(), nil)
     }
+
+    /// The OpenSSL this process runs with (the shared library's own text, e.g. `OpenSSL 3.0.17 1 Jul 2025`).
+    public static var versionText: String {
+        OpenSSL_version(Int32(OPENSSL_VERSION)).map { String(cString: $0) } ?? "OpenSSL (version unknown)"
+    }
 }

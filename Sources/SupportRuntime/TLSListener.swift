@@ -100,6 +100,18 @@ public final class TLSListener: @unchecked Sendable {
         }
     }
 
+    /// From now on new connections use `context` (a certificate rotated on SIGHUP); established ones keep theirs.
+    /// Throws, changing nothing, when `context` is not a server context.
+    public func replaceContext(_ context: TLSContext) throws(TransportError) {
+        guard context.configuration.isServer else {
+            throw TransportError(.invalidConfiguration, "a listener needs a server TLS configuration")
+        }
+        let acceptor = self.acceptor
+        guard loop.execute({ acceptor.context = context }) else {
+            throw TransportError(.eventLoopShutDown, "the listener's event loop is shut down")
+        }
+    }
+
     /// Stops accepting; established links are not affected.
     public func close() {
         guard !closedFlag.exchange(true, ordering: .acquiringAndReleasing) else { return }
@@ -113,12 +125,16 @@ public final class TLSListener: @unchecked Sendable {
 
 /// The listener's loop-side half.
 private final class Acceptor: Selectable, @unchecked Sendable {
-    // @unchecked: created off-loop, then used only on `loop` (`paused`, `resumeTimer` and `stopped` are its only
-    // mutable state); the `let`s are Sendable or immutable.
+    // @unchecked: created off-loop, then used only on `loop` (`context`, `paused`, `resumeTimer` and `stopped` are
+    // its only mutable state: ``TLSListener/replaceContext(_:)`` sets `context` on the loop); the `let`s are Sendable
+    // or immutable.
     let fd: Int32
     let loop: EventLoop
     let group: EventLoopGroup
-    let context: TLSContext
+    /// What new connections are set up with.
+    var context: TLSContext {
+        didSet { loop.preconditionInLoop() }
+    }
     let maxBufferedBytes: Int
     let idleTimeout: Duration?
     let hooks: TLSListener.Hooks

@@ -255,6 +255,34 @@ public final class SupporterNode: Sendable {
 
     private struct RefusedAdmission: Error { let reason: String }
 
+    /// Loads `tls` (its certificate chain, key and trust, read from their files again) for new device connections:
+    /// a certificate rotated on SIGHUP. Established links and their sessions keep the TLS they have. Throws, and keeps
+    /// serving with the previous configuration, when the files cannot be loaded (missing, broken, a key that does not
+    /// match the certificate).
+    public func reloadTLS(_ tls: TLSConfiguration) throws(SupporterNodeError) {
+        do throws(TransportError) {
+            let context = try TLSContext(tls)
+            guard let current = listener.withLock({ $0 }) else {
+                throw TransportError(.invalidConfiguration, "the node is not listening (not started, or stopped)")
+            }
+            try current.replaceContext(context)
+        } catch {
+            throw SupporterNodeError(transport: error)
+        }
+    }
+
+    /// Runs `body` once every loop of the node has run a turn after this call (a service manager's watchdog: a loop
+    /// stuck in a callback never answers, so `body` never runs). Never runs `body` once the loops are shut down.
+    public func whenLoopsRespond(_ body: @escaping @Sendable () -> Void) {
+        let loops = group.loops
+        let waiting = LoopCountdown(loops.count)
+        for loop in loops {
+            _ = loop.execute {
+                if waiting.left.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { body() }
+            }
+        }
+    }
+
     /// The device port actually listened on (useful with port 0).
     public var port: UInt16? { listener.withLock { $0?.localAddress.port } }
 
@@ -466,3 +494,9 @@ public final class SupporterNode: Sendable {
 
 /// The node is what the REST API and the web console are built on.
 extension SupporterNode: SupporterService {}
+
+/// The loops that have not answered ``SupporterNode/whenLoopsRespond(_:)`` yet.
+private final class LoopCountdown: Sendable {
+    let left: Atomic<Int>
+    init(_ count: Int) { left = Atomic(count) }
+}

@@ -135,6 +135,14 @@ public final class RESTServer: Sendable {
     /// Connections closed at once because a connection cap was reached.
     public var refusedConnections: Int { http.refusedConnections }
 
+    /// Reads `certificateChain` and `privateKey` again (a certificate rotated on SIGHUP): new HTTPS connections use
+    /// them, open ones keep what they have. Throws, and keeps serving with the previous pair, when they cannot be
+    /// loaded (a missing or broken file, a key that does not match).
+    public func reloadIdentity(certificateChain: PEMSource, privateKey: PEMSource) throws(TransportError) {
+        try http.replaceContext(
+            TLSContext(HTTPServer.makeTLSConfiguration(certificateChain: certificateChain, privateKey: privateKey)))
+    }
+
     /// Stops accepting, ends the event streams and the feed's polls (waiting for a read in flight), closes every
     /// connection (running requests are cancelled), stops the API's loops and writes the aggregate audit rows of
     /// authentication failures still held back. Call it before the node's `shutdown()`, from

@@ -6,6 +6,12 @@ import Synchronization
 import SupportWire
 import SupportUtilities
 
+/// The SQLite library this process runs with.
+public enum SQLiteLibrary {
+    /// Its version, e.g. `3.40.1`.
+    public static var version: String { String(cString: sqlite3_libversion()) }
+}
+
 /// One SQLite connection to a database file (or `:memory:`), safe to share between threads.
 ///
 /// Thread safety: the connection lives inside a `Mutex`; every use goes through ``withConnection(_:)`` (or the

@@ -3,12 +3,18 @@ public import SupporterStoreSQLite
 public import SupportUtilities
 import SupporterCore
 import SupporterStorePostgres
+import SupportPostgres
 public import SupporterModel
 
 /// Where and how a supporter node keeps its durable state, and the one place that opens an engine by name: the CLI,
 /// the benchmarks and the tests build a node as
 /// `SupporterNode(configuration:, store: opened.engine, cluster: opened.cluster)` from ``open()``.
 public struct StoreConfiguration: Sendable {
+    /// The storage libraries this process runs with, for `--version`: SQLite and libpq.
+    public static var libraryVersions: [(name: String, version: String)] {
+        [("SQLite", SQLiteLibrary.version), ("libpq", PostgresLibrary.version)]
+    }
+
     /// Which engine: the SQLite file at ``path`` (default) or a PostgreSQL database.
     public var backend: StoreBackend = .sqlite
     /// With ``StoreBackend/sqlite``: the SQLite file that keeps codes, the audit trail, token digests and bans;

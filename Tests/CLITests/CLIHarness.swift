@@ -57,10 +57,16 @@ final class CLIProcess: Sendable {
     private let changes = Mutex<(generation: Int, waiters: [CheckedContinuation<Void, Never>])>((0, []))
 
     /// Starts it; with `keepStdinOpen` its stdin is a pipe left open (so a prompt waits for an answer).
-    init(_ executable: String, _ arguments: [String], keepStdinOpen: Bool = false) throws {
+    /// `environment` adds to (or replaces variables of) this process's environment.
+    init(
+        _ executable: String, _ arguments: [String], keepStdinOpen: Bool = false, environment: [String: String] = [:]
+    ) throws {
         name = URL(fileURLWithPath: executable).lastPathComponent + " " + arguments.joined(separator: " ")
         process = try ChildProcess(
-            executable, arguments, stdin: keepStdinOpen ? .pipe : .null, stdout: .pipe, stderr: .pipe)
+            executable, arguments,
+            environment: environment.isEmpty
+                ? nil : ProcessInfo.processInfo.environment.merging(environment) { $1 },
+            stdin: keepStdinOpen ? .pipe : .null, stdout: .pipe, stderr: .pipe)
         startReading(process.stdoutFD, isStdout: true)
         startReading(process.stderrFD, isStdout: false)
         process.onExit { [self] _ in changed() }
@@ -314,7 +320,7 @@ final class SupporterServer: Sendable {
     /// lets the kernel choose; another reuses a restarted node's port, so that its devices find it again.
     init(
         certificate: CertificateFile, extra: [String] = [], reusing folder: TemporaryFolder? = nil, json: Bool = true,
-        fileLimit: Int? = nil, port listenPort: Int = 0
+        fileLimit: Int? = nil, port listenPort: Int = 0, environment: [String: String] = [:]
     ) async throws {
         let isNew = folder == nil
         let folder = try folder ?? TemporaryFolder()
@@ -328,7 +334,7 @@ final class SupporterServer: Sendable {
             if let fileLimit {
                 try CLIProcess("/bin/sh", ["-c", "ulimit -n \(fileLimit) && exec \"$0\" \"$@\"", Binaries.supporter] + arguments)
             } else {
-                try CLIProcess(Binaries.supporter, arguments)
+                try CLIProcess(Binaries.supporter, arguments, environment: environment)
             }
         self.process = process
         let port: Int? =

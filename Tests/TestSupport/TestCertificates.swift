@@ -17,6 +17,12 @@ public struct CertificateFile: Sendable {
     /// SHA-256 over the DER SubjectPublicKeyInfo; 32 bytes. Equal to
     /// `openssl x509 -pubkey -noout | openssl pkey -pubin -outform DER | openssl dgst -sha256`.
     public let spkiSHA256: [UInt8]
+
+    public init(certificatePath: String, keyPath: String, spkiSHA256: [UInt8]) {
+        self.certificatePath = certificatePath
+        self.keyPath = keyPath
+        self.spkiSHA256 = spkiSHA256
+    }
 }
 
 /// Why making the test certificates failed; `description` says which openssl

@@ -11,6 +11,7 @@ import SupportVocabulary
 let usage = """
     usage: rsup-device connect HOST[:PORT] [HOST[:PORT]]... --code CODE (--token-file FILE | --token TOKEN)
                                (--ca FILE | --pin PIN) [options]
+           rsup-device --version [--json]
 
     Joins a session code on a RemoteSupport supporter node as a device, shows what happens, and asks you to allow or
     reject connection requests. Ctrl-C (or typing 'leave') leaves the code, in any state. During a session, type
@@ -50,6 +51,14 @@ func run() throws(CLIError) -> Int32 {
     arguments.removeFirst()
     if command == "--help" || command == "-h" || command == "help" {
         print(usage)
+        return 0
+    }
+    if command == "--version" || command == "version" {
+        if arguments.contains("--json") {
+            print(Console.encode(VersionText.object(program: "rsup-device")))
+        } else {
+            for line in VersionText.lines(program: "rsup-device") { print(line) }
+        }
         return 0
     }
     guard command == "connect" else { throw .usage("unknown command '\(command)'; the command is 'connect'") }

@@ -180,6 +180,11 @@ enum Serve {
             source.resume()
             return source
         }
+        let serviceManager = ServiceManagerNotifier()
+        let reload = reloadOnHangUp(
+            node: node, rest: restServer, tls: configuration.tls,
+            restIdentity: restConfiguration?.withIdentity(of: configuration.tls), console: console, logger: logger,
+            serviceManager: serviceManager)
         var bound = listen
         bound.port = node.port ?? listen.port
         var fields: [String: any Sendable] = ["address": bound.description, "port": Int(bound.port)]
@@ -193,6 +198,9 @@ enum Serve {
             restText += "; node id \(nodeID)"
         }
         console.event("listening", "supporter node listening on \(bound) (data: \(storeText))\(restText)", fields)
+        // systemd (Type=notify): started once the listeners are up; the watchdog is fed while every loop answers.
+        serviceManager.notify("READY=1\nSTATUS=listening on \(bound)\nMAINPID=\(getpid())")
+        let watchdog = feedWatchdog(serviceManager, node: node)
 
         let events = Task {
             var dropped = 0
@@ -212,6 +220,8 @@ enum Serve {
             Thread { InteractiveConsole(commands: commands, console: console).run(onQuit: { stop.signal() }) }.start()
         }
         stop.wait()
+        serviceManager.notify("STOPPING=1\nSTATUS=draining")
+        watchdog?.cancel()
         console.event(
             "stopping",
             node.clusterNodeID != nil
@@ -232,8 +242,57 @@ enum Serve {
         node.shutdown()
         events.cancel()
         unlink(folder + "/control.sock")
-        withExtendedLifetime(signals) {}
+        withExtendedLifetime((signals, reload)) {}
         return 0
+    }
+
+    /// SIGHUP reads the TLS files again — the device port's certificate chain, key and trusted client CAs, and the
+    /// REST API's certificate and key — for new connections; established links, sessions and HTTPS connections keep
+    /// theirs. Nothing else is reloaded (every other setting needs a restart, which a drain makes invisible to
+    /// devices). A file that cannot be loaded is logged and the previous identity kept.
+    /// Says what happened as a `reloaded` or `reload_failed` event.
+    static func reloadOnHangUp(
+        node: SupporterNode, rest: RESTServer?, tls: TLSConfiguration, restIdentity: RESTServerConfiguration?,
+        console: Console, logger: NodeLogger, serviceManager: ServiceManagerNotifier
+    ) -> DispatchSourceSignal {
+        signal(SIGHUP, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: SIGHUP)
+        source.setEventHandler {
+            serviceManager.notify("RELOADING=1")
+            defer { serviceManager.notify("READY=1") }
+            // The device port first; the REST API (the same files) only once the device port has taken them, so a
+            // bad file changes nothing anywhere.
+            var failure: String?
+            do throws(SupporterNodeError) { try node.reloadTLS(tls) } catch { failure = "device port: \(error.description)" }
+            if failure == nil, let rest, let chain = restIdentity?.certificateChain, let key = restIdentity?.privateKey {
+                do throws(TransportError) { try rest.reloadIdentity(certificateChain: chain, privateKey: key) } catch {
+                    failure = "REST API: \(Explain.transport(error))"
+                }
+            }
+            if let failure {
+                logger.log(.error, "SIGHUP: the TLS files could not be loaded, so the previous ones stay in use: \(failure)")
+                console.event(
+                    "reload_failed", "SIGHUP: kept the previous certificate and key: \(failure)", ["error": failure])
+            } else {
+                logger.log(.info, "SIGHUP: certificate and key reloaded; new connections use them")
+                console.event("reloaded", "SIGHUP: certificate and key reloaded; new connections use them", [:])
+            }
+        }
+        source.resume()
+        return source
+    }
+
+    /// Sends `WATCHDOG=1` every ``ServiceManagerNotifier/watchdogInterval`` once every loop of the node has answered
+    /// (a stuck loop starves it, and systemd restarts the node after `WatchdogSec=`); nil without a watchdog.
+    static func feedWatchdog(_ serviceManager: ServiceManagerNotifier, node: SupporterNode) -> DispatchSourceTimer? {
+        guard serviceManager.isActive, let interval = serviceManager.watchdogInterval else { return nil }
+        let timer = DispatchSource.makeTimerSource()
+        let (seconds, attoseconds) = interval.components
+        let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+        timer.schedule(deadline: .now(), repeating: .nanoseconds(max(nanoseconds, 1_000_000)))
+        timer.setEventHandler { node.whenLoopsRespond { serviceManager.notify("WATCHDOG=1") } }
+        timer.resume()
+        return timer
     }
 
     /// How long a stop (SIGTERM, SIGINT, `quit`) may take: past it the process exits with status 1 whatever its

@@ -45,6 +45,7 @@ let usage = """
       --data DIR        the node's data folder (default ./supporter-data); its control socket links the commands
       --json            machine-readable output, one JSON object per line
       --help            this text, or a command's own with 'rsup-supporter <command> --help'
+      --version         the release, the protocol, and the OpenSSL, SQLite and libpq it runs with ([--json])
 
     exit codes: 0 ok, 1 failure, 2 usage error
     """
@@ -200,6 +201,13 @@ func main() -> Int32 {
         switch command {
         case "--help", "-h", "help":
             print(usage)
+        case "--version", "version":
+            let libraries = StoreConfiguration.libraryVersions
+            if arguments.contains("--json") {
+                print(Console.encode(VersionText.object(program: "rsup-supporter", libraries: libraries)))
+            } else {
+                for line in VersionText.lines(program: "rsup-supporter", libraries: libraries) { print(line) }
+            }
         case "serve":
             return try Serve.run(arguments, usage: serveUsage)
         case "create":
