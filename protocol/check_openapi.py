@@ -1822,6 +1822,21 @@ class Scenario:
             c.plain("GET", path, 404, token=None, prefix="")
         self.excuse("getConsole", 404, "only a node built without the console's files answers / with 404")
 
+    # MARK: health probes
+
+    def phase_health(self):
+        c = self.checker
+        live = c.call("getLiveness", 200, token=None)
+        if live.body != b"ok\n":
+            c.fail("getLiveness", "body %r, not 'ok'" % live.body)
+        ready = c.call("getReadiness", 200, token=None)
+        if ready.body != b"ready\n":
+            c.fail("getReadiness", "body %r, not 'ready'" % ready.body)
+        for path in ("/livez", "/readyz"):
+            c.plain("POST", path, 405, token=None, prefix="")
+        self.excuse("getLiveness", 503, "needs an event loop of the node stuck in a callback")
+        self.excuse("getReadiness", 503, "needs the node draining or its store unreachable (HealthProbeTests proves both)")
+
     # MARK: signing out
 
     def phase_sign_out(self):
@@ -1918,6 +1933,7 @@ class Scenario:
         self.phase_audit()
         self.phase_events()
         self.phase_console()
+        self.phase_health()
         self.phase_sign_out()
         self.phase_outside(code)
         # Statuses no client can provoke on demand.

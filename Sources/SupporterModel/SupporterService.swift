@@ -108,6 +108,15 @@ public protocol SupporterService: AnyObject, Sendable {
     func run<Result: Sendable>(_ work: @escaping @Sendable () throws(SupporterNodeError) -> Result)
         async throws(SupporterNodeError) -> Result
 
+    // MARK: health (probes)
+
+    /// Calls `done` once every event loop of the node has run a turn (liveness): never, while one of them is stuck.
+    func whenLoopsRespond(_ done: @escaping @Sendable () -> Void)
+    /// Checks the node's readiness and calls `done` with it, from whichever thread finishes the check; the store's
+    /// part reads the store on the node's worker thread, so `done` may never come while the store hangs — the caller
+    /// bounds the wait.
+    func checkReadiness(_ done: @escaping @Sendable (NodeHealth) -> Void)
+
     /// Queues blocking `work` like ``run(_:)`` and returns at once (false: refused, too much waits); `work` runs on
     /// the node's worker thread and hands its result on from there itself — no task in between, so a caller on an
     /// event loop does not wait for a free thread of the cooperative pool.

@@ -283,6 +283,28 @@ public final class SupporterNode: Sendable {
         }
     }
 
+    /// Checks the node's readiness (``NodeHealth``): its device port, whether it drains, a read of its store on the
+    /// store worker (refused when that worker is full: not ready), and its cluster listener. `done` runs on the store
+    /// worker's thread, or at once when the read was refused.
+    public func checkReadiness(_ done: @escaping @Sendable (NodeHealth) -> Void) {
+        let (listening, draining) = (
+            listener.withLock { $0 != nil }, sessions.withLock { $0.shuttingDown }
+        )
+        let clusterConnected = cluster.map { $0.isListening }
+        let store = self.store
+        let queued = storeWork.submit({ (try? store.latestAuditID()) != nil }) { reachable in
+            done(
+                NodeHealth(
+                    listening: listening, draining: draining, storeReachable: reachable,
+                    clusterConnected: clusterConnected))
+        }
+        if !queued {
+            done(
+                NodeHealth(
+                    listening: listening, draining: draining, storeReachable: false, clusterConnected: clusterConnected))
+        }
+    }
+
     /// The device port actually listened on (useful with port 0).
     public var port: UInt16? { listener.withLock { $0?.localAddress.port } }
 
@@ -307,22 +329,7 @@ public final class SupporterNode: Sendable {
                 sweep.value = nil
             }
         }
-        listener.withLock {
-            $0?.close()
-            $0 = nil
-        }
-        let links = sessions.withLock { state in
-            state.shuttingDown = true
-            return Array(state.links.values)
-        }
-        // A drain: sessions that can resume are handed over (several nodes), the others end with `going_away`.
-        for connection in links { connection.drain() }
-        // Let the audit records, SESSION_ENDs, GOAWAYs and close_notify leave before the loops stop.
-        let deadline = Deadline.now() + .milliseconds(1000)
-        while Deadline.now() < deadline, links.contains(where: { !$0.link.isTransportClosed }) {
-            var pause = timespec(tv_sec: 0, tv_nsec: 10_000_000)
-            nanosleep(&pause, nil)
-        }
+        drain()
         if ownsLoops { group.shutdown() }
         stopClusterListener()
         // What the audit windows held back is written before the store stops (its writer drains what is queued).
@@ -335,6 +342,31 @@ public final class SupporterNode: Sendable {
         passwords.stop()
         storeWork.stop()
         eventContinuation.finish()
+    }
+
+    /// The first part of ``shutdown()``: stops listening for devices and drains their links (SPEC §15.5 "Drain"),
+    /// waiting up to 1 s for them to close; the store, the loops and every front end still run, and readiness says
+    /// `draining` from now on. A front end (the REST API) can then stop on a node that still records what it does.
+    /// Only the first call does anything. Call it from outside the node's loops.
+    public func drain() {
+        let links = sessions.withLock { state -> [DeviceConnection]? in
+            guard !state.shuttingDown else { return nil }
+            state.shuttingDown = true
+            return Array(state.links.values)
+        }
+        listener.withLock {
+            $0?.close()
+            $0 = nil
+        }
+        guard let links else { return }
+        // A drain: sessions that can resume are handed over (several nodes), the others end with `going_away`.
+        for connection in links { connection.drain() }
+        // Let the audit records, SESSION_ENDs, GOAWAYs and close_notify leave before the loops stop.
+        let deadline = Deadline.now() + .milliseconds(1000)
+        while Deadline.now() < deadline, links.contains(where: { !$0.link.isTransportClosed }) {
+            var pause = timespec(tv_sec: 0, tv_nsec: 10_000_000)
+            nanosleep(&pause, nil)
+        }
     }
 
     // MARK: API tokens

@@ -15,6 +15,13 @@ extension RESTRouter {
         }),
         // Deeper paths are no file of the console: 404 "no such page", and 405 for other methods as on /{file}.
         Route([.get, .head], "/**", .open(nil) { router, call throws(RESTError) in try router.consoleFile(call) }),
+        // Health probes (tag health): open to anyone, a status word and code only.
+        Route([.get, .head], "/livez", .open("getLiveness") { router, call throws(RESTError) in
+            await router.liveness(call)
+        }),
+        Route([.get, .head], "/readyz", .open("getReadiness") { router, call throws(RESTError) in
+            await router.readiness(call)
+        }),
         // Any other path below /api/ (also /api and /api/v1 themselves): 404, before any authentication.
         Route(nil, "/api/**", .open(nil) { router, call throws(RESTError) in throw router.noSuchResource(call) }),
 

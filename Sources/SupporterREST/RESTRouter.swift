@@ -1,5 +1,6 @@
 import Foundation
 import SupportHTTP
+import SupportRuntime
 import SupportUtilities
 import SupporterModel
 
@@ -16,6 +17,8 @@ struct RESTRouter: Sendable {
     let feed: EventFeed
     /// Where the API reads the wall time (the server's clock).
     let clock: any NodeClock
+    /// The loop whose timers bound the health probes' waits (``probeTimeout``).
+    let probeLoop: EventLoop
 
     /// Answers `request` (the HTTP server adds the security headers of ``BrowserSecurity/headers``): the duplicate
     /// header check, then the route of ``routes`` (404 and 405 as ``RouteTable`` decides, 405 before or after

@@ -80,7 +80,7 @@ public final class RESTServer: Sendable {
         self.feed = feed
         let router = RESTRouter(
             node: node, guardian: guardian, resolver: resolver, logger: configuration.logger, console: console,
-            feed: feed, clock: clock)
+            feed: feed, clock: clock, probeLoop: group.next())
         do {
             self.http = try HTTPServer(
                 host: configuration.host, port: configuration.port, context: context, group: group,

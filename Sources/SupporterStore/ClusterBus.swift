@@ -19,6 +19,8 @@ public protocol ClusterBus: Sendable {
     func start(logger: NodeLogger, timeout: Duration, deliver: @escaping @Sendable (ClusterNews) -> Void) -> Bool
     /// Stops listening; returns within about a second.
     func stop()
+    /// Whether the bus hears the other nodes now (its listening connection is up): part of a node's readiness.
+    var isListening: Bool { get }
     /// From now on presence renewal renews only the codes `watch` names as held, and reports those another node took.
     func watchPresence(_ watch: PresenceWatch)
 

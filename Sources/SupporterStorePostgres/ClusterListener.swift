@@ -25,6 +25,7 @@ package final class ClusterListener: Sendable {
     private let logger: NodeLogger
     private let deliver: @Sendable (ClusterNews) -> Void
     private let stopping = Atomic<Bool>(false)
+    private let connected = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
     private let listening = DispatchSemaphore(value: 0)
     /// A pipe whose write end ``stop()`` writes to: the listening thread's wait for notifications ends at once
@@ -53,6 +54,9 @@ package final class ClusterListener: Sendable {
         thread.name = "rsup-cluster"
         thread.start()
     }
+
+    /// Whether the listening connection is up now (LISTEN in place); false while it is reopened.
+    package var isConnected: Bool { connected.load(ordering: .acquiring) }
 
     /// Waits until the first `LISTEN` is in place (what other nodes commit from then on reaches this node); false
     /// after `timeout` (the listener keeps trying in the background).
@@ -89,6 +93,7 @@ package final class ClusterListener: Sendable {
                 if connection == nil {
                     // The first time too: codes committed between the node's start and this LISTEN are read here.
                     connection = try open(resync: true)
+                    connected.store(true, ordering: .releasing)
                     if !connectedBefore { listening.signal() }
                     connectedBefore = true
                     pause = .seconds(1)
@@ -107,12 +112,14 @@ package final class ClusterListener: Sendable {
                 try handle(notes, open)
             } catch {
                 logger.log(.warning, "cluster: listening for other nodes failed (\(error)); retrying in \(pause)")
+                connected.store(false, ordering: .releasing)
                 connection?.close()
                 connection = nil
                 sleep(pause)
                 pause = min(pause * 2, .seconds(10))
             }
         }
+        connected.store(false, ordering: .releasing)
         connection?.close()
     }
 

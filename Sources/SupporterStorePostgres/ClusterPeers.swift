@@ -50,6 +50,8 @@ public final class ClusterPeers: ClusterBus {
 
     public func watchPresence(_ watch: PresenceWatch) { engine.watchPresence(watch) }
 
+    public var isListening: Bool { listener.withLock { $0?.isConnected ?? false } }
+
     public func stop() {
         let stopping = listener.withLock { listener in
             defer { listener = nil }

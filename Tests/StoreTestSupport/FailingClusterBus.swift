@@ -88,6 +88,8 @@ public final class FailingClusterBus: ClusterBus {
 
     public func stop() { base.stop() }
 
+    public var isListening: Bool { base.isListening }
+
     public func watchPresence(_ watch: PresenceWatch) { base.watchPresence(watch) }
 
     public func send(_ command: ClusterCommand, to node: String, timeout: Duration) async throws(SupporterNodeError)

@@ -24,15 +24,20 @@ final class RESTFixture: Sendable {
     let server: RESTServer
     let adminToken: String
 
-    /// `accounts`: login and role; each password is ``password(_:)``.
-    init(accounts: [(String, SupporterRole)]) async throws {
+    /// `accounts`: login and role; each password is ``password(_:)``. `store`: where the node keeps its state (an
+    /// in-memory SQLite store by default); `listening`: the node also listens for devices (port 0).
+    init(
+        accounts: [(String, SupporterRole)], store: StoreConfiguration = StoreConfiguration(), listening: Bool = false
+    ) async throws {
         certificates = try TestCertificates.make()
         var configuration = SupporterNodeConfiguration(
             tls: .makeServerConfiguration(
                 certificateChain: .file(certificates.server.certificatePath),
                 privateKey: .file(certificates.server.keyPath)))
         configuration.port = 0
-        node = try SupporterNode(configuration: configuration, store: try StoreConfiguration().open().engine)
+        let opened = try store.open()
+        node = try SupporterNode(configuration: configuration, store: opened.engine, cluster: opened.cluster)
+        if listening { try node.start() }
         for (login, role) in accounts {
             _ = try await node.addAccount(login: login, displayName: login, role: role, password: Self.password(login))
         }
@@ -205,7 +210,7 @@ final class RouterFixture: Sendable {
         feed = EventFeed(node: node, loop: feedLoop, logger: .disabled)
         router = RESTRouter(
             node: node, guardian: GuardBox(AuthenticationGuard()), resolver: ClientAddressResolver(trustedProxies: [])!,
-            logger: .disabled, console: ConsoleFiles(), feed: feed, clock: node.clock)
+            logger: .disabled, console: ConsoleFiles(), feed: feed, clock: node.clock, probeLoop: feedLoop)
     }
 
     func stop() {

@@ -230,6 +230,8 @@ enum Serve {
             ["hands_over": true])
         let stopped = armStopDeadline(console)
         defer { stopped.signal() }
+        // Devices first: the drain hands their sessions over while the REST API still answers (`/readyz`: 503).
+        node.drain()
         if let restServer {
             // The REST API first: its last audit rows go through the node.
             let stopped = DispatchSemaphore(value: 0)

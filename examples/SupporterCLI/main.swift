@@ -77,7 +77,7 @@ let serveUsage = """
       --resume-grace DUR       how long a session whose link was lost waits for the device to resume (protocol 1.1;
                                default 30s, 1s–600s; 0 or off: a lost link ends the session at once)
       --protocol 1.0|1.1       the protocol to offer (default 1.1: access control, messages, resume; 1.0: none)
-      --non-interactive        no console: run until SIGINT or SIGTERM
+      --non-interactive        no console: run until SIGINT or SIGTERM (both drain); SIGHUP reloads --cert and --key
       --log-level LEVEL        error, warning, info, debug or trace (default warning)
       --json                   events as JSON lines
     """
