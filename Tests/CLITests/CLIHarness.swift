@@ -182,6 +182,16 @@ final class CLIProcess: Sendable {
         return found
     }
 
+    /// Like ``waitForLine(timeout:_:)``, on stderr (the log).
+    func waitForErrorLine(timeout: Duration = patience, _ matching: (String) -> Bool) async -> String? {
+        var found: String?
+        _ = await wait(timeout: timeout) {
+            found = stderrLines.first(where: matching)
+            return found != nil || output.withLock { $0.open == 0 }
+        }
+        return found
+    }
+
     func signal(_ number: Int32) { process.signal(number) }
 
     /// Waits for the exit and for both pipes to close; nil if the program still runs after `timeout`.

@@ -109,6 +109,42 @@ struct TerminalEscapingTests {
         }
     }
 
+    @Test("--log-format json: every stderr line is one JSON object (time, level, component, message), a hostile name escaped once")
+    func logLinesAsJSONStayOneObjectPerLine() async throws {
+        try await withCertificates { certificates in
+            let server = try await SupporterServer(
+                certificate: certificates.server, extra: ["--log-format", "json", "--log-level", "info"])
+            do {
+                let token = try await server.issueToken()
+                let code = try await server.createCode()
+                let (node, session) = try Self.joinAsDevice(
+                    server, certificates, code: code, token: token, name: Self.hostileName)
+                #expect(await server.waitForEvent("device_online", code: code) != nil, "\(server.process.transcript)")
+                let online = await server.process.waitForErrorLine { $0.contains("online: device") }
+                #expect(online != nil, "\(server.process.transcript)")
+                session.leave()
+                withExtendedLifetime(node) {}
+                let lines = server.process.stderrLines
+                #expect(!lines.isEmpty)
+                for line in lines {
+                    let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+                    #expect(object.map { Set($0.keys) } == ["time", "level", "component", "message"], "\(line)")
+                    #expect(!Self.hasRawControl(line), "raw control in a JSON log line: \(Array(line.unicodeScalars))")
+                }
+                // The message is the text line's message: the name escaped as SPEC §4.2 writes it.
+                let messages = lines.compactMap {
+                    (try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])?["message"] as? String
+                }
+                #expect(
+                    messages.contains { $0.contains("online: device '\(Self.escapedHostileName)'") }, "\(messages)")
+                await server.close()
+            } catch {
+                await server.close()
+                throw error
+            }
+        }
+    }
+
     @Test("with --json a hostile device name keeps every character, and JSON escapes every control (C0 and C1 too)")
     func hostileDeviceNameRoundTripsInJSON() async throws {
         try await withSupporter { certificates, server in

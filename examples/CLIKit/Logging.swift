@@ -13,11 +13,38 @@ public enum Logging {
         return level
     }
 
-    /// A logger that writes `TIME LEVEL COMPONENT: MESSAGE` lines to stderr; `NodeLogger` hands each message over
-    /// already escaped (SPEC §4.2), so one event stays one line.
-    public static func logger(level: LogLevel, component: String) -> NodeLogger {
+    /// How log lines are written (`--log-format`).
+    public enum Format: String, Sendable, CaseIterable {
+        /// `TIME LEVEL COMPONENT: MESSAGE`, for people and `grep`.
+        case text
+        /// One JSON object per line, `{"time", "level", "component", "message"}`, for log shippers (journald's JSON,
+        /// Vector, Fluent Bit, Loki) that would otherwise parse the text.
+        case json
+    }
+
+    /// The format `--log-format` names, or `text` without one.
+    public static func format(_ text: String?) throws(CLIError) -> Format {
+        guard let text else { return .text }
+        guard let format = Format(rawValue: text) else {
+            throw .usage("--log-format takes text or json, not '\(text)'")
+        }
+        return format
+    }
+
+    /// A logger that writes one line per event to stderr, as `format` says. `NodeLogger` hands each message over
+    /// already escaped (SPEC §4.2: no control character, so one event stays one line); JSON escapes it once more as
+    /// a string, so a reader that decodes the object gets exactly the text line's message.
+    public static func logger(level: LogLevel, component: String, format: Format = .text) -> NodeLogger {
         NodeLogger(minimumLevel: level) { level, message in
-            StandardStreams.writeError("\(Console.timestamp()) \(level) \(component): \(message)\n")
+            switch format {
+            case .text:
+                StandardStreams.writeError("\(Console.timestamp()) \(level) \(component): \(message)\n")
+            case .json:
+                let object: [String: Any] = [
+                    "time": Console.timestamp(), "level": "\(level)", "component": component, "message": message,
+                ]
+                StandardStreams.writeError(Console.encode(object) + "\n")
+            }
         }
     }
 }

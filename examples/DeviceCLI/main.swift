@@ -40,6 +40,7 @@ let usage = """
                                remote_control, file_share, chat, ar_pointer, app_messages
       --protocol 1.0|1.1       the protocol to speak (default 1.1; 1.0 offers no extension)
       --log-level LEVEL        error, warning, info, debug or trace (default error: failures are the one 'error:' line)
+      --log-format text|json   log lines as text (default) or one JSON object each (time, level, component, message)
       --json                   events as JSON lines
 
     exit codes: 0 the session ended or you left, 1 failure (bad code or token, TLS, network), 2 usage error
@@ -66,7 +67,7 @@ func run() throws(CLIError) -> Int32 {
         arguments,
         valueOptions: [
             "code", "token", "token-file", "ca", "pin", "server-name", "name", "cert", "key", "prompt-timeout",
-            "keepalive", "log-level", "protocol", "rule",
+            "keepalive", "log-level", "log-format", "protocol", "rule",
         ],
         flagOptions: ["auto-accept", "auto-reject", "json"], repeatableOptions: ["rule"])
     if parsed.has("help") {
@@ -121,7 +122,9 @@ func run() throws(CLIError) -> Int32 {
     case "1.0": configuration.extensions = .none
     case let other: throw .usage("--protocol '\(other)': say 1.0 or 1.1")
     }
-    configuration.logger = Logging.logger(level: try Logging.level(parsed.options["log-level"], default: .error), component: "device")
+    configuration.logger = Logging.logger(
+        level: try Logging.level(parsed.options["log-level"], default: .error), component: "device",
+        format: try Logging.format(parsed.options["log-format"]))
     let console = Console(json: parsed.has("json"))
     let node: DeviceNode
     do { node = try DeviceNode(configuration: configuration) } catch {

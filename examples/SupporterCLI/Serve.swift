@@ -59,7 +59,7 @@ enum Serve {
             arguments,
             valueOptions: [
                 "listen", "api-listen", "trusted-proxy", "cert", "key", "data", "api-token", "api-token-file", "keepalive",
-                "request-timeout", "log-level", "resume-grace", "protocol", "store", "presence-lease",
+                "request-timeout", "log-level", "log-format", "resume-grace", "protocol", "store", "presence-lease",
             ],
             flagOptions: ["non-interactive", "json"], repeatableOptions: ["trusted-proxy"])
         if parsed.has("help") {
@@ -101,7 +101,8 @@ enum Serve {
             configuration.resumeGrace = grace
         }
         let logLevel = try Logging.level(parsed.options["log-level"])
-        configuration.logger = Logging.logger(level: logLevel, component: "supporter")
+        let logFormat = try Logging.format(parsed.options["log-format"])
+        configuration.logger = Logging.logger(level: logLevel, component: "supporter", format: logFormat)
         let logger = configuration.logger
         StandardStreams.whenOutputFails { reason in
             logger.log(.warning, "standard output cannot be written (\(reason)): events are no longer printed; the node goes on")
@@ -134,7 +135,7 @@ enum Serve {
         if let api = parsed.options["api-listen"] {
             let address = try HostPort(api, defaultPort: 7444)
             var rest = RESTServerConfiguration(host: address.host, port: address.port)
-            rest.logger = Logging.logger(level: logLevel, component: "rest")
+            rest.logger = Logging.logger(level: logLevel, component: "rest", format: logFormat)
             for proxy in parsed.allOptions["trusted-proxy"] ?? [] {
                 guard ClientAddressResolver(trustedProxies: [proxy]) != nil else {
                     throw .usage("--trusted-proxy takes an IP address such as 10.0.0.5 or ::1, not '\(proxy)'")

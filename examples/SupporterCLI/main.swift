@@ -79,6 +79,8 @@ let serveUsage = """
       --protocol 1.0|1.1       the protocol to offer (default 1.1: access control, messages, resume; 1.0: none)
       --non-interactive        no console: run until SIGINT or SIGTERM (both drain); SIGHUP reloads --cert and --key
       --log-level LEVEL        error, warning, info, debug or trace (default warning)
+      --log-format text|json   log lines on stderr as text (default) or one JSON object each (time, level, component,
+                               message)
       --json                   events as JSON lines
     """
 
