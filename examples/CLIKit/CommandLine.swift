@@ -10,6 +10,9 @@ public struct ParsedArguments: Sendable {
     /// Every value of each value option, in order (for repeatable options such as `--trusted-proxy`).
     public var allOptions: [String: [String]] = [:]
     public var flags: Set<String> = []
+    /// Where an option that was not on the command line came from (`serve.conf line 4`, `the environment
+    /// (RSUP_STORE)`), for errors about its value (``locating(_:)``); see ``fill(from:environment:valueOptions:flagOptions:)``.
+    public var origins: [String: String] = [:]
 
     /// Parses `arguments` (without the program and command names).
     ///

@@ -54,18 +54,81 @@ enum Serve {
                 + "pairs such as 'host=db.example dbname=rsup'")
     }
 
-    static func run(_ arguments: [String], usage: String) throws(CLIError) -> Int32 {
-        let parsed = try ParsedArguments(
-            arguments,
-            valueOptions: [
-                "listen", "api-listen", "trusted-proxy", "cert", "key", "data", "api-token", "api-token-file", "keepalive",
-                "request-timeout", "log-level", "log-format", "resume-grace", "protocol", "store", "presence-lease",
-            ],
-            flagOptions: ["non-interactive", "json"], repeatableOptions: ["trusted-proxy"])
+    /// `serve`'s options that take a value (each also a key of `--config` files and an `RSUP_*` variable).
+    static let valueOptions: Set<String> = [
+        "listen", "api-listen", "trusted-proxy", "cert", "key", "data", "api-token", "api-token-file", "keepalive",
+        "request-timeout", "log-level", "log-format", "resume-grace", "protocol", "store", "presence-lease",
+    ]
+    static let flagOptions: Set<String> = ["non-interactive", "json"]
+    static let repeatableOptions: Set<String> = ["trusted-proxy"]
+    /// Options whose values are secrets: `config show` masks them.
+    static let secretOptions: Set<String> = ["api-token", "store"]
+    /// What each option is when nobody sets it, for `config show`.
+    static let defaults: [String: String] = [
+        "listen": "127.0.0.1:7443", "data": "supporter-data", "keepalive": "15s", "request-timeout": "90s",
+        "resume-grace": "30s", "protocol": "1.1", "presence-lease": "10s (with --store postgres)",
+        "log-level": "warning", "log-format": "text", "non-interactive": "false", "json": "false",
+        "store": "sqlite in the data folder",
+    ]
+
+    /// What `run` does once the options are read.
+    enum Mode {
+        /// Serve.
+        case serve
+        /// Check every option (and the TLS files) as `serve` would, start nothing (`config check`).
+        case check
+        /// Print the effective options and where each came from, secrets masked (`config show`).
+        case show
+    }
+
+    /// The command line, filled from `--config FILE` and the `RSUP_*` environment (``ConfigurationFile``).
+    static func options(_ arguments: [String]) throws(CLIError) -> ParsedArguments {
+        var parsed = try ParsedArguments(
+            arguments, valueOptions: valueOptions.union(["config"]), flagOptions: flagOptions,
+            repeatableOptions: repeatableOptions)
+        let file = try parsed.options["config"].map { (path) throws(CLIError) -> ConfigurationFile in
+            try ConfigurationFile(
+                path: path, valueOptions: valueOptions, flagOptions: flagOptions, repeatableOptions: repeatableOptions)
+        }
+        try parsed.fill(
+            from: file, environment: ProcessInfo.processInfo.environment, valueOptions: valueOptions,
+            flagOptions: flagOptions)
+        return parsed
+    }
+
+    static func run(_ arguments: [String], usage: String, mode: Mode = .serve) throws(CLIError) -> Int32 {
+        let parsed = try options(arguments)
         if parsed.has("help") {
             print(usage)
             return 0
         }
+        if mode == .show {
+            show(parsed)
+            return 0
+        }
+        do throws(CLIError) { return try run(parsed, mode: mode) } catch { throw parsed.locating(error) }
+    }
+
+    /// `config show`: one `name = value  # where from` line per option (one JSON object with `--json` on the command
+    /// line; `json` in the file or the environment is the node's own output option), secrets masked.
+    static func show(_ parsed: ParsedArguments) {
+        let asJSON = parsed.has("json") && parsed.origins["json"] == nil
+        var object: [String: Any] = [:]
+        for name in valueOptions.union(flagOptions).sorted() {
+            let given = flagOptions.contains(name) ? (parsed.has(name) ? "true" : nil) : parsed.options[name]
+            let origin = parsed.origins[name] ?? (given != nil ? "the command line" : "default")
+            var value = given ?? (flagOptions.contains(name) && parsed.origins[name] != nil ? "false" : defaults[name])
+            if let shown = value, secretOptions.contains(name), given != nil {
+                value = name == "store" ? StoreBackend.redacted(shown) : "(secret, \(shown.count) characters)"
+            }
+            if name == "trusted-proxy", let all = parsed.allOptions[name] { value = all.joined(separator: ", ") }
+            object[name] = ["value": value ?? "(none)", "from": origin]
+            if !asJSON { print("\(name) = \(value ?? "(none)")  # \(origin)") }
+        }
+        if asJSON { print(Console.encode(object)) }
+    }
+
+    private static func run(_ parsed: ParsedArguments, mode: Mode) throws(CLIError) -> Int32 {
         guard parsed.positionals.isEmpty else { throw .usage("unexpected argument '\(parsed.positionals[0])'") }
         let listen = try HostPort(parsed.options["listen"] ?? "127.0.0.1:7443", defaultPort: 7443)
         let certificate = try parsed.require("cert")
@@ -107,13 +170,8 @@ enum Serve {
         StandardStreams.whenOutputFails { reason in
             logger.log(.warning, "standard output cannot be written (\(reason)): events are no longer printed; the node goes on")
         }
-        let folder = try dataFolder(parsed)
+        let folder = parsed.options["data"] ?? "supporter-data"
         try ControlSocket.checkPath(folder + "/control.sock")
-        let folderLock: DataFolderLock
-        do throws(StoreError) { folderLock = try DataFolderLock(folder: folder) } catch {
-            throw .failure("the data folder \(folder): \(error.message)")
-        }
-        defer { withExtendedLifetime(folderLock) {} }
         let storeText: String
         var store = StoreConfiguration()
         store.logger = configuration.logger
@@ -147,6 +205,20 @@ enum Serve {
             throw .usage("--trusted-proxy needs --api-listen (it concerns the REST API)")
         }
 
+        if mode == .check {
+            // The TLS files as the node will load them: readable, a server certificate in its validity, a matching key.
+            do throws(TransportError) { _ = try TLSContext(configuration.tls) } catch {
+                throw .failure(Explain.transport(error))
+            }
+            print(parsed.options["config"].map { "\($0): ok" } ?? "ok")
+            return 0
+        }
+        _ = try dataFolder(parsed)
+        let folderLock: DataFolderLock
+        do throws(StoreError) { folderLock = try DataFolderLock(folder: folder) } catch {
+            throw .failure("the data folder \(folder): \(error.message)")
+        }
+        defer { withExtendedLifetime(folderLock) {} }
         // A login shell's soft limit (often 1,024) would cap the node at a few hundred devices; the hard limit is ours.
         DescriptorBudget.raiseSoftLimit()
         let node: SupporterNode

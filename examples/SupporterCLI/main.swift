@@ -18,6 +18,8 @@ let usage = """
 
     commands:
       serve     listen for devices (interactive console on a terminal, or --non-interactive)
+      config    check FILE: check a serve configuration file (and its TLS files) without starting anything;
+                show [FILE]: the effective serve options and where each comes from, secrets masked
       create    create a session code             [--type remote|assist] [--description TEXT]
                                                   [--customer NAME] [--email ADDRESS] [--waiting-message TEXT]
                                                   [--feature-rule NAME=RULE]... [--default-rule RULE]
@@ -52,6 +54,12 @@ let usage = """
 
 let serveUsage = """
     usage: rsup-supporter serve --cert FILE --key FILE [options]
+           rsup-supporter serve --config FILE [options]
+
+      --config FILE            read options from FILE: one 'name = value' per line, name being an option below without
+                               its '--' (a flag: 'json = true'); '#' starts a comment. Every option also comes from
+                               the environment as RSUP_NAME (RSUP_API_TOKEN, RSUP_STORE: the place for secrets).
+                               The command line wins over the environment, the environment over the file
 
       --listen HOST:PORT       where devices connect (default 127.0.0.1:7443; [::]:7443 for every address)
       --cert FILE              the node's certificate chain (PEM), e.g. from certs/make-dev-certs.sh
@@ -212,6 +220,20 @@ func main() -> Int32 {
             }
         case "serve":
             return try Serve.run(arguments, usage: serveUsage)
+        case "config":
+            // `config check FILE [serve options]`, `config show [FILE] [serve options]`: FILE is --config's.
+            var rest = Array(arguments.dropFirst())
+            if let file = rest.first, !file.hasPrefix("-") { rest = ["--config", file] + rest.dropFirst() }
+            switch arguments.first {
+            case "check":
+                guard rest.contains("--config") || rest.contains(where: { $0.hasPrefix("--config=") }) else {
+                    throw CLIError.usage("config check needs a file: rsup-supporter config check FILE")
+                }
+                return try Serve.run(rest, usage: serveUsage, mode: .check)
+            case "show": return try Serve.run(rest, usage: serveUsage, mode: .show)
+            default:
+                throw CLIError.usage("say 'config check FILE' or 'config show [FILE]'")
+            }
         case "create":
             try remote(
                 "create", arguments, required: [],
