@@ -10,7 +10,8 @@ import Glibc
 /// - `STOPPING=1` when a stop begins (the drain);
 /// - `WATCHDOG=1` while the node's loops answer, every half `WATCHDOG_USEC` (``watchdogInterval``).
 ///
-/// A datagram that cannot be sent is dropped: the service manager's own timeouts say what a missing one means.
+/// A datagram that cannot be sent at once is dropped (never waited for): the service manager's own timeouts say what
+/// a missing one means.
 public final class ServiceManagerNotifier: Sendable {
     private let address: sockaddr_un?
     private let addressLength: socklen_t
@@ -60,7 +61,11 @@ public final class ServiceManagerNotifier: Sendable {
         let bytes = Array(state.utf8)
         let sent = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { target in
-                bytes.withUnsafeBytes { sendto(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL), target, addressLength) }
+                bytes.withUnsafeBytes {
+                    // Never blocks: a full queue (a reader that fell behind; Linux queues 10 datagrams by default)
+                    // drops this one rather than stall the caller — a node's event loop, for the watchdog.
+                    sendto(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT), target, addressLength)
+                }
             }
         }
         return sent == bytes.count
