@@ -174,20 +174,23 @@ final class CLIProcess: Sendable {
 
     /// Waits for a stdout line that satisfies `matching`; nil after `timeout` or at exit.
     func waitForLine(timeout: Duration = patience, _ matching: (String) -> Bool) async -> String? {
-        var found: String?
-        _ = await wait(timeout: timeout) {
-            found = stdoutLines.first(where: matching)
-            return found != nil || output.withLock { $0.open == 0 }
-        }
-        return found
+        await waitForLine(in: \.stdout, timeout: timeout, matching)
     }
 
     /// Like ``waitForLine(timeout:_:)``, on stderr (the log).
     func waitForErrorLine(timeout: Duration = patience, _ matching: (String) -> Bool) async -> String? {
+        await waitForLine(in: \.stderr, timeout: timeout, matching)
+    }
+
+    private func waitForLine(
+        in lines: KeyPath<(stdout: [String], stderr: [String], open: Int), [String]>, timeout: Duration,
+        _ matching: (String) -> Bool
+    ) async -> String? {
         var found: String?
         _ = await wait(timeout: timeout) {
-            found = stderrLines.first(where: matching)
-            return found != nil || output.withLock { $0.open == 0 }
+            let (seen, open) = output.withLock { ($0[keyPath: lines], $0.open) }
+            found = seen.first(where: matching)
+            return found != nil || open == 0
         }
         return found
     }

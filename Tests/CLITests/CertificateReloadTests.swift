@@ -56,8 +56,8 @@ import TestSupport
                 _ = try #require(await first.waitForEvent("disconnected"), "\(first.transcript)")
 
                 // A broken key: the node says so and keeps the rotated identity.
-                try Data("-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n".utf8)
-                    .write(to: URL(fileURLWithPath: live.key))
+                try? FileManager.default.removeItem(atPath: live.key)
+                try FileManager.default.copyItem(atPath: certificates.garbagePEMPath, toPath: live.key)
                 server.process.signal(SIGHUP)
                 let failed = try #require(
                     await server.process.waitForEvent("reload_failed"), "\(server.process.transcript)")

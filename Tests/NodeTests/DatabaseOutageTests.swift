@@ -67,7 +67,7 @@ extension NodeIntegration {
                         attempt.session.leave()
                         // A refused join is tried again shortly, as an app would: the wait is for the nodes to
                         // reconnect and renew, which the test cannot observe from outside.
-                        try await Task.sleep(for: .milliseconds(100))
+                        await wallClockPause(.milliseconds(100))
                     }
                 }
                 let found = try #require(joined, "code \(index) never joinable on the other node: \(refusals.suffix(3))")

@@ -79,7 +79,7 @@ extension NodeIntegration {
                     attempt.session.leave()
                     // A refused join is tried again shortly, as an app would: the release commits on the other
                     // node's writer, which this test cannot watch from outside.
-                    try await Task.sleep(for: .milliseconds(100))
+                    await wallClockPause(.milliseconds(100))
                 }
             }
             let took = healed.duration(to: .now)

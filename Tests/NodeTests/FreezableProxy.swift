@@ -25,6 +25,8 @@ final class FreezableProxy: Sendable {
     private let listener: Int32
     private let frozen = Atomic<Bool>(false)
     private let held = Atomic<Bool>(false)
+    /// Entered while held: a pump that must wait waits on it (no polling) until ``release()`` leaves it.
+    private let holding = DispatchGroup()
     private let relayed = Atomic<Int>(0)
     private let stopped = Atomic<Bool>(false)
     private let sockets = Mutex<[Int32]>([])
@@ -92,7 +94,8 @@ final class FreezableProxy: Sendable {
                 }
                 if self.frozen.load(ordering: .relaxed) { continue }
                 // Held: this chunk waits here, and what follows waits in the kernel's buffers (TCP back-pressure).
-                while self.held.load(ordering: .acquiring), !self.stopped.load(ordering: .relaxed) { usleep(1_000) }
+                if self.held.load(ordering: .acquiring) { self.holding.wait() }
+                if self.stopped.load(ordering: .relaxed) { return }
                 var sent = 0
                 while sent < count {
                     let written = buffer.withUnsafeBytes { write(destination, $0.baseAddress! + sent, count - sent) }
@@ -111,10 +114,16 @@ final class FreezableProxy: Sendable {
     func freeze() { frozen.store(true, ordering: .relaxed) }
 
     /// From now on nothing crosses, and nothing is lost: what was sent waits until ``release()``.
-    func hold() { held.store(true, ordering: .releasing) }
+    func hold() {
+        guard !held.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        holding.enter()
+    }
 
     /// Passes on what waited during ``hold()``, and everything after.
-    func release() { held.store(false, ordering: .releasing) }
+    func release() {
+        guard held.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        holding.leave()
+    }
 
     /// Ends every connection relayed so far with a bare TCP FIN both ways (no TLS close_notify, no GOAWAY): a link
     /// that broke. New connections are still accepted and relayed (the link "comes back").
@@ -129,6 +138,7 @@ final class FreezableProxy: Sendable {
 
     func stop() {
         stopped.store(true, ordering: .relaxed)
+        release()  // a pump waiting in a hold ends
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
         for fd in sockets.withLock({ $0 }) {

@@ -42,7 +42,7 @@ extension RESTIntegration {
                 var last = try await get(path)
                 while last.status != status, started.duration(to: .now) < limit {
                     // A probe polls, as a load balancer does; the node's state is not observable otherwise.
-                    try await Task.sleep(for: .milliseconds(200))
+                    await wallClockPause(.milliseconds(200))
                     last = try await get(path)
                 }
                 return last

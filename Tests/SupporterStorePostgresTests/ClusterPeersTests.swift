@@ -89,12 +89,11 @@ import SupporterModel
             let sent = Task { try await a.send(Self.end, to: "nodeb", timeout: .seconds(60)) }
             let connection = try PostgresConnection(database.connectionString)
             defer { connection.close() }
-            var id: Int64?
             // Polls for the row `send` writes on its engine's thread: nothing else tells when it is there.
-            while id == nil {
-                id = try connection.query("SELECT id FROM node_commands")[0, "id"].flatMap { Int64($0) }
-                if id == nil { try await Task.sleep(for: .milliseconds(10)) }
+            let found: Int64 = try await eventually("the command row") {
+                try connection.query("SELECT id FROM node_commands")[0, "id"].flatMap { Int64($0) }
             }
+            let id: Int64? = found
             #expect(await b.take(try #require(id), Self.end))
             await b.answer(try #require(id), to: "nodea", ClusterCommandAnswer(requestID: 7))
             let answer = try await sent.value
