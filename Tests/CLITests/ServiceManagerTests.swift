@@ -43,11 +43,13 @@ import TestSupport
         #expect(exposure <= 2.0, "exposure \(exposure): \(line)")
     }
 
-    /// A datagram socket standing in for systemd's notification socket.
+    /// A datagram socket standing in for systemd's notification socket: a thread of its own reads every datagram as
+    /// it comes, as systemd does, so that a test slowed by load never leaves the node's queue full.
     private final class NotifySocket: @unchecked Sendable {
-        // @unchecked: `fd` is immutable; reads happen on one blocking helper at a time.
+        // @unchecked: `fd` and `path` are immutable; `received` is a Locked.
         let path: String
         let fd: Int32
+        private let received = Locked<(messages: [String], closed: Bool)>(([], false))
 
         init(path: String) throws {
             self.path = path
@@ -61,28 +63,37 @@ import TestSupport
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
             }
             guard fd >= 0, bound == 0 else { throw HarnessError("cannot bind \(path): \(String(cString: strerror(errno)))") }
-            var timeout = timeval(tv_sec: 60, tv_usec: 0)
-            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            let socketFD = self.fd
+            let received = self.received
+            Thread {
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                while true {
+                    let count = buffer.withUnsafeMutableBytes { recv(socketFD, $0.baseAddress, $0.count, 0) }
+                    guard count > 0 else { break }  // closed by deinit
+                    let message = String(decoding: buffer[..<count], as: UTF8.self)
+                    received.withLock { $0.messages.append(message) }
+                }
+                received.withLock { $0.closed = true }
+            }.start()
         }
 
-        /// The next datagram, or nil after 60 s without one.
-        func next() -> String? {
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            return count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : nil
-        }
-
-        /// Datagrams until one contains `text` (nil if none comes); the ones before it are in `before`.
-        func until(_ text: String) -> (found: String?, before: [String]) {
-            var before: [String] = []
-            while let message = next() {
-                if message.contains(text) { return (message, before) }
-                before.append(message)
+        /// The first datagram containing `text` (nil if none comes in time) and the ones before it.
+        func until(_ text: String) async -> (found: String?, before: [String]) {
+            var result: (found: String?, before: [String]) = (nil, [])
+            _ = await waitUntil {
+                let messages = received.withLock { $0.messages }
+                guard let index = messages.firstIndex(where: { $0.contains(text) }) else {
+                    result = (nil, messages)
+                    return false
+                }
+                result = (messages[index], Array(messages[..<index]))
+                return true
             }
-            return (nil, before)
+            return result
         }
 
         deinit {
+            shutdown(fd, Int32(SHUT_RDWR))
             close(fd)
             unlink(path)
         }
@@ -99,18 +110,18 @@ import TestSupport
                 certificate: certificates.server, port: Int(port),
                 environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "200000"])
             do {
-                let ready = await blocking { notify.until("READY=1") }
+                let ready = await notify.until("READY=1")
                 let readyMessage = try #require(ready.found, "no READY=1; got \(ready.before)")
                 #expect(ready.before.isEmpty, "before READY=1: \(ready.before)")
                 #expect(readyMessage.contains("MAINPID="), "\(readyMessage)")
                 // Ready means listening: the device port takes a connection now.
                 #expect(Self.connects(port: port), "READY=1 came before the device port listened")
                 // WATCHDOG_USEC 200 ms: fed every 100 ms while the loops answer.
-                let fed = await blocking { notify.until("WATCHDOG=1") }
+                let fed = await notify.until("WATCHDOG=1")
                 #expect(fed.found != nil, "no WATCHDOG=1; got \(fed.before)")
 
                 server.process.signal(SIGTERM)
-                let stopping = await blocking { notify.until("STOPPING=1") }
+                let stopping = await notify.until("STOPPING=1")
                 #expect(stopping.found != nil, "no STOPPING=1; got \(stopping.before)")
                 #expect(await server.process.waitForExit() == 0, "\(server.process.transcript)")
                 await server.close()
@@ -132,13 +143,6 @@ import TestSupport
         return withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         } == 0
-    }
-
-    /// Runs a blocking read on a thread of its own, off the cooperative pool.
-    private func blocking<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            Thread { continuation.resume(returning: body()) }.start()
-        }
     }
 
     @Test("without NOTIFY_SOCKET serve sends nothing and runs as before; SIGHUP is not fatal")

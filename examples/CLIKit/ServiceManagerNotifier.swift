@@ -10,8 +10,8 @@ import Glibc
 /// - `STOPPING=1` when a stop begins (the drain);
 /// - `WATCHDOG=1` while the node's loops answer, every half `WATCHDOG_USEC` (``watchdogInterval``).
 ///
-/// A datagram that cannot be sent at once is dropped (never waited for): the service manager's own timeouts say what
-/// a missing one means.
+/// A state waits at most 2 s for room in the manager's queue; a `WATCHDOG=1` never waits (it is sent from a node's
+/// loop) and is dropped instead. The service manager's own timeouts say what a missing datagram means.
 public final class ServiceManagerNotifier: Sendable {
     private let address: sockaddr_un?
     private let addressLength: socklen_t
@@ -52,19 +52,27 @@ public final class ServiceManagerNotifier: Sendable {
     public var isActive: Bool { address != nil }
 
     /// Sends `state` (`READY=1`, `STOPPING=1`, …; several lines allowed). False when it could not be sent.
+    ///
+    /// - Parameter waiting: wait (at most 2 s) while the manager's queue is full — for the states, sent from the main
+    ///   thread or a signal handler's queue. `false` never waits, dropping the datagram instead: for `WATCHDOG=1`,
+    ///   sent from a node's event loop, which must never block.
     @discardableResult
-    public func notify(_ state: String) -> Bool {
+    public func notify(_ state: String, waiting: Bool = true) -> Bool {
         guard var address else { return false }
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
+        if waiting {
+            var limit = timeval(tv_sec: 2, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        }
+        let flags = MSG_NOSIGNAL | (waiting ? 0 : MSG_DONTWAIT)
         let bytes = Array(state.utf8)
         let sent = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { target in
                 bytes.withUnsafeBytes {
-                    // Never blocks: a full queue (a reader that fell behind; Linux queues 10 datagrams by default)
-                    // drops this one rather than stall the caller — a node's event loop, for the watchdog.
-                    sendto(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT), target, addressLength)
+                    // Linux queues 10 datagrams on a Unix socket by default: a reader that fell behind fills it.
+                    sendto(fd, $0.baseAddress, $0.count, Int32(flags), target, addressLength)
                 }
             }
         }

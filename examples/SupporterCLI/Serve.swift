@@ -365,7 +365,7 @@ enum Serve {
         let (seconds, attoseconds) = interval.components
         let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
         timer.schedule(deadline: .now(), repeating: .nanoseconds(max(nanoseconds, 1_000_000)))
-        timer.setEventHandler { node.whenLoopsRespond { serviceManager.notify("WATCHDOG=1") } }
+        timer.setEventHandler { node.whenLoopsRespond { serviceManager.notify("WATCHDOG=1", waiting: false) } }
         timer.resume()
         return timer
     }
