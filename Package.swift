@@ -182,7 +182,7 @@ let package = Package(
             swiftSettings: settings),
         .testTarget(
             name: "SupporterRESTTests",
-            dependencies: ["SupporterStore", "SupporterStores",
+            dependencies: ["StoreTestSupport", "SupporterStore", "SupporterStores",
                 "SupporterREST", "SupporterNode", "SupporterCore", "SupportSession", "SupportWire", "SupportHTTP",
                 "SupportRuntime", "TestSupport",
             ],

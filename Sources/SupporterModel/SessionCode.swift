@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import SupportUtilities
 public import SupportVocabulary
 
@@ -39,6 +39,12 @@ public struct SessionCodeInfo: Sendable, Hashable {
         self.record = record
         self.state = state
         self.deviceName = deviceName
+    }
+
+    /// A code as stored, with no live state: closed, expired (at `now`) or open.
+    public init(stored record: SessionCodeRecord, now: Date) {
+        let state: SessionCodeState = record.isClosed ? .closed : now >= record.validUntil ? .expired : .open
+        self.init(record: record, state: state, deviceName: nil)
     }
 
     public subscript<Value>(dynamicMember keyPath: KeyPath<SessionCodeRecord, Value>) -> Value { record[keyPath: keyPath] }

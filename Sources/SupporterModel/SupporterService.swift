@@ -101,6 +101,10 @@ public protocol SupporterService: AnyObject, Sendable {
     ) throws(SupporterNodeError) -> [AuditEvent]
     /// The newest audit row's id (0 when there is none). Blocking.
     func latestAuditID() throws(SupporterNodeError) -> Int64
+    /// ``code(_:)``, or, when this node does not hold the code, the code as stored (nil when there is none): an audit
+    /// row can be read before its code reaches the node (a creation is durable before it is applied here; another node
+    /// of the cluster made it). Blocking.
+    func codeReadingStore(_ code: String) throws(SupporterNodeError) -> SessionCodeInfo?
     /// Appends rows a front end audits itself (its throttled sign-in failures); returns once they are durable.
     func appendAudit(_ events: [AuditEvent]) async throws(SupporterNodeError)
 

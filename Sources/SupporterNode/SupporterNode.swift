@@ -458,6 +458,15 @@ public final class SupporterNode: Sendable {
         do throws(StoreError) { return try store.latestAuditID() } catch { throw SupporterNodeError(store: error) }
     }
 
+    public func codeReadingStore(_ code: String) throws(SupporterNodeError) -> SessionCodeInfo? {
+        if let info = self.code(code) { return info }
+        do throws(StoreError) {
+            return try store.code(code).map { SessionCodeInfo(stored: $0, now: clock.wallTime) }
+        } catch {
+            throw SupporterNodeError(store: error)
+        }
+    }
+
     /// Appends `events` to the audit trail; returns once they are durable. For services beside the node that refuse
     /// things on its behalf (the REST API's failed authentications); the node audits its own changes itself.
     public func appendAudit(_ events: [AuditEvent]) async throws(SupporterNodeError) {

@@ -282,7 +282,11 @@ final class EventFeed: Sendable {
                 }
                 for event in events {
                     guard event.id <= position else { break backlog }
-                    rows.append(row(event, node: node))
+                    guard let row = row(event, node: node) else {
+                        complete = false  // as above
+                        break backlog
+                    }
+                    rows.append(row)
                     cursor = event.id
                 }
                 if events.count < page { break }
@@ -291,12 +295,15 @@ final class EventFeed: Sendable {
                 Batch.Backlog(subscriber: newcomer.subscriber, rows: rows, resumeAfter: complete ? nil : cursor))
         }
         var cursor = position
-        for read in 1...pagesPerPoll {
+        live: for read in 1...pagesPerPoll {
             guard let events = try? node.auditEvents(
                 code: nil, from: nil, to: nil, limit: page, afterID: cursor, beforeID: nil, newestFirst: false)
             else { break }
-            batch.live += events.map { row($0, node: node) }
-            cursor = events.last?.id ?? cursor
+            for event in events {
+                guard let row = row(event, node: node) else { break live }  // the store failed: from here next poll
+                batch.live.append(row)
+                cursor = event.id
+            }
             if events.count < page { break }
             if read == pagesPerPoll { batch.more = true }
         }
@@ -382,9 +389,18 @@ final class EventFeed: Sendable {
         }
     }
 
-    /// One event: `id`, `event` (the audit kind) and one line of JSON data (`EventData`), with who may see it.
-    private static func row(_ event: AuditEvent, node: any SupporterService) -> Row {
-        let info = event.code.flatMap { node.code($0) }
+    /// One event: `id`, `event` (the audit kind) and one line of JSON data (`EventData`), with who may see it; nil
+    /// when the store failed to say what its code is. The code is read from the store when the node does not hold it:
+    /// a code's creation is durable (and its row readable here) a moment before the node applies it, and a code
+    /// another node of the cluster made reaches this one later still; taken for deleted, its row would lose its
+    /// session and reach admins only.
+    private static func row(_ event: AuditEvent, node: any SupporterService) -> Row? {
+        let info: SessionCodeInfo?
+        do throws(SupporterNodeError) {
+            info = try event.code.flatMap { code throws(SupporterNodeError) in try node.codeReadingStore(code) }
+        } catch {
+            return nil
+        }
         let access: Access
         if event.code == nil {
             access = .noCode

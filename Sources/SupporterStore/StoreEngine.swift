@@ -49,6 +49,9 @@ public protocol StoreEngine: Sendable {
     /// Every token (revoked ones too), oldest first.
     func tokens() throws(StoreError) -> [APITokenRecord]
 
+    /// The stored code `code` with its rules, or nil when there is none.
+    func code(_ code: String) throws(StoreError) -> SessionCodeRecord?
+
     /// Stored audit events in id order (or newest first), filtered as ``SessionStore/auditEvents(code:from:to:limit:afterID:beforeID:newestFirst:)``.
     func auditEvents(
         code: String?, from: Date?, to: Date?, limit: Int, afterID: Int64?, beforeID: Int64?, newestFirst: Bool

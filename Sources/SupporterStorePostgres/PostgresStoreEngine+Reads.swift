@@ -270,6 +270,13 @@ extension PostgresStoreEngine {
         }
     }
 
+    public func code(_ code: String) throws(StoreError) -> SessionCodeRecord? {
+        let location = self.location
+        return try perform("read session code") { (connection: PostgresConnection) throws(StoreError) -> SessionCodeRecord? in
+            try Self.codes(PostgresStoreTransaction(connection, location: location), only: code).first
+        }
+    }
+
     public func latestAuditID() throws(StoreError) -> Int64 {
         let location = self.location
         return try perform("read the newest audit id") { (connection: PostgresConnection) throws(StoreError) -> Int64 in

@@ -64,6 +64,8 @@ public final class SQLiteStoreEngine: StoreEngine {
 
     public func tokens() throws(StoreError) -> [APITokenRecord] { try store.tokens() }
 
+    public func code(_ code: String) throws(StoreError) -> SessionCodeRecord? { try store.record(code: code) }
+
     public func auditEvents(
         code: String?, from: Date?, to: Date?, limit: Int, afterID: Int64?, beforeID: Int64?, newestFirst: Bool
     ) throws(StoreError) -> [AuditEvent] {

@@ -10,10 +10,14 @@ public import SupporterModel
 /// set, every write — queued jobs, awaited writes, token changes — fails with ``injected`` and nothing of it is
 /// stored; reads always go through. The proof of the node's one audit rule: after a failed commit, memory, store and
 /// every answer agree.
+///
+/// It also stalls on command: while ``holdingCommits`` is set, an awaited write commits and then does not return
+/// until ``releaseCommits()`` — the moment between a change being durable (readable by anyone) and the node hearing so.
 public final class FailingStoreEngine: StoreEngine {
     public let base: any StoreEngine
     private let failingFlag = Atomic<Bool>(false)
     private let failures = Atomic<Int>(0)
+    private let held = Mutex<(holding: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
     /// The error every failed write reports.
     public static let injected = StoreError(
@@ -26,6 +30,26 @@ public final class FailingStoreEngine: StoreEngine {
         get { failingFlag.load(ordering: .acquiring) }
         set { failingFlag.store(newValue, ordering: .releasing) }
     }
+
+    /// Whether awaited writes, once committed, wait for ``releaseCommits()`` before they return.
+    public var holdingCommits: Bool {
+        get { held.withLock { $0.holding } }
+        set {
+            let released = held.withLock { held -> [CheckedContinuation<Void, Never>] in
+                held.holding = newValue
+                guard !newValue else { return [] }
+                defer { held.waiters = [] }
+                return held.waiters
+            }
+            for waiter in released { waiter.resume() }
+        }
+    }
+
+    /// Awaited writes committed and held now.
+    public var heldCommits: Int { held.withLock { $0.waiters.count } }
+
+    /// Returns every held write and stops holding.
+    public func releaseCommits() { holdingCommits = false }
 
     /// Writes failed so far.
     public var failedWrites: Int { failures.load(ordering: .relaxed) }
@@ -56,6 +80,13 @@ public final class FailingStoreEngine: StoreEngine {
     public func write(_ intents: [StoreIntent]) async throws(StoreError) {
         try failIfAsked()
         try await base.write(intents)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let holding = held.withLock { held in
+                if held.holding { held.waiters.append(continuation) }
+                return held.holding
+            }
+            if !holding { continuation.resume() }
+        }
     }
 
     public func addToken(
@@ -72,6 +103,8 @@ public final class FailingStoreEngine: StoreEngine {
     }
 
     public func tokens() throws(StoreError) -> [APITokenRecord] { try base.tokens() }
+
+    public func code(_ code: String) throws(StoreError) -> SessionCodeRecord? { try base.code(code) }
 
     public func auditEvents(
         code: String?, from: Date?, to: Date?, limit: Int, afterID: Int64?, beforeID: Int64?, newestFirst: Bool

@@ -6,6 +6,7 @@ import SupporterModel
 @testable import SupportHTTP
 @testable import SupporterREST
 import SupportRuntime
+import StoreTestSupport
 
 /// The event feed's poll is a timer on a loop (here the router fixture's embedded one: it runs only when the test
 /// advances it) whose store reads go to the node's blocking-work pool: rows reach a subscriber when virtual time
@@ -93,6 +94,51 @@ import SupportRuntime
         try await drive(loop, "the backlog and the live row up to \(last) sent") { returning.ids.last == last }
         #expect(returning.ids == Array(first...last))
         #expect(live.ids == Array(first...last))
+    }
+
+    /// A code's creation is durable — its row readable by the poll — a moment before the node applies it (here held
+    /// open by the store). A row read in that moment still carries the code's session and reaches the supporter the
+    /// code is assigned to, not admins alone as if the code were deleted.
+    @Test func aRowReadBeforeTheNodeAppliedItsCodeCarriesTheCodeToItsAssignee() async throws {
+        let fixture = try RouterFixture()
+        defer { fixture.stop() }
+        let loop = fixture.feedLoop
+        let password = "password of bo"
+        _ = try await fixture.node.addAccount(
+            login: "bo", displayName: "Bo", role: .supporter, password: password, by: .local)
+        let signedIn = try await fixture.node.signIn(
+            login: "bo", password: password, address: "127.0.0.1", knownSignIn: nil)
+        let admin = Received(try requireValue(await fixture.handle(.get, "/api/v1/events").stream))
+        let supporter = Received(
+            try requireValue(
+                await fixture.handle(
+                    .get, "/api/v1/events",
+                    headers: [("Authorization", ""), ("Cookie", "rsup_session=\(signedIn.secret)")]
+                ).stream))
+
+        fixture.store.holdingCommits = true
+        let node = fixture.node
+        let creation = Task {
+            try await node.createCode(
+                type: .remoteSupport, details: SessionCodeDetails(description: "held", assignedSupporter: "bo"))
+        }
+        try await eventually("the creation committed, the node not told yet") {
+            fixture.store.heldCommits == 1 ? true : nil
+        }
+        loop.advance(by: EventFeed.pollInterval)
+        try await drive(loop, "the code_created row sent to its assignee") {
+            supporter.text.contains("event: code_created")
+        }
+        try await drive(loop, "the code_created row sent to the admin") { admin.text.contains("event: code_created") }
+        fixture.store.releaseCommits()
+        let code = try await creation.value.record.code
+        for received in [admin, supporter] {
+            let data = try requireValue(
+                received.text.split(separator: "\n").first { $0.hasPrefix("data: ") && $0.contains("code_created") })
+            #expect(data.contains(#""description":"held""#), "the row carries the code's session: \(data)")
+            #expect(data.contains(#""state":"open""#), "\(data)")
+            #expect(data.contains(code), "\(data)")
+        }
     }
 
     /// Timers armed on `loop` (read on its thread: queued, then run by driving it without time passing).

@@ -124,7 +124,8 @@ extension RESTIntegration {
                     print(json.dumps({"escaped": b"x\\u009by\\u202ez" in data,
                                       "raw": "\u009b".encode() in data or "\u202e".encode() in data,
                                       "status_line": line.decode("latin-1").strip() if isinstance(line, bytes) else str(line),
-                                      "closed": closed, "seconds": round(time.time() - started, 3), "bytes": len(data)}))
+                                      "closed": closed, "seconds": round(time.time() - started, 3), "bytes": len(data),
+                                      "data": data.decode("utf-8", "replace")[-600:]}))
                     """#)
                 #expect(result["escaped"] as? Bool == true, "\(result)")
                 #expect(result["raw"] as? Bool == false, "\(result)")

@@ -6,6 +6,7 @@ import Testing
 import TestSupport
 import SupporterNode
 import SupporterStores
+import StoreTestSupport
 import SupportHTTP
 @testable import SupporterREST
 import SupportRuntime
@@ -162,6 +163,8 @@ final class RouterFixture: Sendable {
     let feed: EventFeed
     let router: RESTRouter
     let adminToken: String
+    /// The node's store, which a test may make fail or stall.
+    let store: FailingStoreEngine
 
     /// Fresh certificates and an empty in-memory store.
     convenience init() throws {
@@ -203,8 +206,8 @@ final class RouterFixture: Sendable {
         self.folder = folder
         let configuration = SupporterNodeConfiguration(
             tls: .makeServerConfiguration(certificateChain: .file(certificate), privateKey: .file(key)))
-        let store = StoreConfiguration(path: storePath ?? ":memory:")
-        node = try SupporterNode(configuration: configuration, store: try store.open().engine)
+        store = FailingStoreEngine(wrapping: try StoreConfiguration(path: storePath ?? ":memory:").open().engine)
+        node = try SupporterNode(configuration: configuration, store: store)
         adminToken = try node.issueAPIToken(scope: .admin)
         feedLoop = try EventLoop.embedded()
         feed = EventFeed(node: node, loop: feedLoop, logger: .disabled)

@@ -18,12 +18,14 @@ import SupporterModel
         defer { cluster.stop() }
         let engine = try PostgresStoreEngine(connectionString: cluster.connectionString, logger: .disabled)
         defer { engine.stop() }
-        let now = Date()
+        let now = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))  // what the store keeps
         let record = SessionCodeRecord(
             code: "123456789", type: .remoteSupport, description: nil, customerName: nil, customerEmail: nil,
             waitingMessage: nil, isClosed: false, createdAt: now, validUntil: now.addingTimeInterval(60),
             closedAt: nil, assignedSupporter: nil, featureRules: FeatureRules(default: .allow))
         try await engine.write([.insertCode(record)])
+        #expect(try engine.code("123456789") == record, "one code read back as stored")
+        #expect(try engine.code("111111111") == nil)
         let failures = Mutex<[StoreError?]>([])
         let done = DispatchSemaphore(value: 0)
         for intents: [StoreIntent] in [
