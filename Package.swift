@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "SupportVocabulary", targets: ["SupportVocabulary"]),
         .library(name: "SupportWire", targets: ["SupportWire"]),
         .library(name: "SupportUtilities", targets: ["SupportUtilities"]),
+        .library(name: "SupportMetrics", targets: ["SupportMetrics"]),
         .library(name: "SupportRuntime", targets: ["SupportRuntime"]),
         .library(name: "SupportLink", targets: ["SupportLink"]),
         .library(name: "SupportSession", targets: ["SupportSession"]),
@@ -36,6 +37,9 @@ let package = Package(
         // the log sink (NodeLogger, Redact), the terminal escaping rule (TerminalText) and scrypt password hashing
         // (PasswordHash), for every layer.
         .target(name: "SupportUtilities", dependencies: ["COpenSSL"], swiftSettings: settings),
+        // Prometheus metrics: counters, histograms, read-when-scraped gauges and the text exposition format. No I/O,
+        // no dependencies.
+        .target(name: "SupportMetrics", swiftSettings: settings),
         // The session state machines of both roles: pure values, events in, actions out (SPEC §8, §9).
         .target(
             name: "SupportSession", dependencies: ["SupportVocabulary", "SupportWire", "SupportUtilities"],
@@ -44,7 +48,8 @@ let package = Package(
         // values, the node's error, the back-off and audit-throttle rules, and the `SupporterService` protocol the
         // REST API is built on. No registry, store or wire message is reachable from here.
         .target(
-            name: "SupporterModel", dependencies: ["SupportVocabulary", "SupportUtilities"], swiftSettings: settings),
+            name: "SupporterModel", dependencies: ["SupportVocabulary", "SupportUtilities", "SupportMetrics"],
+            swiftSettings: settings),
         // The supporter node's pure core: the registry of codes, connections and abuse state (events in, decisions
         // and store intents out), the audit chain, token and login-session tables, login guards. No I/O.
         .target(
@@ -57,7 +62,7 @@ let package = Package(
         .systemLibrary(name: "CLinuxShims", path: "Sources/CLinuxShims"),
         // The I/O runtime: the event loop behind a `Poller` (epoll here), non-blocking sockets, TLS on OpenSSL.
         .target(
-            name: "SupportRuntime", dependencies: ["SupportUtilities", "COpenSSL", "CLinuxShims"],
+            name: "SupportRuntime", dependencies: ["SupportUtilities", "SupportMetrics", "COpenSSL", "CLinuxShims"],
             swiftSettings: settings),
         // The link both nodes share: the pure link state machine, the framed link over a TLS stream, the dialer.
         .target(
@@ -70,19 +75,21 @@ let package = Package(
             name: "SupporterNode",
             dependencies: [
                 "SupporterModel", "SupporterCore", "SupporterStore", "SupportVocabulary", "SupportSession", "SupportWire",
-                "SupportUtilities", "SupportRuntime", "SupportLink",
+                "SupportUtilities", "SupportRuntime", "SupportLink", "SupportMetrics",
             ],
             swiftSettings: settings),
         // What a supporter node needs from its durable store, whatever the engine: the engine, audit-trail and
         // cluster-bus protocols, StoreError, the audit archive format and the data folder. No engine here.
         .target(
-            name: "SupporterStore", dependencies: ["SupporterCore", "SupportSession", "SupportWire", "SupportUtilities"],
+            name: "SupporterStore",
+            dependencies: ["SupporterCore", "SupportSession", "SupportWire", "SupportUtilities", "SupportMetrics"],
             swiftSettings: settings),
         // The embedded default engine: one SQLite file (Debian libsqlite3-dev), its writer thread and checkpoints.
         .target(
             name: "SupporterStoreSQLite",
             dependencies: [
                 "SupporterStore", "SupporterCore", "SupportSession", "SupportWire", "SupportUtilities", "SupportRuntime",
+                "SupportMetrics",
                 "CSQLite",
             ],
             swiftSettings: settings),
@@ -91,6 +98,7 @@ let package = Package(
             name: "SupporterStorePostgres",
             dependencies: [
                 "SupporterStore", "SupporterCore", "SupportSession", "SupportWire", "SupportUtilities", "SupportPostgres",
+                "SupportMetrics",
             ],
             swiftSettings: settings),
         // The engines a node can be built with, chosen by name (`StoreBackend`), and the audit trail opened by a tool
@@ -106,7 +114,9 @@ let package = Package(
         // the node, its registry, its stores nor a wire message is in its dependency closure.
         .target(
             name: "SupporterREST",
-            dependencies: ["SupporterModel", "SupportVocabulary", "SupportHTTP", "SupportUtilities", "SupportRuntime"],
+            dependencies: [
+                "SupporterModel", "SupportVocabulary", "SupportHTTP", "SupportUtilities", "SupportRuntime", "SupportMetrics",
+            ],
             resources: [.copy("Console")], swiftSettings: settings),
         // libpq (Debian libpq-dev) and the PostgreSQL client built on it, for the PostgreSQL store (issue 12).
         .systemLibrary(name: "CLibPQ", path: "Sources/CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
@@ -191,7 +201,7 @@ let package = Package(
             name: "SupportPostgresTests", dependencies: ["SupportPostgres", "TestSupport"], swiftSettings: settings),
         // A store engine and a cluster bus that fail on command (the audit rule's proof), for the node's test targets.
         .target(
-            name: "StoreTestSupport", dependencies: ["SupporterStore", "SupporterCore", "SupportUtilities"],
+            name: "StoreTestSupport", dependencies: ["SupporterStore", "SupporterCore", "SupportUtilities", "SupportMetrics"],
             path: "Tests/StoreTestSupport", swiftSettings: settings),
         // Certificates made at test time, shared by the test targets that speak TLS.
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: settings),
@@ -206,7 +216,7 @@ let package = Package(
             name: "NodeTests",
             dependencies: ["StoreTestSupport", "SupporterStore", "SupporterStoreSQLite", "SupporterStorePostgres", "SupporterStores",
                 "DeviceNode", "SampleAppModel", "SupporterNode", "SupporterCore", "SupportSession", "SupportWire",
-                "SupportUtilities", "SupportRuntime", "SupportPostgres", "COpenSSL", "TestSupport",
+                "SupportUtilities", "SupportRuntime", "SupportPostgres", "COpenSSL", "TestSupport", "SupporterREST",
             ],
             swiftSettings: settings),
         .testTarget(
@@ -216,6 +226,7 @@ let package = Package(
             name: "SupportHTTPTests", dependencies: ["SupportHTTP", "SupportRuntime", "TestSupport"],
             swiftSettings: settings),
         .testTarget(name: "SupportUtilitiesTests", dependencies: ["SupportUtilities"], swiftSettings: settings),
+        .testTarget(name: "SupportMetricsTests", dependencies: ["SupportMetrics"], swiftSettings: settings),
         // Every Swift snippet of README.md and docs/*.md, type-checked against the built modules. Its dependencies are
         // the modules the snippets import, so that SwiftPM builds them before the test runs; the test itself takes
         // the module search path, not a list of modules.

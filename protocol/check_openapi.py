@@ -1832,8 +1832,18 @@ class Scenario:
         ready = c.call("getReadiness", 200, token=None)
         if ready.body != b"ready\n":
             c.fail("getReadiness", "body %r, not 'ready'" % ready.body)
-        for path in ("/livez", "/readyz"):
+        metrics = c.call("getMetrics", 200, token=None, label="from loopback")
+        for family in (b"# TYPE rsup_devices_online gauge", b"# TYPE rsup_http_requests_total counter",
+                       b"# TYPE rsup_store_commit_seconds histogram", b"# TYPE process_open_fds gauge"):
+            if family not in metrics.body:
+                c.fail("getMetrics", "no %r in the exposition" % family)
+        if not (metrics.header("Content-Type") or "").startswith("text/plain; version=0.0.4"):
+            c.fail("getMetrics", "Content-Type %r" % metrics.header("Content-Type"))
+        c.call("getMetrics", 200, token="admin", label="with an admin API token")
+        c.call("getMetrics", 401, token="rsup_not-a-token", label="with a token that is neither")
+        for path in ("/livez", "/readyz", "/metrics"):
             c.plain("POST", path, 405, token=None, prefix="")
+        self.excuse("getMetrics", 403, "needs a client outside --metrics-allow (MetricsEndpointTests proves it)")
         self.excuse("getLiveness", 503, "needs an event loop of the node stuck in a callback")
         self.excuse("getReadiness", 503, "needs the node draining or its store unreachable (HealthProbeTests proves both)")
 

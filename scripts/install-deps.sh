@@ -4,9 +4,10 @@ set -euo pipefail
 need=()
 # chromium and chromium-driver: the web console's browser tests (tests/web/console_e2e.py); postgresql and libpq-dev:
 # the PostgreSQL store and its throwaway test clusters (scripts/pg-cluster.sh); systemd: `systemd-analyze verify` of
-# the unit file in deploy/ (the tests never start systemd itself).
+# the unit file in deploy/ (the tests never start systemd itself); prometheus: a real server scrapes a node's /metrics
+# (MetricsScrapeTests; the tests start their own, never the packaged service).
 for package in libssl-dev libsqlite3-dev openssl iproute2 python3 python3-yaml curl chromium chromium-driver \
-  postgresql libpq-dev systemd; do
+  postgresql libpq-dev systemd prometheus; do
   dpkg -s "$package" >/dev/null 2>&1 || need+=("$package")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -35,6 +35,15 @@ public enum IPAddressText {
         case v6(in6_addr)
     }
 
+    /// The address's bytes (4 for IPv4, an IPv4-mapped IPv6 address included; 16 for IPv6), or nil.
+    static func bytes(_ text: String) -> [UInt8]? {
+        switch parse(text) {
+        case .v4(let address): withUnsafeBytes(of: address) { Array($0) }
+        case .v6(let address): withUnsafeBytes(of: address) { Array($0) }
+        case nil: nil
+        }
+    }
+
     private static func parse(_ text: String) -> Parsed? {
         var v4 = in_addr()
         if inet_pton(AF_INET, text, &v4) == 1 { return .v4(v4) }

@@ -195,6 +195,18 @@ public struct CodeRegistry: Sendable {
     /// Whether `code` exists.
     public func contains(_ code: String) -> Bool { codes[code] != nil }
 
+    /// What the node's metrics show of the codes, in one pass: the devices registered (durably) on this node, and the
+    /// codes in each state as ``info(_:now:)`` shows them (another node's devices included).
+    public func census(now: Date) -> (devicesHere: Int, states: [SessionCodeState: Int]) {
+        var devices = 0
+        var states: [SessionCodeState: Int] = [:]
+        for entry in codes.values {
+            if entry.holder != nil, entry.committed { devices += 1 }
+            states[entry.info(now: now).state, default: 0] += 1
+        }
+        return (devices, states)
+    }
+
     /// The connection of the device registered (durably) on `code`.
     public func holder(of code: String) -> ConnectionID? {
         guard let entry = codes[code], entry.committed else { return nil }

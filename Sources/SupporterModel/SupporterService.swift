@@ -1,6 +1,7 @@
 public import Foundation
 public import SupportUtilities
 public import SupportVocabulary
+public import SupportMetrics
 
 /// What a supporter node offers its front ends (the REST API and the web console): codes, sessions, accounts,
 /// sign-in, API tokens and the audit trail, in the values of this module.
@@ -99,6 +100,8 @@ public protocol SupporterService: AnyObject, Sendable {
     func auditEvents(
         code: String?, from: Date?, to: Date?, limit: Int, afterID: Int64?, beforeID: Int64?, newestFirst: Bool
     ) throws(SupporterNodeError) -> [AuditEvent]
+    /// The node's metrics registry, which services beside it (the REST API) add their own families to.
+    var metrics: MetricsRegistry { get }
     /// The newest audit row's id (0 when there is none). Blocking.
     func latestAuditID() throws(SupporterNodeError) -> Int64
     /// ``code(_:)``, or, when this node does not hold the code, the code as stored (nil when there is none): an audit

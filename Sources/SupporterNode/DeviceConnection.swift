@@ -100,6 +100,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         deviceName = parameters.peerName
         linkParameters = parameters
         machine.linkOpened(extensions: parameters.extensions, peerMaxFrameSize: parameters.peerMaxFrameSize)
+        node?.nodeMetrics.handshakeCompleted()
         node?.logger.log(
             .debug,
             "device '\(parameters.peerName)' connected from \(sourceAddress) "
@@ -342,6 +343,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             machine = next
             joinedCode = code
             connection.sessionResumed()
+            node?.nodeMetrics.resumed()
             perform(actions)
         case .takenOver(let next, let actions, let code, let previousNode, let why):
             guard let node, !link.isClosed else { return }
@@ -368,6 +370,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
             machine = next
             joinedCode = code
             connection.sessionResumed()
+            node.nodeMetrics.resumed()
             node.logger.log(
                 .info,
                 why == "node_restarted"
@@ -389,6 +392,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
 
     /// A refused RESUME counts toward the refusals on this connection (§13.1: the 5th closes it).
     private func refuseResume(_ result: ResumeResult) {
+        node?.nodeMetrics.resumeRefused()
         node?.handshakeLog.log(
             .warning, key: "resume:" + sourceKey, "resume from \(sourceAddress) refused: \(result.reason)")
         carryOut(connection.resumeRefused(.resumeResult(result)))
@@ -420,6 +424,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
     private func logDecision(on register: Register, node: SupporterNode) {
         if registrationAccepted {
             registrationAccepted = false
+            node.nodeMetrics.registrationAccepted()
             registrationTimer?.cancel()
             registrationTimer = nil
             node.logger.log(
@@ -428,6 +433,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         }
         if let reason = registrationRefusal {
             registrationRefusal = nil
+            node.nodeMetrics.registrationRefused(reason)
             node.handshakeLog.log(
                 .warning, key: "register:" + sourceKey,
                 "registration of code \(Redact.code(register.sessionCode)) from \(sourceAddress) refused: \(reason)")
@@ -629,6 +635,8 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         var register: Register?
         let now = node.clock.wallTime
         var stateAfterCommit: SupporterSessionMachine.State?
+        /// When the device's allow reached the node (a session starts with this step).
+        var allowedAt: Deadline?
         let recordsState = joinedCode != nil || actions.contains { if case .report = $0 { true } else { false } }
         let decides = actions.contains { if case .authorize = $0 { true } else { false } }
         if decides || recordsState {
@@ -646,6 +654,8 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
                 }
                 // Reports first: what they record must be durable before any frame of the same event leaves.
                 for case .report(let event) in actions {
+                    node.nodeMetrics.report(event)
+                    if case .connected = event { allowedAt = link.loop.now }
                     if case .deviceOnline(let code, _) = event {
                         joinedCode = code
                         registered = code
@@ -730,6 +740,14 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         }
         if !events.isEmpty {
             enqueue(.then(Completion(success: { for event in events { node.yield(event) } }, failed: {})))
+        }
+        if let allowedAt {
+            // Once the session is durable and the supporter is told (the events above): the answer → started time.
+            let loop = link.loop
+            enqueue(
+                .then(
+                    Completion(
+                        success: { node.nodeMetrics.sessionStart.observe(loop.now.since(allowedAt)) }, failed: {})))
         }
         if let violation { earnClose(.protocolError, violation) }
         if floodDetected, connection.processesFrames { earnClose(.rateLimited, "too many SESSION_ERROR or VOIP_STATE frames") }

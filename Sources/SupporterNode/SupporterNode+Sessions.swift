@@ -85,6 +85,7 @@ extension SupporterNode {
         }
         // Committed: the assignment holds in memory too (a request that could not be stored threw above).
         sessions.withLock { $0.registry.requestCommitted(code: code, assignee: assigned) }
+        nodeMetrics.requestsSent.increment()
         logger.log(.info, "code \(Redact.code(code)): request \(id) sent as '\(supporterName)' (\(type))")
         return id
     }
@@ -107,6 +108,7 @@ extension SupporterNode {
             let intents = sessions.withLock { $0.registry.requestAborted(code: code, requestID: id, by: actor, now: clock.wallTime) }
             return (actions, intents, ())
         }
+        nodeMetrics.requestAborted()
     }
 
     /// Ends the session (or the waiting) on `code`; the device is told `ended_by_supporter` (through the node

@@ -9,6 +9,7 @@ public import SupportRuntime
 public import SupportUtilities
 import SupportWire
 public import SupporterModel
+public import SupportMetrics
 
 /// The supporter node: listens for devices over TLS, keeps the durable registry of session codes, API tokens, bans
 /// and the audit trail, and lets supporters request, abort and end sessions.
@@ -46,6 +47,8 @@ public final class SupporterNode: Sendable {
     /// apply → answer).
     let changes = ChangeLanes()
     let handshakeLog: RateLimitedLog
+    /// The node's metrics, and the registry the REST API adds its own to (``metrics``).
+    let nodeMetrics: NodeMetrics
     private let eventContinuation: AsyncStream<SupporterNodeEvent>.Continuation
     /// Every event, in the order it happened on each code, each after its audit record is durable. At most
     /// ``unreadEventLimit`` unread events are kept (the oldest are dropped first); the audit trail has them all.
@@ -121,6 +124,7 @@ public final class SupporterNode: Sendable {
         self.configuration = configuration
         self.logger = configuration.logger
         self.handshakeLog = RateLimitedLog(logger: configuration.logger, interval: .seconds(10))
+        self.nodeMetrics = NodeMetrics(registry: MetricsRegistry())
         self.cluster = cluster
         self.clock = clock
         self.ownsLoops = loops == nil
@@ -168,6 +172,17 @@ public final class SupporterNode: Sendable {
         }
         // Bounded: a node whose owner never reads `events` must not grow without end.
         (events, eventContinuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(Self.unreadEventLimit))
+        nodeMetrics.registerReads(node: self)
+    }
+
+    /// Every metric of the node (its devices, sessions, store, cluster, process) and of what is served beside it (the
+    /// REST API adds its own), in the Prometheus text format by ``MetricsRegistry/exposition()``.
+    public var metrics: MetricsRegistry { nodeMetrics.registry }
+
+    /// Devices registered here and codes by state, for the metrics.
+    func census() -> (devicesHere: Int, states: [SessionCodeState: Int]) {
+        let now = clock.wallTime
+        return sessions.withLock { $0.registry.census(now: now) }
     }
 
     /// Binds the device address and starts serving. (The REST API is served beside the node, by `SupporterREST`.)
@@ -179,10 +194,12 @@ public final class SupporterNode: Sendable {
         do {
             let log = handshakeLog
             let logger = self.logger
+            let metrics = nodeMetrics
             let created = try TLSListener(
                 host: configuration.host, port: configuration.port, context: context, settings: settings, group: group,
                 onHandshakeFailure: { address, reason in
                     let source = address.map { IPAddressText.canonical($0.host) ?? $0.host } ?? "unknown"
+                    metrics.handshakeFailed(reason)
                     log.log(
                         .info, key: "tls:" + IPAddressText.sourceKey(source),
                         "TLS handshake with \(source) failed: \(reason)")

@@ -22,6 +22,10 @@ extension RESTRouter {
         Route([.get, .head], "/readyz", .open("getReadiness") { router, call throws(RESTError) in
             await router.readiness(call)
         }),
+        // Prometheus metrics (tag health): by address or token, no account (``MetricsAccess``).
+        Route([.get, .head], "/metrics", .open("getMetrics") { router, call throws(RESTError) in
+            try router.metricsExposition(call)
+        }),
         // Any other path below /api/ (also /api and /api/v1 themselves): 404, before any authentication.
         Route(nil, "/api/**", .open(nil) { router, call throws(RESTError) in throw router.noSuchResource(call) }),
 

@@ -17,26 +17,38 @@ struct RESTRouter: Sendable {
     let feed: EventFeed
     /// Where the API reads the wall time (the server's clock).
     let clock: any NodeClock
-    /// The loop whose timers bound the health probes' waits (``probeTimeout``).
+    /// The loop whose timers bound the health probes' waits (``probeTimeout``), and whose clock times requests.
     let probeLoop: EventLoop
+    /// Who may read `GET /metrics`.
+    let metricsAccess: MetricsAccess
+    let metrics: RESTMetrics
 
     /// Answers `request` (the HTTP server adds the security headers of ``BrowserSecurity/headers``): the duplicate
     /// header check, then the route of ``routes`` (404 and 405 as ``RouteTable`` decides, 405 before or after
     /// authentication as the route's ``RESTEndpoint/MethodCheck`` says), its ``RESTEndpoint/Access``, its handler.
     func handle(_ request: HTTPRequest) async -> HTTPResponse {
+        let started = probeLoop.now
+        var route = "other"
+        let response: HTTPResponse
         do throws(RESTError) {
             try BrowserSecurity.checkSingleFields(request)
-            return try await dispatch(request)
+            response = try await dispatch(request, route: &route)
         } catch {
-            return error.response
+            response = error.response
         }
+        metrics.answered(
+            route: route, method: request.method, status: response.status.code, after: probeLoop.now.since(started))
+        return response
     }
 
-    private func dispatch(_ request: HTTPRequest) async throws(RESTError) -> HTTPResponse {
+    /// `route`: set to the template of the route the request took (its label in the metrics).
+    private func dispatch(_ request: HTTPRequest, route label: inout String) async throws(RESTError) -> HTTPResponse {
         switch Self.routes.match(request.method, request.pathSegments) {
         case .found(let route, let parameters):
+            label = "\(route.pattern)"
             return try await route.handler.run(self, request, parameters: parameters)
         case .methodNotAllowed(let allowed, let routes, _):
+            label = routes.first.map { "\($0.pattern)" } ?? label
             // Every route of a path has the same access and method check (RESTRouteTableTests).
             if let endpoint = routes.first?.handler, endpoint.methodCheck == .afterAccess {
                 _ = try await authorize(request, endpoint.access)

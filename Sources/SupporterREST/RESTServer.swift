@@ -80,7 +80,8 @@ public final class RESTServer: Sendable {
         self.feed = feed
         let router = RESTRouter(
             node: node, guardian: guardian, resolver: resolver, logger: configuration.logger, console: console,
-            feed: feed, clock: clock, probeLoop: group.next())
+            feed: feed, clock: clock, probeLoop: group.next(), metricsAccess: configuration.metricsAccess,
+            metrics: RESTMetrics(registry: node.metrics, feed: feed))
         do {
             self.http = try HTTPServer(
                 host: configuration.host, port: configuration.port, context: context, group: group,

@@ -22,6 +22,9 @@ public struct RESTServerConfiguration: Sendable {
     public var http = HTTPServerConfiguration()
     /// Event loops (threads) of the REST API's own; device connections never share them.
     public var loopCount = 1
+    /// Who may read `GET /metrics` without an account: loopback clients by default; more networks, and a metrics
+    /// token, as the operator configures (`--metrics-allow`, `RSUP_METRICS_TOKEN`).
+    public var metricsAccess = MetricsAccess()
     /// Where the REST API logs (refused authentications once per address per minute, start and stop).
     public var logger: NodeLogger = .disabled
 

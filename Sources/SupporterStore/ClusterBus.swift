@@ -21,6 +21,8 @@ public protocol ClusterBus: Sendable {
     func stop()
     /// Whether the bus hears the other nodes now (its listening connection is up): part of a node's readiness.
     var isListening: Bool { get }
+    /// What the bus counts, for the node's metrics.
+    var metrics: ClusterMetrics { get }
     /// From now on presence renewal renews only the codes `watch` names as held, and reports those another node took.
     func watchPresence(_ watch: PresenceWatch)
 

@@ -3,6 +3,7 @@ public import SupporterCore
 import SupportWire
 import SupportUtilities
 public import SupporterModel
+public import SupportMetrics
 
 /// What a supporter node needs from its durable store, whatever the engine (``SQLiteStoreEngine``, the embedded
 /// default, or ``PostgresStoreEngine``).
@@ -62,6 +63,9 @@ public protocol StoreEngine: Sendable {
 
     /// What the writer did so far.
     var statistics: StoreStatistics { get }
+
+    /// How long the writer's transactions took, start to commit.
+    var commitLatency: MetricHistogram { get }
 
     /// Applies what is queued, then stops the writer. Later submissions are refused.
     func stop()

@@ -2,6 +2,7 @@ package import SupporterCore
 import Foundation
 import Synchronization
 package import SupportUtilities
+package import SupportMetrics
 
 /// What a store engine does with its writer queue's work. Called only on the queue's one thread, in order.
 package protocol StoreQueueWorker: AnyObject, Sendable {
@@ -246,8 +247,14 @@ package final class StoreWriteQueue: Sendable {
         }
     }
 
+    /// How long each transaction took, from its start to its commit (or failure), on the queue's thread.
+    package let commitLatency = MetricHistogram()
+
     private func apply(_ batch: [Job]) {
+        // A measurement on the writer's own thread, at the I/O edge: nothing decides by it.
+        let started = ContinuousClock.now
         let answers = worker.apply(batch.map(\.intents))
+        commitLatency.observe(ContinuousClock.now - started)
         // A worker that answered fewer jobs than it was given stored none of the rest as far as anyone knows.
         let failures = batch.indices.map { index -> StoreError? in
             index < answers.count

@@ -32,11 +32,13 @@ package final class ClusterListener: Sendable {
     /// instead of after up to a second (a lone node's drain waited for it). Both ends are closed in `deinit`, after
     /// the thread (which holds the listener) has returned.
     private let wake: (read: Int32, write: Int32)
+    private let metrics: ClusterMetrics
 
     package init(
         connectionString: String, member: ClusterMember, location: String, logger: NodeLogger,
-        deliver: @escaping @Sendable (ClusterNews) -> Void
+        metrics: ClusterMetrics, deliver: @escaping @Sendable (ClusterNews) -> Void
     ) {
+        self.metrics = metrics
         self.connectionString = connectionString
         self.member = member
         self.location = location
@@ -94,7 +96,7 @@ package final class ClusterListener: Sendable {
                     // The first time too: codes committed between the node's start and this LISTEN are read here.
                     connection = try open(resync: true)
                     connected.store(true, ordering: .releasing)
-                    if !connectedBefore { listening.signal() }
+                    if connectedBefore { metrics.listenerReconnects.increment() } else { listening.signal() }
                     connectedBefore = true
                     pause = .seconds(1)
                     nextPresenceCheck = .now

@@ -43,7 +43,7 @@ public final class ClusterPeers: ClusterBus {
     public func start(logger: NodeLogger, timeout: Duration, deliver: @escaping @Sendable (ClusterNews) -> Void) -> Bool {
         let created = ClusterListener(
             connectionString: connectionString, member: member, location: engine.location, logger: logger,
-            deliver: deliver)
+            metrics: engine.clusterMetrics, deliver: deliver)
         listener.withLock { $0 = created }
         return created.waitUntilListening(timeout: timeout)
     }
@@ -51,6 +51,8 @@ public final class ClusterPeers: ClusterBus {
     public func watchPresence(_ watch: PresenceWatch) { engine.watchPresence(watch) }
 
     public var isListening: Bool { listener.withLock { $0?.isConnected ?? false } }
+
+    public var metrics: ClusterMetrics { engine.clusterMetrics }
 
     public func stop() {
         let stopping = listener.withLock { listener in
@@ -71,6 +73,8 @@ public final class ClusterPeers: ClusterBus {
         }
         let origin = member.nodeID
         let text = command.json()
+        // A measurement at the I/O edge (the routed command's latency), deciding nothing.
+        let sent = ContinuousClock.now
         let id: Int64
         do throws(StoreError) {
             id = try await engine.perform("send a command to another node") {
@@ -140,6 +144,8 @@ public final class ClusterPeers: ClusterBus {
                 }
             }
         }
+        engine.clusterMetrics.routedLatency.observe(ContinuousClock.now - sent)
+        (answer.error == nil ? engine.clusterMetrics.routedAnswered : engine.clusterMetrics.routedFailed).increment()
         return answer
     }
 

@@ -4,6 +4,7 @@ import Synchronization
 import SupportPostgres
 public import SupporterCore
 public import SupportUtilities
+public import SupportMetrics
 import SupportWire
 
 /// The PostgreSQL store: one ``PostgresConnection`` (libpq blocks, so never an event loop) owned by the thread of the
@@ -119,6 +120,11 @@ public final class PostgresStoreEngine: StoreEngine {
         }
     }
 
+    public var commitLatency: MetricHistogram { queue.commitLatency }
+
+    /// What the cluster bus on this engine counts (its lease renewals here; the rest in ``ClusterPeers``).
+    public var clusterMetrics: ClusterMetrics { writer.clusterMetrics }
+
     public var statistics: StoreStatistics {
         var statistics = queue.statistics
         statistics.conflictRetries = writer.conflictRetries
@@ -188,6 +194,8 @@ private final class PostgresBatchWriter: StoreQueueWorker, @unchecked Sendable {
     private let conflictCount = Mutex(0)
     /// What the node holds, for renewal; nil until the node sets it (then every row of the node is renewed).
     let watch = Mutex<PresenceWatch?>(nil)
+    /// Lease renewals and rows held, counted here; the cluster bus counts the rest.
+    let clusterMetrics = ClusterMetrics()
 
     init(connection: PostgresConnection, location: String, member: ClusterMember?, logger: NodeLogger) {
         self.connection = connection
@@ -248,7 +256,10 @@ private final class PostgresBatchWriter: StoreQueueWorker, @unchecked Sendable {
     /// Extends the leases of the codes this node holds (one statement, the codes as one array parameter), frees its
     /// other rows, and tells the node which of its committed codes another node claimed meanwhile (fencing).
     private func renewPresence(_ member: ClusterMember) {
-        guard reconnectIfNeeded() else { return }
+        guard reconnectIfNeeded() else {
+            clusterMetrics.leaseRenewalFailures.increment()
+            return
+        }
         let watch = self.watch.withLock { $0 }
         do throws(PostgresError) {
             if let watch {
@@ -267,6 +278,7 @@ private final class PostgresBatchWriter: StoreQueueWorker, @unchecked Sendable {
                     WHERE node_id = $1 AND lease_until > 0 AND NOT (code = ANY($2::text[]))
                     """, [member.nodeID, codes], operation: "free device presence no longer held")
                 let still = Set(renewed.rows.compactMap { $0[0] })
+                clusterMetrics.presenceRowsHeld = still.count
                 let lost = held.committed.subtracting(still)
                 if !lost.isEmpty { watch.lost(lost.sorted()) }
             } else {
@@ -277,7 +289,9 @@ private final class PostgresBatchWriter: StoreQueueWorker, @unchecked Sendable {
             // Routed commands are answered within seconds or never: keep the table small.
             try connection.query(
                 "DELETE FROM node_commands WHERE created_at < rsup_now_ms() - 60000", operation: "forget old commands")
+            clusterMetrics.leaseRenewals.increment()
         } catch {
+            clusterMetrics.leaseRenewalFailures.increment()
             if PostgresStoreEngine.isConnectionLoss(PostgresStoreEngine.storeError(error, location: location)) {
                 connectionLost = true
             }

@@ -4,6 +4,7 @@ public import SupporterCore
 public import SupportUtilities
 import SupportWire
 public import SupporterModel
+public import SupportMetrics
 
 /// The embedded default store: one SQLite file (``SessionStore``) written by a ``StoreWriter`` thread, exactly as a
 /// node kept it before engines could be chosen.
@@ -82,6 +83,8 @@ public final class SQLiteStoreEngine: StoreEngine {
             jobsApplied: counters.jobsApplied, jobsFailed: counters.jobsFailed, transactions: counters.transactions,
             largestBatch: counters.largestBatch, queued: writer.queued, refusedWhenFull: counters.refusedWhenFull)
     }
+
+    public var commitLatency: MetricHistogram { writer.commitLatency }
 
     public func stop() { writer.stop() }
 }

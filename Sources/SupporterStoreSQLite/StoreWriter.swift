@@ -4,6 +4,7 @@ import Synchronization
 package import SupporterCore
 import SupportSession
 package import SupportUtilities
+package import SupportMetrics
 import SupportWire
 
 /// The SQLite engine's writer: the one ``StoreWriteQueue`` every engine runs on, with SQLite's batch writer as its
@@ -92,6 +93,9 @@ package final class StoreWriter: Sendable {
 
     /// Jobs waiting.
     package var queued: Int { queue.queued }
+
+    /// How long its transactions took.
+    package var commitLatency: MetricHistogram { queue.commitLatency }
 
     package var statistics: Statistics {
         let counts = queue.statistics

@@ -90,6 +90,8 @@ public final class FailingClusterBus: ClusterBus {
 
     public var isListening: Bool { base.isListening }
 
+    public var metrics: ClusterMetrics { base.metrics }
+
     public func watchPresence(_ watch: PresenceWatch) { base.watchPresence(watch) }
 
     public func send(_ command: ClusterCommand, to node: String, timeout: Duration) async throws(SupporterNodeError)

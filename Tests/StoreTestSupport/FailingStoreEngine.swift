@@ -5,6 +5,7 @@ import Synchronization
 public import SupporterCore
 public import SupporterStore
 public import SupporterModel
+public import SupportMetrics
 
 /// A store engine that fails on command, wrapping a real one (the SQLite file of the test): while ``failing`` is
 /// set, every write — queued jobs, awaited writes, token changes — fails with ``injected`` and nothing of it is
@@ -116,6 +117,8 @@ public final class FailingStoreEngine: StoreEngine {
     public func latestAuditID() throws(StoreError) -> Int64 { try base.latestAuditID() }
 
     public var statistics: StoreStatistics { base.statistics }
+
+    public var commitLatency: MetricHistogram { base.commitLatency }
 
     public func stop() { base.stop() }
 }

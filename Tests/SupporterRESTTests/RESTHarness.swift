@@ -166,13 +166,13 @@ final class RouterFixture: Sendable {
     /// The node's store, which a test may make fail or stall.
     let store: FailingStoreEngine
 
-    /// Fresh certificates and an empty in-memory store.
-    convenience init() throws {
+    /// Fresh certificates and an empty in-memory store; `metricsAccess`: who may read `/metrics`.
+    convenience init(metricsAccess: MetricsAccess = MetricsAccess()) throws {
         let certificates = try TestCertificates.make()
         do {
             try self.init(
                 folder: certificates.directory, certificate: certificates.server.certificatePath,
-                key: certificates.server.keyPath, storePath: nil)
+                key: certificates.server.keyPath, storePath: nil, metricsAccess: metricsAccess)
         } catch {
             certificates.remove()
             throw error
@@ -202,7 +202,10 @@ final class RouterFixture: Sendable {
         }
     }
 
-    private init(folder: String, certificate: String, key: String, storePath: String?) throws {
+    private init(
+        folder: String, certificate: String, key: String, storePath: String?,
+        metricsAccess: MetricsAccess = MetricsAccess()
+    ) throws {
         self.folder = folder
         let configuration = SupporterNodeConfiguration(
             tls: .makeServerConfiguration(certificateChain: .file(certificate), privateKey: .file(key)))
@@ -213,7 +216,8 @@ final class RouterFixture: Sendable {
         feed = EventFeed(node: node, loop: feedLoop, logger: .disabled)
         router = RESTRouter(
             node: node, guardian: GuardBox(AuthenticationGuard()), resolver: ClientAddressResolver(trustedProxies: [])!,
-            logger: .disabled, console: ConsoleFiles(), feed: feed, clock: node.clock, probeLoop: feedLoop)
+            logger: .disabled, console: ConsoleFiles(), feed: feed, clock: node.clock, probeLoop: feedLoop,
+            metricsAccess: metricsAccess, metrics: RESTMetrics(registry: node.metrics, feed: feed))
     }
 
     func stop() {

@@ -70,6 +70,23 @@ struct EndpointCase: Sendable, CustomTestStringConvertible {
              allow: "GET, HEAD"),
     ]
 
+    /// Prometheus metrics (issue 23): a loopback client without a token (the scene's requests come from 127.0.0.1),
+    /// an admin API token, not a device token. The 403 of an address outside `--metrics-allow` and the metrics token:
+    /// MetricsEndpointTests.
+    static let metrics: [Case] = [
+        Case(name: "metrics for a loopback client", method: .get, path: "/metrics", caller: .nobody, status: 200) {
+            answer, _ in
+            #expect(answer.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8")
+            #expect(answer.text.contains("# TYPE rsup_devices_online gauge\nrsup_devices_online 0\n"))
+        },
+        Case(name: "metrics with an admin API token", method: .get, path: "/metrics", status: 200),
+        Case(name: "HEAD of metrics", method: .head, path: "/metrics", caller: .nobody, status: 200),
+        Case(name: "metrics refuse a device token", method: .get, path: "/metrics", caller: .device, status: 401,
+             message: "neither the metrics token nor an admin API token"),
+        Case(name: "metrics take no other method", method: .put, path: "/metrics", caller: .nobody, status: 405,
+             allow: "GET, HEAD"),
+    ]
+
     /// Routes whose answer in a scene is 503 because its node does not listen for devices (``probes``).
     static let needAListener: Set<String> = ["/readyz"]
 
@@ -341,7 +358,7 @@ struct EndpointCase: Sendable, CustomTestStringConvertible {
              caller: .alice, status: 403),
     ]
 
-    static let all = console + probes + outside + signIn + sessions + audit + users + tokens
+    static let all = console + probes + metrics + outside + signIn + sessions + audit + users + tokens
 
     @Test(arguments: all)
     func endpoint(_ expected: Case) async throws {

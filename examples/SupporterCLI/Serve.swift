@@ -58,18 +58,39 @@ enum Serve {
     static let valueOptions: Set<String> = [
         "listen", "api-listen", "trusted-proxy", "cert", "key", "data", "api-token", "api-token-file", "keepalive",
         "request-timeout", "log-level", "log-format", "resume-grace", "protocol", "store", "presence-lease",
+        "metrics-allow", "metrics-token", "metrics-token-file",
     ]
     static let flagOptions: Set<String> = ["non-interactive", "json"]
-    static let repeatableOptions: Set<String> = ["trusted-proxy"]
+    static let repeatableOptions: Set<String> = ["trusted-proxy", "metrics-allow"]
     /// Options whose values are secrets: `config show` masks them.
-    static let secretOptions: Set<String> = ["api-token", "store"]
+    static let secretOptions: Set<String> = ["api-token", "store", "metrics-token"]
     /// What each option is when nobody sets it, for `config show`.
     static let defaults: [String: String] = [
         "listen": "127.0.0.1:7443", "data": "supporter-data", "keepalive": "15s", "request-timeout": "90s",
         "resume-grace": "30s", "protocol": "1.1", "presence-lease": "10s (with --store postgres)",
         "log-level": "warning", "log-format": "text", "non-interactive": "false", "json": "false",
-        "store": "sqlite in the data folder",
+        "store": "sqlite in the data folder", "metrics-allow": "127.0.0.0/8, ::1/128 (with --api-listen)",
     ]
+
+    /// Who may read `GET /metrics`: `--metrics-allow` networks (loopback when none is given; `none` for no address at
+    /// all) and the metrics token (`--metrics-token-file`, or `RSUP_METRICS_TOKEN`; at least 16 characters).
+    static func metricsAccess(_ parsed: ParsedArguments) throws(CLIError) -> MetricsAccess {
+        var allowed: [IPPrefix] = []
+        let given = parsed.allOptions["metrics-allow"] ?? []
+        for text in given.flatMap({ $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } })
+        where text != "none" {
+            guard let prefix = IPPrefix(text) else {
+                throw .usage("--metrics-allow takes an address or a network such as 10.0.0.0/8 or 2001:db8::/32, not '\(text)'")
+            }
+            allowed.append(prefix)
+        }
+        let token = try parsed.secret("metrics-token", fileOption: "metrics-token-file")
+        if let token, token.count < 16 || token.contains(where: { $0.isWhitespace || $0.isNewline }) {
+            let option = parsed.options["metrics-token"] != nil ? "--metrics-token" : "--metrics-token-file"
+            throw .usage("\(option): a metrics token has at least 16 characters and no spaces")
+        }
+        return MetricsAccess(allowed: given.isEmpty ? IPPrefix.loopback : allowed, token: token)
+    }
 
     /// What `run` does once the options are read.
     enum Mode {
@@ -121,7 +142,7 @@ enum Serve {
             if let shown = value, secretOptions.contains(name), given != nil {
                 value = name == "store" ? StoreBackend.redacted(shown) : "(secret, \(shown.count) characters)"
             }
-            if name == "trusted-proxy", let all = parsed.allOptions[name] { value = all.joined(separator: ", ") }
+            if repeatableOptions.contains(name), let all = parsed.allOptions[name] { value = all.joined(separator: ", ") }
             object[name] = ["value": value ?? "(none)", "from": origin]
             if !asJSON { print("\(name) = \(value ?? "(none)")  # \(origin)") }
         }
@@ -200,9 +221,13 @@ enum Serve {
                 }
                 rest.trustedProxies.append(proxy)
             }
+            rest.metricsAccess = try metricsAccess(parsed)
             restConfiguration = rest
-        } else if parsed.options["trusted-proxy"] != nil {
-            throw .usage("--trusted-proxy needs --api-listen (it concerns the REST API)")
+        } else {
+            for option in ["trusted-proxy", "metrics-allow", "metrics-token", "metrics-token-file"]
+            where parsed.options[option] != nil {
+                throw .usage("--\(option) needs --api-listen (it concerns the REST API)")
+            }
         }
 
         if mode == .check {

@@ -80,6 +80,11 @@ let serveUsage = """
                                protocol/openapi.yaml; it needs admin tokens ('rsup-supporter token --scope admin')
       --trusted-proxy ADDR     a reverse proxy in front of the REST API whose X-Forwarded-For is believed (an IP
                                address; repeat for several). Without it X-Forwarded-For is ignored
+      --metrics-allow NET      who may read GET /metrics on the API address without a token: an address or network
+                               (10.0.0.0/8, 2001:db8::/32; repeat or comma-separate; 'none' for nobody); default
+                               loopback only
+      --metrics-token-file F   also serve /metrics to 'Authorization: Bearer' with the token on F's first line (at
+                               least 16 characters; or RSUP_METRICS_TOKEN); admin API tokens work too
       --keepalive DURATION     keepalive interval, 1s to 120s (default 15s)
       --request-timeout DUR    how long a request waits for the device (default 90s)
       --resume-grace DUR       how long a session whose link was lost waits for the device to resume (protocol 1.1;

@@ -1,0 +1,128 @@
+import Foundation
+import Testing
+import TestSupport
+import DeviceNode
+import SupporterNode
+import SupporterREST
+import SupportRuntime
+import SupportUtilities
+
+/// Issue 23: a real Prometheus server (Debian's `prometheus`) scrapes a real node's `/metrics` over HTTPS with the
+/// metrics token, under a small load, and what it stores is what the test did; `promtool check metrics` passes on the
+/// exposition.
+@Suite(.serialized, .timeLimit(.minutes(5))) struct MetricsScrapeTests {
+    @Test func prometheusScrapesTheDevicesOnlineAndWhatHappenedToThem() async throws {
+        let harness = try NodeHarness()
+        defer { harness.shutdown() }
+        let token = "metrics-" + UUID().uuidString
+        var rest = RESTServerConfiguration(host: "127.0.0.1", port: 0)
+        rest.metricsAccess = MetricsAccess(allowed: [], token: token)  // the token only: as deploy.md recommends
+        let server = try RESTServer(
+            node: harness.supporter,
+            configuration: rest.withIdentity(
+                of: .makeServerConfiguration(
+                    certificateChain: .file(harness.certificates.server.certificatePath),
+                    privateKey: .file(harness.certificates.server.keyPath))))
+
+        // A small load: three devices online, one session run to its start, one registration refused.
+        var joined: [JoinedDevice] = []
+        for index in 0..<3 {
+            let code = try await harness.supporter.createCode().record.code
+            let device = try JoinedDevice(node: try harness.device(), code: code)
+            #expect(await device.online(), "device \(index) online")
+            joined.append(device)
+        }
+        let first = joined[0]
+        let firstCode = first.session.code
+        let request = try await harness.supporter.requestConnection(
+            code: firstCode, supporterName: "Alice", type: .screenShare)
+        _ = try #require(await first.request())
+        first.session.answer(requestID: request, allow: true)
+        _ = await harness.supporterEvent(on: firstCode) { if case .connected = $0 { true } else { false } }
+        let refused = try JoinedDevice(node: try harness.device(), code: "000000000")
+        _ = await refused.event { if case .error = $0 { true } else { false } }
+
+        let folder = try TemporaryFolder()
+        let tokenFile = folder.path + "/metrics.token"
+        try Data(token.utf8).write(to: URL(fileURLWithPath: tokenFile))
+        let configuration = """
+            global: { scrape_interval: 1s, evaluation_interval: 1s }
+            scrape_configs:
+              - job_name: rsup
+                scheme: https
+                tls_config: { ca_file: \(harness.certificates.caPath), server_name: localhost }
+                authorization: { credentials_file: \(tokenFile) }
+                static_configs: [ { targets: ["127.0.0.1:\(server.port)"] } ]
+            """
+        try Data(configuration.utf8).write(to: URL(fileURLWithPath: folder.path + "/prometheus.yml"))
+        let log = folder.path + "/prometheus.log"
+        let prometheus = try ChildProcess(
+            "prometheus",
+            ["--config.file=\(folder.path)/prometheus.yml", "--storage.tsdb.path=\(folder.path)/data",
+             "--web.listen-address=127.0.0.1:0"],
+            stdout: .file(log), stderr: .sameAsStdout)
+        defer {
+            prometheus.signal(SIGKILL)
+            _ = prometheus.waitForExit()
+        }
+        // Its port, once it says where it listens (port 0: the kernel picked one).
+        let address = try await eventually("Prometheus listening") { () -> String? in
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            guard let line = text.split(separator: "\n").first(where: { $0.contains("msg=\"Listening on\"") }) else {
+                return nil
+            }
+            return line.split(separator: " ").first { $0.hasPrefix("address=") }.map { String($0.dropFirst(8)) }
+        }
+
+        /// One instant query's value, as Prometheus answers it (nil before it has one).
+        func query(_ expression: String) async -> Double? {
+            guard let body = await curl(["http://\(address)/api/v1/query", "--data-urlencode", "query=\(expression)"]),
+                let json = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any],
+                let result = (json["data"] as? [String: Any])?["result"] as? [[String: Any]],
+                let value = result.first?["value"] as? [Any], let text = value.last as? String
+            else { return nil }
+            return Double(text)
+        }
+        // Scraped every second: the first scrapes after Prometheus started carry the load above.
+        let started = ContinuousClock.now
+        var online = await query("rsup_devices_online")
+        while online != 3, started.duration(to: .now) < .seconds(120) {
+            // Prometheus announces no scrape: ask it again, as a dashboard would.
+            await wallClockPause(.milliseconds(250))
+            online = await query("rsup_devices_online")
+        }
+        #expect(online == 3, "rsup_devices_online as Prometheus stored it")
+        #expect(await query("up{job=\"rsup\"}") == 1, "the node's target is up")
+        #expect(await query("rsup_registrations_total{outcome=\"accepted\"}") == 3)
+        #expect(await query("rsup_registrations_total{outcome=\"refused\"}") == 1)
+        #expect(await query("rsup_connection_request_outcomes_total{outcome=\"allowed\"}") == 1)
+        #expect(await query("rsup_sessions{state=\"active\"}") == 1)
+        #expect(await query("rsup_session_start_seconds_count") == 1)
+        #expect((await query("rsup_store_commit_seconds_count") ?? 0) > 0)
+        #expect((await query("process_open_fds") ?? 0) > 0)
+
+        // The exposition itself passes Prometheus's own linter.
+        let exposition = try #require(
+            await curl(
+                ["--cacert", harness.certificates.caPath, "-H", "Authorization: Bearer \(token)",
+                 "https://localhost:\(server.port)/metrics"]))
+        let check = try ChildProcess("promtool", ["check", "metrics"], stdin: .pipe, stdout: .pipe, stderr: .sameAsStdout)
+        check.write(Array(exposition.utf8))
+        check.closeStdin()
+        let findings = String(decoding: ChildProcess.readAll(check.stdoutFD), as: UTF8.self)
+        #expect(await check.waitForExit(timeout: .seconds(60)) == 0, "promtool: \(findings)")
+        #expect(!exposition.contains(firstCode), "no session code in any label")
+        await server.shutdown()
+        withExtendedLifetime(folder) {}
+    }
+
+    /// curl's body for `arguments` (nil when it failed).
+    private func curl(_ arguments: [String]) async -> String? {
+        let output = NSTemporaryDirectory() + "metrics-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        guard let process = try? ChildProcess("curl", ["-sf", "--max-time", "30", "-o", output] + arguments),
+            await process.waitForExit(timeout: .seconds(60)) == 0
+        else { return nil }
+        return try? String(contentsOfFile: output, encoding: .utf8)
+    }
+}
