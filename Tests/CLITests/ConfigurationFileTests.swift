@@ -37,6 +37,7 @@ import TestSupport
                 ("data", folder.file("data")), ("api-token-file", tokenFile), ("keepalive", "20s"),
                 ("request-timeout", "60s"), ("log-level", "info"), ("log-format", "json"), ("resume-grace", "40s"),
                 ("protocol", "1.1"), ("non-interactive", "true"), ("json", "true"),
+                ("metrics-allow", "10.0.0.0/8"), ("metrics-token-file", tokenFile),
             ]
             let file = folder.file("serve.conf")
             let text = "# every option\n\n" + values.map { "\($0.0) = \($0.1)" }.joined(separator: "\n") + "\n"
@@ -58,11 +59,13 @@ import TestSupport
                 api-token = rsk_0123456789abcdefghijklmnop
                 store = postgres://rsup:hunter2@db.example/rsup
                 presence-lease = 5s
+                metrics-token = metrics-0123456789abcdef
                 """.write(toFile: others, atomically: true, encoding: .utf8)
             let secret = try await show(others)
             #expect(secret["api-token"]?.value == "(secret, 30 characters)", "\(String(describing: secret["api-token"]))")
             #expect(secret["store"]?.value.contains("hunter2") == false, "\(String(describing: secret["store"]))")
             #expect(secret["presence-lease"]?.value == "5s")
+            #expect(secret["metrics-token"]?.value == "(secret, 24 characters)")
         }
     }
 
@@ -92,6 +95,11 @@ import TestSupport
             ("keepalive =\n", "line 1: 'keepalive' has no value"),
             ("cert = a.pem\nkey = a.key\nkeepalive = 500s\n", "--keepalive takes 1s to 120s"),
             ("cert = a.pem\nkey = a.key\nprotocol = 2.0\n", "line 3"),
+            ("cert = a.pem\nkey = a.key\nmetrics-allow = 10.0.0.0/33\napi-listen = 127.0.0.1:0\n",
+             "--metrics-allow takes an address or a network"),
+            ("cert = a.pem\nkey = a.key\nmetrics-token = short\napi-listen = 127.0.0.1:0\n",
+             "--metrics-token: a metrics token has at least 16 characters"),
+            ("cert = a.pem\nkey = a.key\nmetrics-allow = 10.0.0.0/8\n", "--metrics-allow needs --api-listen"),
         ])
     func badFilesAreRefused(text: String, words: String) async throws {
         let folder = try TemporaryFolder()

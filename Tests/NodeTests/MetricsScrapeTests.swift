@@ -126,3 +126,8 @@ import SupportUtilities
         return try? String(contentsOfFile: output, encoding: .utf8)
     }
 }
+
+/// The value of the sample `series` (its name and labels exactly as written) in `exposition`, or nil.
+func metricValue(_ exposition: String, _ series: String) -> Double? {
+    exposition.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap { Double($0.dropFirst(series.count + 1)) }
+}

@@ -87,6 +87,17 @@ extension NodeIntegration {
             #expect(events.first { $0.kind == .requestSent }?.details["supporter"] == "Alice")
             let engine = try #require(second.supporter.store as? PostgresStoreEngine)
             #expect(try engine.verifyAudit().isVerified)
+
+            // The metrics say so: node 2 routed its request and node 3 its end to node 1, each answered; node 1 sent
+            // the request to the device and saw it allowed.
+            for routing in [second, third] {
+                let metrics = routing.supporter.metrics.exposition()
+                #expect(metricValue(metrics, #"rsup_cluster_routed_commands_total{outcome="answered"}"#) == 1, "\(metrics)")
+                #expect(metricValue(metrics, "rsup_cluster_routed_command_seconds_count") == 1)
+            }
+            let holding = first.supporter.metrics.exposition()
+            #expect(metricValue(holding, "rsup_connection_requests_total") == 1)
+            #expect(metricValue(holding, #"rsup_connection_request_outcomes_total{outcome="allowed"}"#) == 1)
         }
 
         @Test func twoNodesRacingForOneCodeLetExactlyOneDeviceOn() async throws {
@@ -184,6 +195,11 @@ extension NodeIntegration {
             #expect(request.requestID == id)
             #expect(request.supporterName == "Dora")
             device.session.leave()
+            // Both listeners were opened again, and the metrics count it.
+            for node in [first, second] {
+                let reconnects = metricValue(node.supporter.metrics.exposition(), "rsup_cluster_listener_reconnects_total")
+                #expect((reconnects ?? 0) >= 1, "\(String(describing: reconnects))")
+            }
         }
 
         @Test func anAddressBlockedOnOneNodeIsBlockedOnTheOthers() async throws {
