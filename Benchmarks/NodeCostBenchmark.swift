@@ -26,7 +26,9 @@ import SupporterModel
 ///    `device_offline` committed to a real SQLite file) ÷ node CPU per HELLO-only connection (TLS + HELLO + GOAWAY);
 /// 2. node CPU per PING/PONG exchange with 10,000 idle registered devices on a 1 s keepalive;
 /// 3. answer → SESSION_STARTED as the device sees it, 10,000 devices online, file store;
-/// 4. audit-file bytes per connect/register/close cycle (WAL checkpointed).
+/// 4. audit-file bytes per connect/register/close cycle (WAL checkpointed);
+/// 5. node CPU per registration while a scraper reads `/metrics` once a second (`curl` in a shell loop, a process of
+///    its own: only the node's side of each scrape counts) ÷ without, in alternating rounds (issue 23: within 2 %).
 ///
 /// The node runs in this process (a file-backed store in a temporary folder). The load generator is a child process
 /// (this executable again, hidden subcommand `nodecost-devices`) of raw device links: ``TLSDialer`` + ``FramedLink``
@@ -100,6 +102,16 @@ enum NodeCostBenchmark {
         var latencyFailures = 0
         var latencyError: String?
         var latencyCPUPerRequest = Double.nan
+        // metrics scrape
+        var unscraped = CostRound()
+        var scraped = CostRound()
+        var scrapeRatios: [Double] = []
+        var scrapes = 0
+        var scrapeError: String?
+        /// CPU of one `exposition()` call in this process (the node's side of a scrape, before HTTP and TLS), and its
+        /// size.
+        var expositionMicroseconds = Double.nan
+        var expositionBytes = 0
     }
 
     // MARK: the group
@@ -189,7 +201,7 @@ enum NodeCostBenchmark {
         }
         // For profiling one phase: RSUP_NODECOST_PHASES=cost,keepalive,latency (default: all three).
         let phases = getenv("RSUP_NODECOST_PHASES").map { String(cString: $0).split(separator: ",").map(String.init) }
-            ?? ["cost", "keepalive", "latency"]
+            ?? ["cost", "keepalive", "latency", "scrape"]
         // 1 and 4: cost per connection, audit bytes per cycle.
         if phases.contains("cost") { costPhase(node: node, generator: generator, audit: audit, results: &results) }
         results.firstFailure = generator.firstFailure
@@ -201,6 +213,10 @@ enum NodeCostBenchmark {
         // 3: answer → SESSION_STARTED with `population` devices online (no keepalive traffic).
         if phases.contains("latency") {
             latencyPhase(node: node, generator: generator, recorder: recorder, codes: codes, results: &results)
+        }
+        // 5: registrations with and without a 1 s scrape of /metrics.
+        if phases.contains("scrape") {
+            scrapePhase(node: node, generator: generator, directory: directory, codes: codes.count, results: &results)
         }
 
         _ = generator.command("quit")
@@ -244,6 +260,60 @@ enum NodeCostBenchmark {
             results.storeTransactions += statisticsAfter.transactions - statisticsBefore.transactions
             results.storeJobs += statisticsAfter.applied - statisticsBefore.applied
         }
+    }
+
+    /// Registrations per scrape round: long enough (several seconds) for a 1 s scrape loop to fire a few times.
+    static let scrapeRoundCycles = 6_000
+    static let scrapeRounds = 6
+    /// Expositions timed before the rounds (RSUP_NODECOST_EXPOSITIONS: more, for a profile of one).
+    static let expositionLoops = getenv("RSUP_NODECOST_EXPOSITIONS").flatMap { Int(String(cString: $0)) } ?? 50
+
+    /// Alternating rounds of registrations without and with a 1 s scrape loop of `GET /metrics` over HTTPS (a REST
+    /// server beside the node in both, so only the scraping differs). Codes are reused, round by round.
+    static func scrapePhase(
+        node: SupporterNode, generator: Generator, directory: String, codes: Int, results: inout Results
+    ) {
+        var configuration = RESTServerConfiguration(host: "127.0.0.1", port: 0)
+        configuration.certificateChain = .file(directory + "/supporter.pem")
+        configuration.privateKey = .file(directory + "/supporter.key")
+        guard let server = try? RESTServer(node: node, configuration: configuration) else {
+            results.scrapeError = "cannot start the REST server"
+            return
+        }
+        defer { blockingAwait { await server.shutdown() } }
+        let url = "https://127.0.0.1:\(server.port)/metrics"
+        let cpuBefore = ProcessInfoLite.cpuSeconds()
+        for _ in 0..<expositionLoops { results.expositionBytes = node.metrics.exposition().utf8.count }
+        results.expositionMicroseconds = (ProcessInfoLite.cpuSeconds() - cpuBefore) / Double(expositionLoops) * 1e6
+        let count = min(scrapeRoundCycles, codes)
+        _ = generator.command("cycles register \(warmUpCycles) \(inFlight) 0")
+        waitForStore(node)
+        for _ in 0..<scrapeRounds {
+            let quiet = measureRound(node: node, generator: generator, command: "cycles register \(count) \(inFlight) 0")
+            results.unscraped.add(quiet)
+            let before = scrapeCount(node)
+            guard let scraper = ChildProcess(
+                "sh", ["sh", "-c", "while :; do curl -sk -o /dev/null \(url); sleep 1; done"], captureOutput: false)
+            else {
+                results.scrapeError = "cannot start the scrape loop"
+                return
+            }
+            let loud = measureRound(node: node, generator: generator, command: "cycles register \(count) \(inFlight) 0")
+            scraper.signal(SIGKILL)
+            _ = scraper.wait()
+            results.scrapes += scrapeCount(node) - before
+            results.scraped.add(loud)
+            results.scrapeRatios.append(
+                (loud.cpuSeconds / Double(max(loud.connections, 1))) / (quiet.cpuSeconds / Double(max(quiet.connections, 1))))
+        }
+    }
+
+    /// `GET /metrics` answered so far, from the node's own metrics.
+    static func scrapeCount(_ node: SupporterNode) -> Int {
+        let line = node.metrics.exposition().split(separator: "\n").first {
+            $0.hasPrefix(#"rsup_http_requests_total{route="/metrics",method="GET",status="200"} "#)
+        }
+        return line.flatMap { $0.split(separator: " ").last }.flatMap { Int($0) } ?? 0
     }
 
     static func measureRound(node: SupporterNode, generator: Generator, command: String) -> CostRound {
@@ -472,6 +542,15 @@ enum NodeCostBenchmark {
             "4", "audit-file bytes per connect/register/close cycle (WAL checkpointed)",
             "\(Format.fixed(auditPerCycle, 0)) B", "(stated)", "—",
         ])
+        let quietCPU = results.unscraped.cpuSeconds / Double(max(results.unscraped.connections, 1)) * 1e6
+        let scrapedCPU = results.scraped.cpuSeconds / Double(max(results.scraped.connections, 1)) * 1e6
+        let scrapeRatio = scrapedCPU / quietCPU
+        table.addRow([
+            "5",
+            "node CPU per registration with a 1 s /metrics scrape ÷ without (\(Format.grouped(results.scraped.connections)) / \(Format.grouped(results.unscraped.connections)), \(results.scrapes) scrapes)",
+            "\(Format.fixed(scrapeRatio, 3)) (\(us(scrapedCPU)) / \(us(quietCPU)) µs)", "≤ 1.02",
+            verdict(scrapeRatio <= 1.02, valid: scrapeRatio.isFinite && results.scrapes > 0),
+        ])
         table.print()
         print()
 
@@ -534,8 +613,20 @@ enum NodeCostBenchmark {
             "\(Format.fixed(results.answerToStarted.percentile(90), 0)) / \(Format.fixed(results.answerToStarted.maximum, 0)); \(results.latencyFailures)",
         ])
         details.addRow(["node CPU per request (latency phase)", "\(us(results.latencyCPUPerRequest * 1e6)) µs"])
+        details.addRow([
+            "metrics: ratio of each pair of rounds (scraped ÷ not); wall s per round without / with",
+            results.scrapeRatios.map { Format.fixed($0, 3) }.joined(separator: " ") + "; "
+                + Format.fixed(results.unscraped.wallSeconds / Double(scrapeRounds), 1) + " / "
+                + Format.fixed(results.scraped.wallSeconds / Double(scrapeRounds), 1),
+        ])
+        details.addRow([
+            "metrics: CPU of one exposition (\(Format.grouped(results.expositionBytes)) bytes) in this process",
+            "\(us(results.expositionMicroseconds)) µs",
+        ])
         details.print()
-        for error in [results.firstFailure, results.keepaliveError, results.latencyError].compactMap({ $0 }) {
+        for error in [results.firstFailure, results.keepaliveError, results.latencyError, results.scrapeError]
+            .compactMap({ $0 })
+        {
             print("   note: \(error)")
         }
         print(

@@ -43,6 +43,8 @@ public final class MetricsRegistry: Sendable {
     }
 
     private let families = Mutex<[Family]>([])
+    /// Run at the start of each ``exposition()``: an owner reads a costly state once for several families.
+    private let scrapeHooks = Mutex<[@Sendable () -> Void]>([])
 
     public init() {}
 
@@ -118,6 +120,9 @@ public final class MetricsRegistry: Sendable {
         read(name, help, kind: .gauge) { [Sample(value())] }
     }
 
+    /// Runs `hook` at the start of every ``exposition()``, before any family is read.
+    public func onScrape(_ hook: @escaping @Sendable () -> Void) { scrapeHooks.withLock { $0.append(hook) } }
+
     /// Names registered so far, in order.
     public var names: [String] { families.withLock { $0.map(\.name) } }
 
@@ -133,6 +138,7 @@ public final class MetricsRegistry: Sendable {
 
     /// Every family with its samples, in the text exposition format (`text/plain; version=0.0.4`).
     public func exposition() -> String {
+        for hook in scrapeHooks.withLock({ $0 }) { hook() }
         var text = ""
         for family in families.withLock({ $0 }) {
             text += "# HELP \(family.name) \(MetricsText.help(family.help))\n"

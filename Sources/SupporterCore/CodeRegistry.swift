@@ -92,12 +92,18 @@ public struct CodeRegistry: Sendable {
         /// (``UnresumedSession``), while no device holds the code: shown as reconnecting.
         var awaitingResume: SessionCodeState?
 
-        func info(now: Date) -> SessionCodeInfo {
+        /// The state ``info(now:)`` shows, without making the info (the metrics count every code's on each scrape).
+        func state(now: Date) -> SessionCodeState {
             let remote = holder == nil ? elsewhere : nil
             let waiting = holder == nil ? awaitingResume : nil
             let shown: SessionCodeState = committed ? live : waiting ?? remote?.state ?? .open
-            let state: SessionCodeState =
-                record.isClosed ? .closed : (shown == .open && now >= record.validUntil) ? .expired : shown
+            return record.isClosed ? .closed : (shown == .open && now >= record.validUntil) ? .expired : shown
+        }
+
+        func info(now: Date) -> SessionCodeInfo {
+            let remote = holder == nil ? elsewhere : nil
+            let waiting = holder == nil ? awaitingResume : nil
+            let state = state(now: now)
             var info = SessionCodeInfo(
                 record: record, state: state, deviceName: state.isLive ? (remote?.deviceName ?? deviceName) : nil)
             info.reconnecting = state.isLive && (reconnecting || waiting != nil)
@@ -198,12 +204,16 @@ public struct CodeRegistry: Sendable {
     /// What the node's metrics show of the codes, in one pass: the devices registered (durably) on this node, and the
     /// codes in each state as ``info(_:now:)`` shows them (another node's devices included).
     public func census(now: Date) -> (devicesHere: Int, states: [SessionCodeState: Int]) {
+        // Counted in an array, each entry borrowed: this runs under the node's session lock on every scrape.
+        let all = SessionCodeState.allCases
+        var counts = [Int](repeating: 0, count: all.count)
         var devices = 0
-        var states: [SessionCodeState: Int] = [:]
-        for entry in codes.values {
+        codes.values.forEach { entry in
             if entry.holder != nil, entry.committed { devices += 1 }
-            states[entry.info(now: now).state, default: 0] += 1
+            counts[all.firstIndex(of: entry.state(now: now)) ?? 0] += 1
         }
+        var states: [SessionCodeState: Int] = [:]
+        for (position, state) in all.enumerated() where counts[position] > 0 { states[state] = counts[position] }
         return (devices, states)
     }
 

@@ -1,4 +1,5 @@
 import SupporterCore
+import Synchronization
 import SupporterModel
 import SupporterStore
 import SupportMetrics
@@ -112,14 +113,20 @@ final class NodeMetrics: Sendable {
     /// The families read when scraped from the node's state and its store: devices online, codes by state, the
     /// store writer's queue, jobs and commit latency.
     func registerReads(node: SupporterNode) {
-        registry.gauge("rsup_devices_online", "Devices registered on this node now.") { [weak node] in
-            Double(node?.census().devicesHere ?? 0)
+        // One pass over the codes per scrape (one take of the session lock), for both families.
+        let census = Mutex<(devicesHere: Int, states: [SessionCodeState: Int])>((0, [:]))
+        registry.onScrape { [weak node] in
+            let taken = node?.census() ?? (0, [:])
+            census.withLock { $0 = taken }
+        }
+        registry.gauge("rsup_devices_online", "Devices registered on this node now.") {
+            Double(census.withLock { $0.devicesHere })
         }
         registry.read(
             "rsup_sessions", "Session codes by state (open, online, request_pending, active, closed, expired).",
             kind: .gauge, labels: ["state"]
-        ) { [weak node] in
-            let states = node?.census().states ?? [:]
+        ) {
+            let states = census.withLock { $0.states }
             return SessionCodeState.allCases.map { MetricsRegistry.Sample([$0.rawValue], Double(states[$0] ?? 0)) }
         }
         let store = node.store
