@@ -14,7 +14,7 @@ final class NodeMetrics: Sendable {
     let registry: MetricsRegistry
     /// REGISTERs decided, by `outcome` (`accepted`, `refused`).
     private let registrations: CounterFamily
-    /// Refused REGISTERs, by protocol `reason` (SPEC §5 reason codes).
+    /// Refused REGISTERs, by protocol `reason` (SPEC §6 reason codes: at most 256 values).
     private let refusals: CounterFamily
     /// RESUMEs decided, by `outcome` (`resumed`, `refused`).
     private let resumes: CounterFamily
