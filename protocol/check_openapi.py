@@ -34,6 +34,7 @@ checks too), then wrong passwords until the sign-in limit answers 429; --no-rate
 Python 3 standard library plus PyYAML and jsonschema. Exit 0 when everything matches, 1 with a report otherwise.
 """
 
+import base64
 import argparse
 import copy
 import datetime
@@ -666,7 +667,9 @@ def valid_values(name, schema):
         values += list(ACCOUNT_LOGINS)
     elif "string" in kinds:
         low, high = schema.get("minLength", 0), schema.get("maxLength", 64)
-        if schema.get("format") == "email":
+        if schema.get("format") == "byte":
+            values += [base64.b64encode(b"r").decode(), base64.b64encode(bytes(range(256)) * 16).decode()]
+        elif schema.get("format") == "email":
             values += ["ann@example.com", email_of_length(max(low, 5)), email_of_length(high)]
         elif schema.get("format") == "date-time":
             values += [future(form="millis"), future(7200, form="plain"), future(90000, form="offset")]
@@ -1076,6 +1079,7 @@ class Scenario:
             "deleteSession": ({"code": code}, None),
             "connectSession": ({"code": code}, {}), "cancelRequest": ({"code": code}, None),
             "endSession": ({"code": code}, None),
+            "askFeature": ({"code": code}, {"feature": "chat"}), "sendChat": ({"code": code}, {"text": "hi"}),
             "listAudit": ({}, None), "streamEvents": ({}, None),
             "listUsers": ({}, None), "createUser": ({}, {"login": self.fresh(), "display_name": "X",
                                                          "password": "0123456789"}),
@@ -1555,6 +1559,26 @@ class Scenario:
         c.call("connectSession", 413, n, raw=BIG_BODY, session=s, label="body over 64 KiB")
         if (c.call("getSession", 200, n).json or {}).get("assigned_supporter") is not None:
             c.fail("connectSession", "a refused connection request assigned the code")
+        # Acting in a session (issue 24): without a device 409 once the body is valid, 422 for a body the schema
+        # refuses, 404 for no such code; the admin token may act too.
+        for operation_id in ("askFeature", "sendChat"):
+            schema = spec.request_schema(operation_id)
+            properties = create_schema_properties(spec, schema)
+            for name, sub in properties.items():
+                for value in valid_values(name, sub):
+                    body = {"feature": "chat"} if operation_id == "askFeature" else {}
+                    body[name] = value
+                    c.call(operation_id, 409, n, body=body, session=s, label="valid body, no device")
+            base = {"feature": "chat"} if operation_id == "askFeature" else {"text": "hello"}
+            c.call(operation_id, 409, n, body=base, label="admin token, no device")
+            c.call(operation_id, 404, {"code": self.missing_code}, body=base, session=s)
+            for label, body in invalid_bodies(spec, schema, base):
+                if check_invalid(c, spec, schema, label, body):
+                    c.call(operation_id, 422, n, body=body, session=s, label=label)
+            for label, raw in RAW_BODIES:
+                c.call(operation_id, 400, n, raw=raw, session=s, label=label)
+            self.excuse(operation_id, 202, "needs a session with the feature granted by the device's user: "
+                        "SupporterNodeClusterTests asks and chats across nodes, RouterEndpointTests checks the bodies")
 
         if self.args.online_code:
             o = {"code": self.args.online_code}

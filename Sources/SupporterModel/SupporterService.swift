@@ -47,15 +47,22 @@ public protocol SupporterService: AnyObject, Sendable {
 
     // MARK: sessions (routed to the node holding the device, in a cluster)
 
-    /// Sends a connection request as `account` to the device on `code`; returns the request's id.
+    /// Sends a connection request as `account` to the device on `code`, with the media descriptor its
+    /// SESSION_STARTED will carry (SPEC §15, 1–4,096 bytes, never logged); returns the request's id.
     @discardableResult
     func requestConnection(
-        code: String, account: SupporterAccount, type: ConnectionType, features: FeatureSet, by actor: AuditActor
+        code: String, account: SupporterAccount, type: ConnectionType, features: FeatureSet,
+        mediaDescriptor: [UInt8]?, by actor: AuditActor
     ) async throws(SupporterNodeError) -> UInt32
     /// Withdraws the pending request on `code`.
     func abortRequest(code: String, by actor: AuditActor) async throws(SupporterNodeError)
     /// Ends the session on `code`, with an optional text for the device's user.
     func endSession(code: String, text: String?, by actor: AuditActor) async throws(SupporterNodeError)
+    /// Asks the device on `code` for `feature` during its session (SPEC §15.3); the answer is audited.
+    func askFeature(code: String, feature: Feature.ID, text: String?, by actor: AuditActor)
+        async throws(SupporterNodeError)
+    /// Sends chat text to the device on `code` (SPEC §15.4); needs `chat` granted.
+    func sendChat(code: String, text: String, by actor: AuditActor) async throws(SupporterNodeError)
 
     // MARK: accounts and sign-in
 

@@ -279,13 +279,13 @@ extension SupporterNode {
     @discardableResult
     public func requestConnection(
         code: String, account: SupporterAccount, type: ConnectionType, features: FeatureSet = [],
-        by actor: AuditActor
+        mediaDescriptor: [UInt8]? = nil, by actor: AuditActor
     ) async throws(SupporterNodeError) -> UInt32 {
         guard account.isActive else { throw SupporterNodeError("the account \(account.login) is disabled", kind: .forbidden) }
         try checkAccess(account, to: code)
         return try await requestConnection(
-            code: code, supporterName: account.displayName, type: type, features: features, by: actor,
-            assignTo: account.login, replacingAssignee: false)
+            code: code, supporterName: account.displayName, type: type, features: features,
+            mediaDescriptor: mediaDescriptor, by: actor, assignTo: account.login, replacingAssignee: false)
     }
 
     /// Throws `forbidden` when `account` may not act on `code` (assigned to another supporter), `not_found` when there

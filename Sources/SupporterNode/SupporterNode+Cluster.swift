@@ -150,6 +150,16 @@ extension SupporterNode {
                 try await abortRequestHere(code: command.code, by: actor)
             case .end:
                 try await endSessionHere(code: command.code, text: command.text, by: actor)
+            case .ask:
+                guard let feature = command.features?.first.flatMap({ $0.first }).map(Feature.ID.init(rawValue:)) else {
+                    return ClusterCommandAnswer(SupporterNodeError("the command lacks its feature", kind: .invalid))
+                }
+                try await askFeatureHere(code: command.code, feature: feature, text: command.text, by: actor)
+            case .chat:
+                guard let text = command.text else {
+                    return ClusterCommandAnswer(SupporterNodeError("the command lacks its text", kind: .invalid))
+                }
+                try await sendChatHere(code: command.code, text: text)
             case .vacate:
                 if sessions.withLock({ $0.registry.holdsDevice(on: command.code) }) {
                     throw SupporterNodeError("a device is on this code", kind: .conflict)

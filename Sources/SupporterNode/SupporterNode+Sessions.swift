@@ -14,8 +14,8 @@ extension SupporterNode {
         guard let connection else {
             if let elsewhere {
                 throw SupporterNodeError(
-                    "the device on code \(Redact.code(code)) is on node \(elsewhere.node): only connect, cancel and end "
-                        + "reach it from here; do this on that node", kind: .conflict)
+                    "the device on code \(Redact.code(code)) is on node \(elsewhere.node): only connect, cancel, end, ask "
+                        + "and chat reach it from here; do this on that node", kind: .conflict)
             }
             throw SupporterNodeError("no device is online on code \(Redact.code(code))", kind: .conflict)
         }
@@ -138,10 +138,23 @@ extension SupporterNode {
         sessions.withLock { $0.registry.info(code, now: clock.wallTime)?.record.featureRules } ?? .codeDefault
     }
 
-    /// Asks the device on `code` for a feature during the active session (SPEC §15.3). The answer arrives as an
-    /// event (`featureGranted`, `featureRefused`); a feature the code's rules deny is refused here (and audited).
+    /// Asks the device on `code` for a feature during the active session (SPEC §15.3), through the node holding the
+    /// device if that is another one. The answer arrives as an event (`featureGranted`, `featureRefused`), and in the
+    /// audit trail; a feature the code's rules deny is refused (and audited).
     public func askFeature(
         code: String, feature: Feature.ID, text: String? = nil, by actor: AuditActor = .local
+    ) async throws(SupporterNodeError) {
+        if !holdsDevice(on: code), let node = try await remoteHolder(of: code) {
+            let command = ClusterCommand(
+                kind: .ask, code: code, features: [[feature.rawValue, 1]], text: text, actor: ClusterCommand.Actor(actor))
+            _ = try await forward(command, to: node)
+            return
+        }
+        try await askFeatureHere(code: code, feature: feature, text: text, by: actor)
+    }
+
+    func askFeatureHere(
+        code: String, feature: Feature.ID, text: String?, by actor: AuditActor
     ) async throws(SupporterNodeError) {
         let connection = try connection(for: code)
         let rules = codeRules(code)
@@ -158,8 +171,19 @@ extension SupporterNode {
         }
     }
 
-    /// Sends chat text to the device on `code` (SPEC §15.4); needs `chat` granted. Delivery arrives as an event.
-    public func sendChat(code: String, text: String) async throws(SupporterNodeError) {
+    /// Sends chat text to the device on `code` (SPEC §15.4), through the node holding the device if that is another
+    /// one; needs `chat` granted. Returns once the text is queued for the device (message contents are not
+    /// audited); its delivery arrives on the holding node as an event (`messageDelivered`).
+    public func sendChat(code: String, text: String, by actor: AuditActor = .local) async throws(SupporterNodeError) {
+        if !holdsDevice(on: code), let node = try await remoteHolder(of: code) {
+            _ = try await forward(
+                ClusterCommand(kind: .chat, code: code, text: text, actor: ClusterCommand.Actor(actor)), to: node)
+            return
+        }
+        try await sendChatHere(code: code, text: text)
+    }
+
+    func sendChatHere(code: String, text: String) async throws(SupporterNodeError) {
         let connection = try connection(for: code)
         try await connection.run { machine throws(SupporterSessionMachine.Refusal) in (try machine.sendChat(text), ()) }
     }

@@ -45,12 +45,23 @@ struct APITokenCreate: Decodable {
 struct APIConnect: Decodable {
     let connectionType: ConnectionType
     let features: FeatureSet
+    /// What SESSION_STARTED hands the app (SPEC §15): 1–4,096 bytes, sent as standard Base64; never logged.
+    let mediaDescriptor: [UInt8]?
 
     static let featureNames: Set<String> = Set(Feature.ID.defined.compactMap(\.name))
+    static let mediaDescriptorBytes = 1...4_096
 
     init(from decoder: any Decoder) throws {
         let object = try StrictJSON.object(decoder)
-        try object.refuseUnknownMembers(allowed: ["connection_type", "features"])
+        try object.refuseUnknownMembers(allowed: ["connection_type", "features", "media_descriptor"])
+        if let text = try object.string("media_descriptor", max: 5_464, required: false) {
+            guard let bytes = Base64.decode(text), Self.mediaDescriptorBytes.contains(bytes.count) else {
+                throw RESTError.unprocessable("media_descriptor must be 1 to 4096 bytes in standard Base64")
+            }
+            mediaDescriptor = bytes
+        } else {
+            mediaDescriptor = nil
+        }
         switch try object.string("connection_type", max: 32, required: false) ?? "screen_share" {
         case "screen_share": connectionType = .screenShare
         case "assist_ar": connectionType = .assistAR
@@ -61,5 +72,36 @@ struct APIConnect: Decodable {
             if let id = Feature.ID(name: name) { features.insert(Feature(id)) }
         }
         self.features = features
+    }
+}
+
+/// `FeatureAsk`: the body of `POST /sessions/{code}/ask`.
+struct APIFeatureAsk: Decodable {
+    let feature: Feature.ID
+    /// Shown to the device's user with the ask.
+    let text: String?
+
+    init(from decoder: any Decoder) throws {
+        let object = try StrictJSON.object(decoder)
+        try object.refuseUnknownMembers(allowed: ["feature", "text"])
+        let name = try object.string("feature", max: 32, required: true) ?? ""
+        guard APIConnect.featureNames.contains(name), let id = Feature.ID(name: name) else {
+            throw RESTError.unprocessable(
+                "feature: unknown value '\(name)' (one of \(APIConnect.featureNames.sorted().joined(separator: ", ")))")
+        }
+        feature = id
+        text = try object.string("text", max: 256, required: false)
+    }
+}
+
+/// `ChatMessage`: the body of `POST /sessions/{code}/chat`.
+struct APIChat: Decodable {
+    let text: String
+
+    init(from decoder: any Decoder) throws {
+        let object = try StrictJSON.object(decoder)
+        try object.refuseUnknownMembers(allowed: ["text"])
+        text = try object.string("text", max: 4_096, required: true) ?? ""
+        guard text.utf8.count <= 4_096 else { throw RESTError.unprocessable("text has at most 4096 bytes of UTF-8") }
     }
 }

@@ -65,6 +65,12 @@ extension RESTRouter {
         Route(.post, "/api/v1/sessions/{code}/end", .authenticated(.caller, methodCheck: .afterAccess, "endSession") {
             router, call, principal throws(RESTError) in try await router.endSession(call, by: principal)
         }),
+        Route(.post, "/api/v1/sessions/{code}/ask", .authenticated(.caller, methodCheck: .afterAccess, "askFeature") {
+            router, call, principal throws(RESTError) in try await router.askFeature(call, by: principal)
+        }),
+        Route(.post, "/api/v1/sessions/{code}/chat", .authenticated(.caller, methodCheck: .afterAccess, "sendChat") {
+            router, call, principal throws(RESTError) in try await router.sendChat(call, by: principal)
+        }),
         // Another action on a code: 404, but (as in version 1, and as the spec says) only once authenticated.
         Route(nil, "/api/v1/sessions/{code}/{action}", .authenticated(.caller, methodCheck: .afterAccess, nil) {
             router, call, _ throws(RESTError) in throw router.noSuchResource(call)

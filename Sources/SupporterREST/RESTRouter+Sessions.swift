@@ -125,7 +125,28 @@ extension RESTRouter {
             try await nodeCall { () throws(SupporterNodeError) in
                 _ = try await node.requestConnection(
                     code: code, account: account, type: input.connectionType, features: input.features,
-                    by: principal.actor)
+                    mediaDescriptor: input.mediaDescriptor, by: principal.actor)
+            }
+        }
+    }
+
+    /// `POST /sessions/{code}/ask`: asks the device for a feature during the session; the answer is audited (and on
+    /// the event stream).
+    func askFeature(_ call: RESTCall, by principal: RESTPrincipal) async throws(RESTError) -> HTTPResponse {
+        try await act(on: call["code"], by: principal) { code throws(RESTError) in
+            let input = try StrictJSON.decode(APIFeatureAsk.self, from: call.request.body)
+            try await nodeCall { () throws(SupporterNodeError) in
+                try await node.askFeature(code: code, feature: input.feature, text: input.text, by: principal.actor)
+            }
+        }
+    }
+
+    /// `POST /sessions/{code}/chat`: sends chat text to the device (needs `chat` granted).
+    func sendChat(_ call: RESTCall, by principal: RESTPrincipal) async throws(RESTError) -> HTTPResponse {
+        try await act(on: call["code"], by: principal) { code throws(RESTError) in
+            let input = try StrictJSON.decode(APIChat.self, from: call.request.body)
+            try await nodeCall { () throws(SupporterNodeError) in
+                try await node.sendChat(code: code, text: input.text, by: principal.actor)
             }
         }
     }

@@ -6,6 +6,7 @@ import SupportSession
 import TestSupport
 import Testing
 import SupportWire
+import SupportVocabulary
 import SampleAppModel
 import SupportUtilities
 import SupportRuntime
@@ -53,8 +54,14 @@ extension NodeIntegration {
             let code = try await second.supporter.createCode(type: .remoteSupport, description: "printer").code
             let token = try third.supporter.issueAPIToken(label: "made on node 3")
             #expect(await waitUntil { first.supporter.code(code) != nil && first.supporter.scope(ofToken: token) == .device })
+            var rules = FeatureRules.deviceDefault
+            rules.set(.allow, for: .chat)
             let device = try JoinedDevice(
-                node: try first.device(first.deviceConfiguration(name: "Pixel on node 1", token: token)), code: code)
+                node: try first.device(first.deviceConfiguration(
+                    name: "Pixel on node 1", token: token,
+                    capabilities: [Feature(.screenShare), Feature(.voip), Feature(.chat), Feature(.fileShare)],
+                    rules: rules)),
+                code: code)
             #expect(await device.online())
             let firstID = try #require(first.supporter.clusterNodeID)
             #expect(await waitUntil { second.supporter.code(code)?.state == .online })
@@ -62,7 +69,9 @@ extension NodeIntegration {
             #expect(second.supporter.code(code)?.deviceName == "Pixel on node 1")
             #expect(first.supporter.code(code)?.node == nil)  // its own device
 
-            let id = try await second.supporter.requestConnection(code: code, supporterName: "Alice", type: .screenShare)
+            let id = try await second.supporter.requestConnection(
+                code: code, supporterName: "Alice", type: .screenShare, features: [Feature(.chat)],
+                mediaDescriptor: Array("room=7".utf8))
             let request = try #require(await device.request())
             #expect(request.requestID == id)
             #expect(request.supporterName == "Alice")
@@ -70,6 +79,33 @@ extension NodeIntegration {
             device.session.answer(requestID: id, allow: true)
             #expect(await first.supporterEvent(on: code) { $0 == .connected(requestID: id) } != nil)
             #expect(await waitUntil { third.supporter.code(code)?.state == .active })
+
+            // In the session, from the other nodes (issue 24): node 3 asks for file sharing, the device's user grants
+            // it, the grant is in the trail node 2 reads; node 2's chat text (chat granted with the request, whose
+            // media descriptor the app got) reaches the device.
+            let started = await device.event { if case .supporterConnected = $0 { true } else { false } }
+            guard case .supporterConnected(_, _, let details)? = started else {
+                Issue.record("not connected")
+                return
+            }
+            #expect(details.mediaDescriptor == Array("room=7".utf8))
+            try await third.supporter.askFeature(code: code, feature: .fileShare, text: "to send your logs")
+            let asked = await device.event { if case .featureRequested = $0 { true } else { false } }
+            guard case .featureRequested(let ask)? = asked else {
+                Issue.record("the routed ask did not reach the device")
+                return
+            }
+            #expect(ask.feature == .fileShare && ask.text == "to send your logs")
+            device.session.answerFeature(askID: ask.askID, grant: true)
+            #expect(
+                await waitUntil {
+                    (try? second.supporter.auditEvents(code: code))?.contains { $0.kind == .featureGranted } == true
+                })
+            try await second.supporter.sendChat(code: code, text: "Hello from node 2")
+            #expect(
+                await device.event {
+                    if case .messageReceived(.chat(_, "Hello from node 2")) = $0 { true } else { false }
+                } != nil)
 
             try await third.supporter.endSession(code: code, text: "done from node 3")
             #expect(
@@ -88,12 +124,13 @@ extension NodeIntegration {
             let engine = try #require(second.supporter.store as? PostgresStoreEngine)
             #expect(try engine.verifyAudit().isVerified)
 
-            // The metrics say so: node 2 routed its request and node 3 its end to node 1, each answered; node 1 sent
+            // The metrics say so: node 2 routed its request and chat, node 3 its ask and end, to node 1, each answered;
+            // node 1 sent
             // the request to the device and saw it allowed.
             for routing in [second, third] {
                 let metrics = routing.supporter.metrics.exposition()
-                #expect(metricValue(metrics, #"rsup_cluster_routed_commands_total{outcome="answered"}"#) == 1, "\(metrics)")
-                #expect(metricValue(metrics, "rsup_cluster_routed_command_seconds_count") == 1)
+                #expect(metricValue(metrics, #"rsup_cluster_routed_commands_total{outcome="answered"}"#) == 2, "\(metrics)")
+                #expect(metricValue(metrics, "rsup_cluster_routed_command_seconds_count") == 2)
             }
             let holding = first.supporter.metrics.exposition()
             #expect(metricValue(holding, "rsup_connection_requests_total") == 1)

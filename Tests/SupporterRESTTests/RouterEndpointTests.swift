@@ -253,6 +253,37 @@ struct EndpointCase: Sendable, CustomTestStringConvertible {
         Case(name: "end on another's code", method: .post, path: "/api/v1/sessions/{bobCode}/end", caller: .alice,
              status: 403),
         Case(name: "end by PUT", method: .put, path: "/api/v1/sessions/{code}/end", status: 405, allow: "POST"),
+
+        Case(name: "connect with a media descriptor that is no Base64", method: .post,
+             path: "/api/v1/sessions/{code}/connect", caller: .alice, body: #"{"media_descriptor":"%%%"}"#, status: 422,
+             message: "media_descriptor must be 1 to 4096 bytes"),
+        Case(name: "connect with a media descriptor over 4096 bytes", method: .post,
+             path: "/api/v1/sessions/{code}/connect", caller: .alice,
+             body: #"{"media_descriptor":"\#(String(repeating: "AAAA", count: 1366))"}"#, status: 422,
+             message: "media_descriptor must be 1 to 4096 bytes"),
+        Case(name: "connect with a media descriptor needs a device too", method: .post,
+             path: "/api/v1/sessions/{code}/connect", caller: .alice, body: #"{"media_descriptor":"cm9vbT00Mg=="}"#,
+             status: 409, message: "no device is online"),
+
+        Case(name: "ask needs a device in a session", method: .post, path: "/api/v1/sessions/{code}/ask",
+             body: #"{"feature":"remote_control","text":"to click for you"}"#, status: 409,
+             message: "no device is online"),
+        Case(name: "ask for an unknown feature", method: .post, path: "/api/v1/sessions/{code}/ask",
+             body: #"{"feature":"mind_reading"}"#, status: 422, message: "feature: unknown value 'mind_reading'"),
+        Case(name: "ask without a feature", method: .post, path: "/api/v1/sessions/{code}/ask", body: "{}",
+             status: 422, message: "feature is required"),
+        Case(name: "ask on another's code", method: .post, path: "/api/v1/sessions/{bobCode}/ask", caller: .alice,
+             body: #"{"feature":"chat"}"#, status: 403),
+        Case(name: "ask by GET", method: .get, path: "/api/v1/sessions/{code}/ask", status: 405, allow: "POST"),
+
+        Case(name: "chat needs a device in a session", method: .post, path: "/api/v1/sessions/{code}/chat",
+             caller: .alice, body: #"{"text":"Hello <b>there</b>"}"#, status: 409, message: "no device is online"),
+        Case(name: "chat text over 4096 bytes", method: .post, path: "/api/v1/sessions/{code}/chat",
+             body: #"{"text":"\#(String(repeating: "é", count: 2049))"}"#, status: 422, message: "4096 bytes"),
+        Case(name: "chat without text", method: .post, path: "/api/v1/sessions/{code}/chat", body: #"{"text":""}"#,
+             status: 422),
+        Case(name: "chat asks for credentials first", method: .post, path: "/api/v1/sessions/{code}/chat",
+             caller: .nobody, body: #"{"text":"hi"}"#, status: 401),
     ]
 
     static let audit: [Case] = [
@@ -387,6 +418,7 @@ struct EndpointCase: Sendable, CustomTestStringConvertible {
     /// `--pending-code`).
     static let needADevice: Set<String> = [
         "/api/v1/sessions/{code}/connect", "/api/v1/sessions/{code}/cancel", "/api/v1/sessions/{code}/end",
+        "/api/v1/sessions/{code}/ask", "/api/v1/sessions/{code}/chat",
     ]
 
     /// Every route of the table, for each of its methods, has at least one case it answers (2xx; for the
