@@ -46,6 +46,31 @@ struct DeviceCLITests {
         expectError(result, exitCode: 2, mentions: ["'\(code)' is not a session code", "123-456-789"])
     }
 
+    @Test("connect --media-file hands its bytes to the app in SESSION_STARTED; a file over 4096 bytes is refused")
+    func aMediaDescriptorReachesTheApp() async throws {
+        try await withSupporter { certificates, server in
+            let token = try await server.issueToken()
+            let code = try await server.createCode()
+            let device = try server.startDevice(
+                code: code, token: token, trust: ["--ca", certificates.caPath], extra: ["--auto-accept"])
+            _ = try #require(await device.waitForEvent("online"), "\(device.transcript)")
+            _ = try #require(await server.waitForEvent("device_online", code: code), "\(server.process.transcript)")
+            let folder = try TemporaryFolder()
+            let tooBig = folder.file("too-big")
+            try Data(repeating: 7, count: 4_097).write(to: URL(fileURLWithPath: tooBig))
+            let refused = try? await server.connect(code, extra: ["--media-file", tooBig])
+            #expect(refused == nil, "a 4097-byte descriptor must be refused: \(String(describing: refused))")
+            let media = folder.file("media")
+            try Data("room=42;token=short-lived".utf8).write(to: URL(fileURLWithPath: media))
+            _ = try await server.connect(code, extra: ["--media-file", media])
+            let connected = try #require(await device.waitForEvent("connected"), "\(device.transcript)")
+            #expect(connected["media_descriptor_bytes"] as? Int == 25, "\(connected)")
+            #expect(!server.process.transcript.contains("room=42"), "the descriptor is never logged")
+            device.signal(SIGINT)
+            _ = await device.waitForExit()
+        }
+    }
+
     @Test("a missing CA file is named, exit 1")
     func missingCAFile() async throws {
         let folder = try TemporaryFolder()

@@ -171,8 +171,17 @@ struct SupporterCommands: Sendable {
                     }
                     features.insert(Feature(id))
                 }
+                var media: [UInt8]?
+                if let path = request["media-file"] as? String {
+                    // Read by the node, as `send` reads its file: the control socket is its owner's only.
+                    guard let data = FileManager.default.contents(atPath: path), (1...4_096).contains(data.count) else {
+                        return ["ok": false, "error": "--media-file must be a readable file of 1 to 4096 bytes"]
+                    }
+                    media = [UInt8](data)
+                }
                 let id = try await node.requestConnection(
-                    code: code, account: account, type: type, features: features, by: account.actor(kind: "local"))
+                    code: code, account: account, type: type, features: features, mediaDescriptor: media,
+                    by: account.actor(kind: "local"))
                 return ["ok": true, "request_id": Int(id)]
             case "cancel":
                 try await node.abortRequest(code: code)

@@ -29,6 +29,8 @@ let usage = """
                                                   [--reset]   (rules: allow, confirm, deny; see 'rules --help')
       connect   send a connection request         --code CODE --as LOGIN [--type screen|assist]
                                                   [--features voip,chat,…] (default: voip)
+                                                  [--media-file FILE] (1–4096 bytes SESSION_STARTED hands the
+                                                  app, e.g. a WebRTC room; never logged)
       cancel    cancel the pending request        --code CODE
       say       chat with the device (1.1)        --code CODE --text TEXT   (needs chat granted)
       send      send the device a file (1.1)      --code CODE --file FILE   (needs file_share; at most 16 MiB)
@@ -250,7 +252,8 @@ func main() -> Int32 {
             }
         case "list": try remote("list", arguments, required: [], optional: [])
         case "rules": try Rules.run(arguments)
-        case "connect": try remote("connect", arguments, required: ["code", "as"], optional: ["type", "features"])
+        case "connect":
+            try remote("connect", arguments, required: ["code", "as"], optional: ["type", "features", "media-file"])
         case "cancel": try remote("cancel", arguments, required: ["code"], optional: [])
         case "say": try remote("say", arguments, required: ["code", "text"], optional: [])
         case "send": try remote("send", arguments, required: ["code", "file"], optional: [])
