@@ -227,6 +227,7 @@ let package = Package(
             swiftSettings: settings),
         .testTarget(name: "SupportUtilitiesTests", dependencies: ["SupportUtilities"], swiftSettings: settings),
         .testTarget(name: "SupportMetricsTests", dependencies: ["SupportMetrics"], swiftSettings: settings),
+        .testTarget(name: "SupporterModelTests", dependencies: ["SupporterModel"], swiftSettings: settings),
         // Every Swift snippet of README.md and docs/*.md, type-checked against the built modules. Its dependencies are
         // the modules the snippets import, so that SwiftPM builds them before the test runs; the test itself takes
         // the module search path, not a list of modules.

@@ -1080,6 +1080,7 @@ class Scenario:
             "connectSession": ({"code": code}, {}), "cancelRequest": ({"code": code}, None),
             "endSession": ({"code": code}, None),
             "askFeature": ({"code": code}, {"feature": "chat"}), "sendChat": ({"code": code}, {"text": "hi"}),
+            "getSessionReport": ({"code": code}, None),
             "listAudit": ({}, None), "streamEvents": ({}, None),
             "listUsers": ({}, None), "createUser": ({}, {"login": self.fresh(), "display_name": "X",
                                                          "password": "0123456789"}),
@@ -1580,6 +1581,10 @@ class Scenario:
             self.excuse(operation_id, 202, "needs a session with the feature granted by the device's user: "
                         "SupporterNodeClusterTests asks and chats across nodes, RouterEndpointTests checks the bodies")
 
+        report = c.call("getSessionReport", 200, n, session=s, label="no sessions").json or {}
+        if report.get("sessions") != [] or report.get("code") != n["code"]:
+            c.fail("getSessionReport", "a code without requests reports %s" % report)
+        c.call("getSessionReport", 404, {"code": self.missing_code}, session=s)
         if self.args.online_code:
             o = {"code": self.args.online_code}
             c.call("connectSession", 403, o, body={}, label="admin token")
@@ -1607,6 +1612,11 @@ class Scenario:
             for kind in ("request_sent", "request_allowed", "session_started", "session_ended"):
                 if kind not in kinds:
                     c.fail("listAudit", "no %s row for the online code: %s" % (kind, sorted(kinds)))
+            report = c.call("getSessionReport", 200, o, session=s, label="after a session").json or {}
+            ran = [x for x in report.get("sessions") or [] if x.get("outcome") == "allowed"]
+            if not ran or not ran[-1].get("started_at") or not ran[-1].get("ended_at") \
+                    or ran[-1].get("account") != s.login or ran[-1].get("active_ms") is None:
+                c.fail("getSessionReport", "the session that ran is not reported: %s" % report)
             sent_row = next((row for row in trail if row.get("kind") == "request_sent"), {})
             actor = sent_row.get("actor") or {}
             if actor.get("account") != s.login or not actor.get("login_session") or actor.get("kind") != "rest":
@@ -1868,6 +1878,8 @@ class Scenario:
         for path in ("/livez", "/readyz", "/metrics"):
             c.plain("POST", path, 405, token=None, prefix="")
         self.excuse("getMetrics", 403, "needs a client outside --metrics-allow (MetricsEndpointTests proves it)")
+        self.excuse("getMetrics", 429, "the API's back-off for guessed tokens, proved for every bearer route by the "
+                    "authentication phase and RESTAPITests")
         self.excuse("getLiveness", 503, "needs an event loop of the node stuck in a callback")
         self.excuse("getReadiness", 503, "needs the node draining or its store unreachable (HealthProbeTests proves both)")
 

@@ -637,6 +637,8 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
         var stateAfterCommit: SupporterSessionMachine.State?
         /// When the device's allow reached the node (a session starts with this step).
         var allowedAt: Deadline?
+        /// What the step reports, counted in the metrics once the session lock is released.
+        var counted: [SupporterSessionEvent] = []
         let recordsState = joinedCode != nil || actions.contains { if case .report = $0 { true } else { false } }
         let decides = actions.contains { if case .authorize = $0 { true } else { false } }
         if decides || recordsState {
@@ -654,7 +656,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
                 }
                 // Reports first: what they record must be durable before any frame of the same event leaves.
                 for case .report(let event) in actions {
-                    node.nodeMetrics.report(event)
+                    counted.append(event)
                     if case .connected = event { allowedAt = link.loop.now }
                     if case .deviceOnline(let code, _) = event {
                         joinedCode = code
@@ -698,6 +700,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
                 }
             }
         }
+        for event in counted { node.nodeMetrics.report(event) }
         for _ in 0..<suppressed { countSuppressedEvent() }
         if let register { logDecision(on: register, node: node) }
         if !intents.isEmpty { submit(intents) }

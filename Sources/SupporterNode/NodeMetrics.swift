@@ -63,7 +63,7 @@ final class NodeMetrics: Sendable {
 
     func registrationRefused(_ reason: ReasonCode) {
         registrations.counter("refused").increment()
-        refusals.counter("\(reason)").increment()
+        refusals.counter(reason.name ?? "other").increment()
     }
 
     func resumed() { resumes.counter("resumed").increment() }
@@ -75,7 +75,8 @@ final class NodeMetrics: Sendable {
         case .connected: requestOutcomes.counter("allowed").increment()
         case .rejected: requestOutcomes.counter("rejected").increment()
         case .requestTimedOut: requestOutcomes.counter("timed_out").increment()
-        case .ended(let reason, _): sessionsEnded.counter("\(reason)").increment()
+        // A device chooses its END's reason byte: a code SPEC §6 does not name counts as `other`.
+        case .ended(let reason, _): sessionsEnded.counter(reason.name ?? "other").increment()
         default: break
         }
     }

@@ -91,6 +91,7 @@ struct APIFeatureAsk: Decodable {
         }
         feature = id
         text = try object.string("text", max: 256, required: false)
+        if let text, text.utf8.count > 256 { throw RESTError.unprocessable("text has at most 256 bytes of UTF-8") }
     }
 }
 

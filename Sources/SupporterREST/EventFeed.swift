@@ -263,6 +263,8 @@ final class EventFeed: Sendable {
     ) -> Batch {
         var batch = Batch()
         var pages = 0
+        // Codes looked up this poll: a backlog of a deleted code's rows costs one store read, not one per row.
+        var codes = CodeLookups()
         for newcomer in newcomers {
             var cursor = newcomer.after
             var rows: [Row] = []
@@ -282,7 +284,7 @@ final class EventFeed: Sendable {
                 }
                 for event in events {
                     guard event.id <= position else { break backlog }
-                    guard let row = row(event, node: node) else {
+                    guard let row = row(event, node: node, codes: &codes) else {
                         complete = false  // as above
                         break backlog
                     }
@@ -300,7 +302,7 @@ final class EventFeed: Sendable {
                 code: nil, from: nil, to: nil, limit: page, afterID: cursor, beforeID: nil, newestFirst: false)
             else { break }
             for event in events {
-                guard let row = row(event, node: node) else { break live }  // the store failed: from here next poll
+                guard let row = row(event, node: node, codes: &codes) else { break live }  // the store failed: from here next poll
                 batch.live.append(row)
                 cursor = event.id
             }
@@ -394,12 +396,20 @@ final class EventFeed: Sendable {
     /// a code's creation is durable (and its row readable here) a moment before the node applies it, and a code
     /// another node of the cluster made reaches this one later still; taken for deleted, its row would lose its
     /// session and reach admins only.
-    private static func row(_ event: AuditEvent, node: any SupporterService) -> Row? {
+    private static func row(_ event: AuditEvent, node: any SupporterService, codes: inout CodeLookups) -> Row? {
         let info: SessionCodeInfo?
-        do throws(SupporterNodeError) {
-            info = try event.code.flatMap { code throws(SupporterNodeError) in try node.codeReadingStore(code) }
-        } catch {
-            return nil
+        if let code = event.code {
+            // The node's own codes are read live every time; only what the store said is kept for the poll.
+            if let live = node.code(code) {
+                info = live
+            } else if let known = codes.stored[code] {
+                info = known
+            } else {
+                do throws(SupporterNodeError) { info = try node.codeReadingStore(code) } catch { return nil }
+                codes.stored[code] = .some(info)
+            }
+        } else {
+            info = nil
         }
         let access: Access
         if event.code == nil {
@@ -431,6 +441,11 @@ struct APIEventData: Encodable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(session, forKey: .session)
     }
+}
+
+/// The codes one poll read from the store (nil: no such code), by code.
+private struct CodeLookups {
+    var stored: [String: SessionCodeInfo?] = [:]
 }
 
 /// A poll's read on the node's worker thread, which ``EventFeed/shutdown()`` waits for.

@@ -50,6 +50,33 @@ extension RESTRouter {
         return .api(.ok, encoding: APIAuditPage(events: events.map(APIAuditEvent.init), nextBeforeID: next))
     }
 
+    /// Rows a session report reads at most: 20 pages of 1,000 (a code with more — a device reconnecting all day —
+    /// is reported from its first 20,000 rows, and the answer says so in `X-Report-Truncated: true`).
+    static let reportRowLimit = 20_000
+
+    /// `GET /sessions/{code}/report`: the code's sessions from its audit trail (``SessionReport``).
+    func sessionReport(_ call: RESTCall, for principal: RESTPrincipal) throws(RESTError) -> HTTPResponse {
+        let code = call["code"]
+        _ = try visibleCode(code, for: principal)
+        var events: [AuditEvent] = []
+        var cursor: Int64?
+        while events.count < Self.reportRowLimit {
+            let page: [AuditEvent]
+            do {
+                page = try node.auditEvents(
+                    code: code, from: nil, to: nil, limit: 1000, afterID: cursor, beforeID: nil, newestFirst: false)
+            } catch {
+                throw RESTError(error)
+            }
+            events += page
+            guard page.count == 1000, let last = page.last?.id else { break }
+            cursor = last
+        }
+        var headers = HTTPHeaders()
+        if events.count >= Self.reportRowLimit { headers.add(name: "X-Report-Truncated", value: "true") }
+        return .api(.ok, encoding: APISessionReport(report: SessionReport(code: code, events: events)), headers: headers)
+    }
+
     /// `GET /events`: Server-Sent Events (``EventFeed``), resuming after `Last-Event-ID` when sent.
     func streamEvents(_ call: RESTCall, as principal: RESTPrincipal) throws(RESTError) -> HTTPResponse {
         let request = call.request

@@ -24,7 +24,7 @@ extension RESTRouter {
         }),
         // Prometheus metrics (tag health): by address or token, no account (``MetricsAccess``).
         Route([.get, .head], "/metrics", .open("getMetrics") { router, call throws(RESTError) in
-            try router.metricsExposition(call)
+            try await router.metricsExposition(call)
         }),
         // Any other path below /api/ (also /api and /api/v1 themselves): 404, before any authentication.
         Route(nil, "/api/**", .open(nil) { router, call throws(RESTError) in throw router.noSuchResource(call) }),
@@ -65,6 +65,9 @@ extension RESTRouter {
         Route(.post, "/api/v1/sessions/{code}/end", .authenticated(.caller, methodCheck: .afterAccess, "endSession") {
             router, call, principal throws(RESTError) in try await router.endSession(call, by: principal)
         }),
+        Route(.get, "/api/v1/sessions/{code}/report", .authenticated(
+            .caller, methodCheck: .afterAccess, "getSessionReport"
+        ) { router, call, principal throws(RESTError) in try router.sessionReport(call, for: principal) }),
         Route(.post, "/api/v1/sessions/{code}/ask", .authenticated(.caller, methodCheck: .afterAccess, "askFeature") {
             router, call, principal throws(RESTError) in try await router.askFeature(call, by: principal)
         }),

@@ -11,9 +11,12 @@ public final class ClusterMetrics: Sendable {
     public let leaseRenewalFailures = MetricCounter()
     /// Times the listening connection was opened again after it was lost.
     public let listenerReconnects = MetricCounter()
-    /// Commands sent to another node and answered.
+    /// Supporters' commands sent to another node and carried out there.
     public let routedAnswered = MetricCounter()
-    /// Commands sent to another node and not answered (refused, timed out, the database unreachable).
+    /// Supporters' commands the holding node refused (a conflict, not granted, forbidden): business, not transport.
+    public let routedRefused = MetricCounter()
+    /// Supporters' commands that got no answer: withdrawn after the timeout, too many waiting, the database
+    /// unreachable, the outcome unknown.
     public let routedFailed = MetricCounter()
     /// From sending a command to its answer.
     public let routedLatency = MetricHistogram()
@@ -45,16 +48,19 @@ public final class ClusterMetrics: Sendable {
             "Times the cluster listener's PostgreSQL connection was opened again after it was lost.", kind: .counter
         ) { [self] in [MetricsRegistry.Sample(Double(listenerReconnects.value))] }
         registry.read(
-            "rsup_cluster_routed_commands_total", "Commands sent to the node holding a device, by outcome.",
+            "rsup_cluster_routed_commands_total",
+            "Supporters' commands sent to the node holding a device: answered (carried out), refused by that node, "
+                + "failed (no answer: timed out, queue full, database unreachable).",
             kind: .counter, labels: ["outcome"]
         ) { [self] in
             [
                 MetricsRegistry.Sample(["answered"], Double(routedAnswered.value)),
+                MetricsRegistry.Sample(["refused"], Double(routedRefused.value)),
                 MetricsRegistry.Sample(["failed"], Double(routedFailed.value)),
             ]
         }
         registry.add(
             histogram: routedLatency, "rsup_cluster_routed_command_seconds",
-            "From sending a command to another node to its answer.")
+            "From sending a supporter's command to another node to its answer (or to giving up on it).")
     }
 }

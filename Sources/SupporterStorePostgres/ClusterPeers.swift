@@ -68,13 +68,27 @@ public final class ClusterPeers: ClusterBus {
         -> ClusterCommandAnswer
     {
         let timeout = min(timeout, Self.answerTimeout)
+        // A measurement at the I/O edge, deciding nothing: supporters' commands only (a device's `vacate` is the
+        // node's own housekeeping). Counted however the call ends.
+        let sent = ContinuousClock.now
+        var outcome: ClusterCommandAnswer?
+        defer {
+            if command.kind != .vacate {
+                let metrics = engine.clusterMetrics
+                metrics.routedLatency.observe(ContinuousClock.now - sent)
+                switch outcome {
+                case let answer? where answer.error == nil: metrics.routedAnswered.increment()
+                case let answer? where answer.errorKind != "busy" && answer.errorKind != "store":
+                    metrics.routedRefused.increment()
+                default: metrics.routedFailed.increment()
+                }
+            }
+        }
         guard slots.withLock({ $0.count }) < Self.maximumWaiting else {
             throw SupporterNodeError("too many commands wait for other nodes; try again shortly", kind: .busy)
         }
         let origin = member.nodeID
         let text = command.json()
-        // A measurement at the I/O edge (the routed command's latency), deciding nothing.
-        let sent = ContinuousClock.now
         let id: Int64
         do throws(StoreError) {
             id = try await engine.perform("send a command to another node") {
@@ -144,8 +158,7 @@ public final class ClusterPeers: ClusterBus {
                 }
             }
         }
-        engine.clusterMetrics.routedLatency.observe(ContinuousClock.now - sent)
-        (answer.error == nil ? engine.clusterMetrics.routedAnswered : engine.clusterMetrics.routedFailed).increment()
+        outcome = answer
         return answer
     }
 

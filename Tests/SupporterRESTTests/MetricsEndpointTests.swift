@@ -26,6 +26,32 @@ import SupportUtilities
         #expect(admin.status.code == 200)
     }
 
+    /// Behind a trusted proxy (here on loopback, the allowed network) the client is whom X-Forwarded-For names; a
+    /// request through it without one is refused, not taken for the proxy.
+    @Test func throughATrustedProxyTheForwardedClientDecides() async throws {
+        let fixture = try RouterFixture(trustedProxies: ["127.0.0.1"])
+        defer { fixture.stop() }
+        let none: (String, String) = ("Authorization", "")
+        #expect(await fixture.handle(.get, "/metrics", headers: [none]).status.code == 403)
+        let outside = await fixture.handle(.get, "/metrics", headers: [none, ("X-Forwarded-For", "203.0.113.9")])
+        #expect(outside.status.code == 403)
+        let inside = await fixture.handle(.get, "/metrics", headers: [none, ("X-Forwarded-For", "::1")])
+        #expect(inside.status.code == 200)
+    }
+
+    @Test func noAddressWithMetricsAllowNoneAndAnIPv6ClientInAnIPv6Network() async throws {
+        let nobody = try RouterFixture(metricsAccess: MetricsAccess(allowed: []))
+        defer { nobody.stop() }
+        #expect(await nobody.handle(.get, "/metrics", headers: [("Authorization", "")]).status.code == 403)
+        let v6 = try RouterFixture(
+            metricsAccess: MetricsAccess(allowed: [try #require(IPPrefix("2001:db8::/32"))]), trustedProxies: ["127.0.0.1"])
+        defer { v6.stop() }
+        let from = { (address: String) in [("Authorization", ""), ("X-Forwarded-For", address)] }
+        #expect(await v6.handle(.get, "/metrics", headers: from("2001:db8:5::7")).status.code == 200)
+        #expect(await v6.handle(.get, "/metrics", headers: from("2001:db9::7")).status.code == 403)
+        #expect(await v6.handle(.get, "/metrics", headers: from("10.0.0.1")).status.code == 403)
+    }
+
     @Test func requestsAreCountedByRouteTemplateNeverByTheCodeAsked() async throws {
         let fixture = try RouterFixture()
         defer { fixture.stop() }

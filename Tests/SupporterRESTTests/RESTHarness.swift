@@ -166,13 +166,15 @@ final class RouterFixture: Sendable {
     /// The node's store, which a test may make fail or stall.
     let store: FailingStoreEngine
 
-    /// Fresh certificates and an empty in-memory store; `metricsAccess`: who may read `/metrics`.
-    convenience init(metricsAccess: MetricsAccess = MetricsAccess()) throws {
+    /// Fresh certificates and an empty in-memory store; `metricsAccess`: who may read `/metrics`; `trustedProxies`: the
+    /// router's.
+    convenience init(metricsAccess: MetricsAccess = MetricsAccess(), trustedProxies: [String] = []) throws {
         let certificates = try TestCertificates.make()
         do {
             try self.init(
                 folder: certificates.directory, certificate: certificates.server.certificatePath,
-                key: certificates.server.keyPath, storePath: nil, metricsAccess: metricsAccess)
+                key: certificates.server.keyPath, storePath: nil, metricsAccess: metricsAccess,
+                trustedProxies: trustedProxies)
         } catch {
             certificates.remove()
             throw error
@@ -204,7 +206,7 @@ final class RouterFixture: Sendable {
 
     private init(
         folder: String, certificate: String, key: String, storePath: String?,
-        metricsAccess: MetricsAccess = MetricsAccess()
+        metricsAccess: MetricsAccess = MetricsAccess(), trustedProxies: [String] = []
     ) throws {
         self.folder = folder
         let configuration = SupporterNodeConfiguration(
@@ -215,7 +217,8 @@ final class RouterFixture: Sendable {
         feedLoop = try EventLoop.embedded()
         feed = EventFeed(node: node, loop: feedLoop, logger: .disabled)
         router = RESTRouter(
-            node: node, guardian: GuardBox(AuthenticationGuard()), resolver: ClientAddressResolver(trustedProxies: [])!,
+            node: node, guardian: GuardBox(AuthenticationGuard()),
+            resolver: ClientAddressResolver(trustedProxies: trustedProxies) ?? ClientAddressResolver(trustedProxies: [])!,
             logger: .disabled, console: ConsoleFiles(), feed: feed, clock: node.clock, probeLoop: feedLoop,
             metricsAccess: metricsAccess, metrics: RESTMetrics(registry: node.metrics, feed: feed))
     }

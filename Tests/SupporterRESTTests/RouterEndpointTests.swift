@@ -81,8 +81,9 @@ struct EndpointCase: Sendable, CustomTestStringConvertible {
         },
         Case(name: "metrics with an admin API token", method: .get, path: "/metrics", status: 200),
         Case(name: "HEAD of metrics", method: .head, path: "/metrics", caller: .nobody, status: 200),
-        Case(name: "metrics refuse a device token", method: .get, path: "/metrics", caller: .device, status: 401,
-             message: "neither the metrics token nor an admin API token"),
+        Case(name: "metrics refuse a device token", method: .get, path: "/metrics", caller: .device, status: 403),
+        Case(name: "metrics refuse an unknown token as the API does", method: .get, path: "/metrics",
+             headers: [("Authorization", "Bearer rsk_unknown")], status: 401),
         Case(name: "metrics take no other method", method: .put, path: "/metrics", caller: .nobody, status: 405,
              allow: "GET, HEAD"),
     ]
@@ -284,6 +285,19 @@ struct EndpointCase: Sendable, CustomTestStringConvertible {
              status: 422),
         Case(name: "chat asks for credentials first", method: .post, path: "/api/v1/sessions/{code}/chat",
              caller: .nobody, body: #"{"text":"hi"}"#, status: 401),
+
+        Case(name: "the report of a code without sessions", method: .get, path: "/api/v1/sessions/{code}/report",
+             caller: .alice, status: 200) { answer, scene in
+            let report = try requireValue(answer.json)
+            #expect(report["code"] as? String == scene.code)
+            #expect((report["sessions"] as? [Any])?.isEmpty == true, "\(answer.text)")
+            #expect(report["devices"] as? [String] == [])
+        },
+        Case(name: "the report of another's code", method: .get, path: "/api/v1/sessions/{bobCode}/report",
+             caller: .alice, status: 403),
+        Case(name: "the report of no such code", method: .get, path: "/api/v1/sessions/000000000/report", status: 404),
+        Case(name: "the report by POST", method: .post, path: "/api/v1/sessions/{code}/report", status: 405,
+             allow: "GET"),
     ]
 
     static let audit: [Case] = [

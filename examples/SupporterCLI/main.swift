@@ -87,6 +87,8 @@ let serveUsage = """
                                loopback only
       --metrics-token-file F   also serve /metrics to 'Authorization: Bearer' with the token on F's first line (at
                                least 16 characters; or RSUP_METRICS_TOKEN); admin API tokens work too
+      --metrics-token TOKEN    the same on the command line, which every user sees in 'ps': prefer the file or
+                               RSUP_METRICS_TOKEN
       --keepalive DURATION     keepalive interval, 1s to 120s (default 15s)
       --request-timeout DUR    how long a request waits for the device (default 90s)
       --resume-grace DUR       how long a session whose link was lost waits for the device to resume (protocol 1.1;
