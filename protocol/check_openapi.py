@@ -1080,7 +1080,7 @@ class Scenario:
             "connectSession": ({"code": code}, {}), "cancelRequest": ({"code": code}, None),
             "endSession": ({"code": code}, None),
             "askFeature": ({"code": code}, {"feature": "chat"}), "sendChat": ({"code": code}, {"text": "hi"}),
-            "getSessionReport": ({"code": code}, None),
+            "getSessionReport": ({"code": code}, None), "listSessionReports": ({}, None),
             "listAudit": ({}, None), "streamEvents": ({}, None),
             "listUsers": ({}, None), "createUser": ({}, {"login": self.fresh(), "display_name": "X",
                                                          "password": "0123456789"}),
@@ -1585,6 +1585,12 @@ class Scenario:
         if report.get("sessions") != [] or report.get("code") != n["code"]:
             c.fail("getSessionReport", "a code without requests reports %s" % report)
         c.call("getSessionReport", 404, {"code": self.missing_code}, session=s)
+        day = "from=2000-01-01T00:00:00Z&to=2100-01-01T00:00:00Z"
+        csv_text = c.call("listSessionReports", 200, query="?" + day).body or b""
+        if not csv_text.startswith(b"code,device,request_id,"):
+            c.fail("listSessionReports", "no CSV header: %r" % csv_text[:80])
+        c.call("listSessionReports", 400, query="?from=2000-01-01T00:00:00Z", label="no to")
+        c.call("listSessionReports", 403, query="?" + day, session=s, label="a supporter")
         if self.args.online_code:
             o = {"code": self.args.online_code}
             c.call("connectSession", 403, o, body={}, label="admin token")

@@ -77,6 +77,45 @@ extension RESTRouter {
         return .api(.ok, encoding: APISessionReport(report: SessionReport(code: code, events: events)), headers: headers)
     }
 
+    /// `GET /reports/sessions?from=&to=`: the sessions of every code whose rows fall in [from, to) as CSV (admins).
+    /// Each code's report is built from its rows in the range, so a session that began before `from` shows what
+    /// happened in the range only. Reads at most ``reportRowLimit`` rows (`X-Report-Truncated: true` beyond).
+    func sessionReportsCSV(_ call: RESTCall, as principal: RESTPrincipal) throws(RESTError) -> HTTPResponse {
+        let request = call.request
+        guard let fromText = request.query("from"), let from = RESTTime.parse(fromText),
+            let toText = request.query("to"), let to = RESTTime.parse(toText)
+        else { throw RESTError(.badRequest, "from and to are required, as RFC 3339 times") }
+        guard from < to else { throw RESTError(.badRequest, "from must be before to") }
+        var events: [AuditEvent] = []
+        var cursor: Int64?
+        while events.count < Self.reportRowLimit {
+            let page: [AuditEvent]
+            do {
+                page = try node.auditEvents(
+                    code: nil, from: from, to: to, limit: 1000, afterID: cursor, beforeID: nil, newestFirst: false)
+            } catch {
+                throw RESTError(error)
+            }
+            events += page
+            guard page.count == 1000, let last = page.last?.id else { break }
+            cursor = last
+        }
+        var order: [String] = []
+        var byCode: [String: [AuditEvent]] = [:]
+        for event in events {
+            guard let code = event.code else { continue }
+            if byCode[code] == nil { order.append(code) }
+            byCode[code, default: []].append(event)
+        }
+        let reports = order.map { SessionReport(code: $0, events: byCode[$0] ?? []) }
+        var headers = HTTPHeaders([
+            ("Content-Type", "text/csv; charset=utf-8; header=present"),
+            ("Content-Disposition", "attachment; filename=\"sessions.csv\""),
+        ])
+        if events.count >= Self.reportRowLimit { headers.add(name: "X-Report-Truncated", value: "true") }
+        return HTTPResponse(status: .ok, headers: headers, body: Array(SessionReportCSV.text(reports).utf8))
+    }
+
     /// `GET /events`: Server-Sent Events (``EventFeed``), resuming after `Last-Event-ID` when sent.
     func streamEvents(_ call: RESTCall, as principal: RESTPrincipal) throws(RESTError) -> HTTPResponse {
         let request = call.request

@@ -83,6 +83,9 @@ extension RESTRouter {
         Route(.get, "/api/v1/audit", .authenticated(.caller, methodCheck: .first, "listAudit") {
             router, call, principal throws(RESTError) in try router.listAudit(call, as: principal)
         }),
+        Route(.get, "/api/v1/reports/sessions", .authenticated(.admin, methodCheck: .afterAccess, "listSessionReports") {
+            router, call, principal throws(RESTError) in try router.sessionReportsCSV(call, as: principal)
+        }),
         Route(.get, "/api/v1/events", .authenticated(.caller, methodCheck: .first, "streamEvents") {
             router, call, principal throws(RESTError) in try router.streamEvents(call, as: principal)
         }),

@@ -298,6 +298,18 @@ struct EndpointCase: Sendable, CustomTestStringConvertible {
         Case(name: "the report of no such code", method: .get, path: "/api/v1/sessions/000000000/report", status: 404),
         Case(name: "the report by POST", method: .post, path: "/api/v1/sessions/{code}/report", status: 405,
              allow: "GET"),
+        Case(name: "every session of a time range as CSV", method: .get,
+             path: "/api/v1/reports/sessions?from=2000-01-01T00:00:00Z&to=2100-01-01T00:00:00Z", status: 200) {
+            answer, _ in
+            #expect(answer.headers["Content-Type"] == "text/csv; charset=utf-8; header=present")
+            #expect(answer.headers["Content-Disposition"] == #"attachment; filename="sessions.csv""#)
+            #expect(answer.text.hasPrefix("code,device,request_id,"), "\(answer.text)")
+        },
+        Case(name: "the CSV needs a range", method: .get, path: "/api/v1/reports/sessions?from=2000-01-01T00:00:00Z",
+             status: 400, message: "from and to are required"),
+        Case(name: "the CSV is for admins", method: .get,
+             path: "/api/v1/reports/sessions?from=2000-01-01T00:00:00Z&to=2100-01-01T00:00:00Z", caller: .alice,
+             status: 403),
     ]
 
     static let audit: [Case] = [
