@@ -43,10 +43,12 @@ public final class HTTPServer: Sendable {
     ///   - context: a server context whose ALPN is `http/1.1` and not required (see ``makeTLSConfiguration(certificateChain:privateKey:)``);
     ///     anything else throws `invalid_configuration`, since HTTP clients would be refused.
     ///   - group: the loops connections are spread over.
+    ///   - onHandshakeFailure: every failed or timed-out TLS handshake, with the peer's address and the reason.
     ///   - handler: answers each request.
     public init(
         host: String, port: UInt16, context: TLSContext, group: EventLoopGroup,
-        configuration: HTTPServerConfiguration = HTTPServerConfiguration(), handler: @escaping Handler
+        configuration: HTTPServerConfiguration = HTTPServerConfiguration(),
+        onHandshakeFailure: (@Sendable (SocketAddress?, String) -> Void)? = nil, handler: @escaping Handler
     ) throws(TransportError) {
         try Self.check(context)
         let registry = HTTPConnectionRegistry(configuration)
@@ -54,7 +56,7 @@ public final class HTTPServer: Sendable {
         self.configuration = configuration
         listener = try TLSListener(
             host: host, port: port, context: context, group: group, backlog: configuration.backlog,
-            maxBufferedBytes: configuration.maxBufferedBytes, idleTimeout: nil
+            maxBufferedBytes: configuration.maxBufferedBytes, idleTimeout: nil, onHandshakeFailure: onHandshakeFailure
         ) { stream in
             let address = stream.peerAddress.map { IPAddressText.canonical($0.host) ?? $0.host } ?? "unknown"
             let connection = HTTPConnection(

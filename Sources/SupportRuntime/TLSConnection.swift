@@ -586,6 +586,26 @@ package final class TLSConnection: Selectable {
         handler?.connectionDidClose(self, error: error)
     }
 
+    /// A bounded class of a handshake failure's reason (``handshakeFailureReason(_:)``, whose words are OpenSSL's and
+    /// unbounded), for a metric's label: `timeout`, `plaintext_http`, `protocol_version`, `certificate`,
+    /// `no_shared_cipher`, `connection_lost` or `other`.
+    public static func handshakeFailureClass(_ reason: String) -> String {
+        let text = reason.lowercased()
+        if text.hasPrefix("timeout") { return "timeout" }
+        if text.contains("plaintext http") || text.contains("http request") { return "plaintext_http" }
+        if text.contains("version") || text.contains("wrong ssl") || text.contains("packet length") {
+            return "protocol_version"
+        }
+        if text.contains("certificate") || text.contains("unknown ca") { return "certificate" }
+        if text.contains("no shared cipher") || text.contains("alpn") || text.contains("no suitable") {
+            return "no_shared_cipher"
+        }
+        if text.contains("eof") || text.contains("reset") || text.contains("closed") || text.contains("broken pipe") {
+            return "connection_lost"
+        }
+        return "other"
+    }
+
     /// Why a handshake failed, in a few words for a log line: OpenSSL's reason when it gave one.
     package static func handshakeFailureReason(_ error: TransportError) -> String {
         if error.kind == .handshakeTimeout { return "timeout: \(error.message)" }

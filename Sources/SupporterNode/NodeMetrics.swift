@@ -87,28 +87,7 @@ final class NodeMetrics: Sendable {
 
     /// A failed handshake, its reason (OpenSSL's words, a log line's) put in one of a few classes.
     func handshakeFailed(_ reason: String) {
-        handshakes.counter("failed", Self.handshakeFailureClass(reason)).increment()
-    }
-
-    /// `timeout`, `plaintext_http`, `protocol_version`, `certificate`, `no_shared_cipher`, `connection_lost` or
-    /// `other`: a bounded label for a reason text that is not.
-    static func handshakeFailureClass(_ reason: String) -> String {
-        let text = reason.lowercased()
-        if text.hasPrefix("timeout") { return "timeout" }
-        if text.contains("plaintext http") || text.contains("http request") { return "plaintext_http" }
-        if text.contains("version") || text.contains("wrong ssl") || text.contains("packet length") {
-            return "protocol_version"
-        }
-        if text.contains("certificate") || text.contains("alert unknown ca") || text.contains("bad certificate") {
-            return "certificate"
-        }
-        if text.contains("no shared cipher") || text.contains("alpn") || text.contains("no suitable") {
-            return "no_shared_cipher"
-        }
-        if text.contains("eof") || text.contains("reset") || text.contains("closed") || text.contains("broken pipe") {
-            return "connection_lost"
-        }
-        return "other"
+        handshakes.counter("failed", TLSConnection.handshakeFailureClass(reason)).increment()
     }
 
     /// The families read when scraped from the node's state and its store: devices online, codes by state, the

@@ -9,6 +9,7 @@ import SupportUtilities
 struct RESTMetrics: Sendable {
     private let requests: CounterFamily
     private let latency: HistogramFamily
+    private let handshakeFailures: CounterFamily
 
     init(registry: MetricsRegistry, feed: EventFeed) {
         requests = registry.counters(
@@ -21,6 +22,31 @@ struct RESTMetrics: Sendable {
             labels: ["route"])
         registry.gauge("rsup_event_streams", "Event streams (GET /api/v1/events) open now.") { [weak feed] in
             Double(feed?.subscriberCount ?? 0)
+        }
+        handshakeFailures = registry.counters(
+            "rsup_http_tls_handshake_failures_total", "Failed TLS handshakes on the REST API's port, by reason class.",
+            labels: ["reason"])
+    }
+
+    /// A failed handshake on the API port.
+    func handshakeFailed(_ reason: String) {
+        handshakeFailures.counter(TLSConnection.handshakeFailureClass(reason)).increment()
+    }
+
+    /// The HTTP server's connection counts, read when scraped.
+    static func register(_ server: HTTPServer, in registry: MetricsRegistry) {
+        registry.gauge("rsup_http_connections", "Connections open on the REST API's port now.") { [weak server] in
+            Double(server?.connectionCount ?? 0)
+        }
+        registry.read(
+            "rsup_http_connections_closed_total",
+            "REST API connections closed by the server's caps: refused (a cap was reached), evicted (idle, to make room).",
+            kind: .counter, labels: ["why"]
+        ) { [weak server] in
+            [
+                MetricsRegistry.Sample(["refused"], Double(server?.refusedConnections ?? 0)),
+                MetricsRegistry.Sample(["evicted"], Double(server?.evictedConnections ?? 0)),
+            ]
         }
     }
 

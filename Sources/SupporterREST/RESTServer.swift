@@ -78,15 +78,18 @@ public final class RESTServer: Sendable {
         // The event feed's poll: a timer on one of the API's loops, its store reads on the node's blocking-work pool.
         let feed = EventFeed(node: node, loop: group.next(), logger: configuration.logger)
         self.feed = feed
+        let metrics = RESTMetrics(registry: node.metrics, feed: feed)
         let router = RESTRouter(
             node: node, guardian: guardian, resolver: resolver, logger: configuration.logger, console: console,
             feed: feed, clock: clock, probeLoop: group.next(), metricsAccess: configuration.metricsAccess,
-            metrics: RESTMetrics(registry: node.metrics, feed: feed))
+            metrics: metrics)
         do {
-            self.http = try HTTPServer(
+            let server = try HTTPServer(
                 host: configuration.host, port: configuration.port, context: context, group: group,
-                configuration: http
+                configuration: http, onHandshakeFailure: { _, reason in metrics.handshakeFailed(reason) }
             ) { request in await router.handle(request) }
+            self.http = server
+            RESTMetrics.register(server, in: node.metrics)
         } catch {
             feed.stop()
             if loops == nil { group.shutdown() }

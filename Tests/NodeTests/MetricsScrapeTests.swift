@@ -42,6 +42,17 @@ import SupportUtilities
         let refused = try JoinedDevice(node: try harness.device(), code: "000000000")
         _ = await refused.event { if case .error = $0 { true } else { false } }
 
+        // Plain HTTP on both TLS ports: each a failed handshake of the class `plaintext_http`.
+        for port in [harness.port, server.port] { _ = await curl(["--max-time", "10", "http://127.0.0.1:\(port)/"]) }
+        let failures = try await eventually("both plaintext handshakes counted") { () -> (Double, Double)? in
+            let text = harness.supporter.metrics.exposition()
+            guard let device = metricValue(text, #"rsup_tls_handshakes_total{outcome="failed",reason="plaintext_http"}"#),
+                let api = metricValue(text, #"rsup_http_tls_handshake_failures_total{reason="plaintext_http"}"#)
+            else { return nil }
+            return (device, api)
+        }
+        #expect(failures == (1, 1))
+
         let folder = try TemporaryFolder()
         let tokenFile = folder.path + "/metrics.token"
         try Data(token.utf8).write(to: URL(fileURLWithPath: tokenFile))
