@@ -1080,6 +1080,7 @@ class Scenario:
             "connectSession": ({"code": code}, {}), "cancelRequest": ({"code": code}, None),
             "endSession": ({"code": code}, None),
             "askFeature": ({"code": code}, {"feature": "chat"}), "sendChat": ({"code": code}, {"text": "hi"}),
+            "sendApplicationMessage": ({"code": code}, {"content_type": "application/json", "body": "e30="}),
             "getSessionReport": ({"code": code}, None), "listSessionReports": ({}, None),
             "listAudit": ({}, None), "streamEvents": ({}, None),
             "listUsers": ({}, None), "createUser": ({}, {"login": self.fresh(), "display_name": "X",
@@ -1562,22 +1563,26 @@ class Scenario:
             c.fail("connectSession", "a refused connection request assigned the code")
         # Acting in a session (issue 24): without a device 409 once the body is valid, 422 for a body the schema
         # refuses, 404 for no such code; the admin token may act too.
-        for operation_id in ("askFeature", "sendChat"):
+        bases = {"askFeature": {"feature": "chat"}, "sendChat": {"text": "hello"},
+                 "sendApplicationMessage": {"content_type": "application/json", "body": "e30="}}
+        for operation_id, base in bases.items():
             schema = spec.request_schema(operation_id)
             properties = create_schema_properties(spec, schema)
             for name, sub in properties.items():
                 for value in valid_values(name, sub):
-                    body = {"feature": "chat"} if operation_id == "askFeature" else {}
+                    body = dict(base)
                     body[name] = value
                     c.call(operation_id, 409, n, body=body, session=s, label="valid body, no device")
-            base = {"feature": "chat"} if operation_id == "askFeature" else {"text": "hello"}
             c.call(operation_id, 409, n, body=base, label="admin token, no device")
             c.call(operation_id, 404, {"code": self.missing_code}, body=base, session=s)
             for label, body in invalid_bodies(spec, schema, base):
                 if check_invalid(c, spec, schema, label, body):
-                    c.call(operation_id, 422, n, body=body, session=s, label=label)
+                    # A body over the server's 64 KiB is refused before it is read (413), whatever it holds.
+                    status = 413 if len(json.dumps(body).encode()) > 65536 else 422
+                    c.call(operation_id, status, n, body=body, session=s, label=label)
             for label, raw in RAW_BODIES:
                 c.call(operation_id, 400, n, raw=raw, session=s, label=label)
+            c.call(operation_id, 413, n, raw=BIG_BODY, session=s, label="body over 64 KiB")
             self.excuse(operation_id, 202, "needs a session with the feature granted by the device's user: "
                         "SupporterNodeClusterTests asks and chats across nodes, RouterEndpointTests checks the bodies")
 

@@ -63,6 +63,9 @@ public protocol SupporterService: AnyObject, Sendable {
         async throws(SupporterNodeError)
     /// Sends chat text to the device on `code` (SPEC §15.4); needs `chat` granted.
     func sendChat(code: String, text: String, by actor: AuditActor) async throws(SupporterNodeError)
+    /// Sends an application message to the device on `code` (SPEC §15.4, kind 2); needs `app_messages` granted.
+    func sendApplicationMessage(code: String, contentType: String, body: [UInt8], by actor: AuditActor)
+        async throws(SupporterNodeError)
 
     // MARK: accounts and sign-in
 

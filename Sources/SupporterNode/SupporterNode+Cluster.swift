@@ -160,6 +160,11 @@ extension SupporterNode {
                     return ClusterCommandAnswer(SupporterNodeError("the command lacks its text", kind: .invalid))
                 }
                 try await sendChatHere(code: command.code, text: text)
+            case .message:
+                guard let contentType = command.contentType, let body = command.body.flatMap({ Base64.decode($0) }) else {
+                    return ClusterCommandAnswer(SupporterNodeError("the command lacks its message", kind: .invalid))
+                }
+                try await sendApplicationMessageHere(code: command.code, contentType: contentType, body: body)
             case .vacate:
                 if sessions.withLock({ $0.registry.holdsDevice(on: command.code) }) {
                     throw SupporterNodeError("a device is on this code", kind: .conflict)

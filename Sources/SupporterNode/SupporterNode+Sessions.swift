@@ -14,8 +14,8 @@ extension SupporterNode {
         guard let connection else {
             if let elsewhere {
                 throw SupporterNodeError(
-                    "the device on code \(Redact.code(code)) is on node \(elsewhere.node): only connect, cancel, end, ask "
-                        + "and chat reach it from here; do this on that node", kind: .conflict)
+                    "the device on code \(Redact.code(code)) is on node \(elsewhere.node): only connect, cancel, end, ask, "
+                        + "chat and messages reach it from here; do this on that node", kind: .conflict)
             }
             throw SupporterNodeError("no device is online on code \(Redact.code(code))", kind: .conflict)
         }
@@ -188,8 +188,22 @@ extension SupporterNode {
         try await connection.run { machine throws(SupporterSessionMachine.Refusal) in (try machine.sendChat(text), ()) }
     }
 
-    /// Sends an application message to the device on `code`; needs `app_messages` granted.
-    public func sendApplicationMessage(code: String, contentType: String, body: [UInt8]) async throws(SupporterNodeError) {
+    /// Sends an application message to the device on `code`, through the node holding the device if that is another
+    /// one; needs `app_messages` granted. Contents are not audited.
+    public func sendApplicationMessage(
+        code: String, contentType: String, body: [UInt8], by actor: AuditActor = .local
+    ) async throws(SupporterNodeError) {
+        if !holdsDevice(on: code), let node = try await remoteHolder(of: code) {
+            var command = ClusterCommand(kind: .message, code: code, actor: ClusterCommand.Actor(actor))
+            command.contentType = contentType
+            command.body = Base64.encode(body)
+            _ = try await forward(command, to: node)
+            return
+        }
+        try await sendApplicationMessageHere(code: code, contentType: contentType, body: body)
+    }
+
+    func sendApplicationMessageHere(code: String, contentType: String, body: [UInt8]) async throws(SupporterNodeError) {
         let connection = try connection(for: code)
         try await connection.run { machine throws(SupporterSessionMachine.Refusal) in
             (try machine.send(.application(contentType: contentType, body: body)).actions, ())

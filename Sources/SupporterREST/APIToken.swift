@@ -106,3 +106,26 @@ struct APIChat: Decodable {
         guard text.utf8.count <= 4_096 else { throw RESTError.unprocessable("text has at most 4096 bytes of UTF-8") }
     }
 }
+
+/// `ApplicationMessage`: the body of `POST /sessions/{code}/messages`.
+struct APIApplicationMessage: Decodable {
+    let contentType: String
+    let body: [UInt8]
+    /// What one message part holds at the smallest frame a peer may announce (SPEC §15.4): a message is one part.
+    static let maximumBodyBytes = 15_872
+
+    init(from decoder: any Decoder) throws {
+        let object = try StrictJSON.object(decoder)
+        try object.refuseUnknownMembers(allowed: ["content_type", "body"])
+        contentType = try object.string("content_type", max: 128, required: true) ?? ""
+        guard contentType.utf8.count <= 128, contentType.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) })
+        else {
+            throw RESTError.unprocessable("content_type has at most 128 bytes of printable ASCII, e.g. application/json")
+        }
+        let text = try object.string("body", max: 21_164, required: true) ?? ""
+        guard let bytes = Base64.decode(text), (1...Self.maximumBodyBytes).contains(bytes.count) else {
+            throw RESTError.unprocessable("body must be 1 to 15872 bytes in standard Base64")
+        }
+        body = bytes
+    }
+}

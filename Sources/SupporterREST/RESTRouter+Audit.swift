@@ -77,7 +77,7 @@ extension RESTRouter {
         return .api(.ok, encoding: APISessionReport(report: SessionReport(code: code, events: events)), headers: headers)
     }
 
-    /// `GET /reports/sessions?from=&to=`: the sessions of every code whose rows fall in [from, to) as CSV (admins).
+    /// `GET /sessions/reports?from=&to=`: the sessions of every code whose rows fall in [from, to) as CSV (admins).
     /// Each code's report is built from its rows in the range, so a session that began before `from` shows what
     /// happened in the range only. Reads at most ``reportRowLimit`` rows (`X-Report-Truncated: true` beyond).
     func sessionReportsCSV(_ call: RESTCall, as principal: RESTPrincipal) throws(RESTError) -> HTTPResponse {

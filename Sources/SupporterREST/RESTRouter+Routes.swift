@@ -71,6 +71,9 @@ extension RESTRouter {
         Route(.post, "/api/v1/sessions/{code}/ask", .authenticated(.caller, methodCheck: .afterAccess, "askFeature") {
             router, call, principal throws(RESTError) in try await router.askFeature(call, by: principal)
         }),
+        Route(.post, "/api/v1/sessions/{code}/messages", .authenticated(
+            .caller, methodCheck: .afterAccess, "sendApplicationMessage"
+        ) { router, call, principal throws(RESTError) in try await router.sendApplicationMessage(call, by: principal) }),
         Route(.post, "/api/v1/sessions/{code}/chat", .authenticated(.caller, methodCheck: .afterAccess, "sendChat") {
             router, call, principal throws(RESTError) in try await router.sendChat(call, by: principal)
         }),
@@ -83,7 +86,7 @@ extension RESTRouter {
         Route(.get, "/api/v1/audit", .authenticated(.caller, methodCheck: .first, "listAudit") {
             router, call, principal throws(RESTError) in try router.listAudit(call, as: principal)
         }),
-        Route(.get, "/api/v1/reports/sessions", .authenticated(.admin, methodCheck: .afterAccess, "listSessionReports") {
+        Route(.get, "/api/v1/sessions/reports", .authenticated(.admin, methodCheck: .afterAccess, "listSessionReports") {
             router, call, principal throws(RESTError) in try router.sessionReportsCSV(call, as: principal)
         }),
         Route(.get, "/api/v1/events", .authenticated(.caller, methodCheck: .first, "streamEvents") {

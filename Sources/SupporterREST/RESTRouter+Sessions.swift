@@ -141,6 +141,17 @@ extension RESTRouter {
         }
     }
 
+    /// `POST /sessions/{code}/messages`: sends an application message to the device (needs `app_messages` granted).
+    func sendApplicationMessage(_ call: RESTCall, by principal: RESTPrincipal) async throws(RESTError) -> HTTPResponse {
+        try await act(on: call["code"], by: principal) { code throws(RESTError) in
+            let input = try StrictJSON.decode(APIApplicationMessage.self, from: call.request.body)
+            try await nodeCall { () throws(SupporterNodeError) in
+                try await node.sendApplicationMessage(
+                    code: code, contentType: input.contentType, body: input.body, by: principal.actor)
+            }
+        }
+    }
+
     /// `POST /sessions/{code}/chat`: sends chat text to the device (needs `chat` granted).
     func sendChat(_ call: RESTCall, by principal: RESTPrincipal) async throws(RESTError) -> HTTPResponse {
         try await act(on: call["code"], by: principal) { code throws(RESTError) in

@@ -56,10 +56,13 @@ extension NodeIntegration {
             #expect(await waitUntil { first.supporter.code(code) != nil && first.supporter.scope(ofToken: token) == .device })
             var rules = FeatureRules.deviceDefault
             rules.set(.allow, for: .chat)
+            rules.set(.allow, for: .appMessages)
             let device = try JoinedDevice(
                 node: try first.device(first.deviceConfiguration(
                     name: "Pixel on node 1", token: token,
-                    capabilities: [Feature(.screenShare), Feature(.voip), Feature(.chat), Feature(.fileShare)],
+                    capabilities: [
+                        Feature(.screenShare), Feature(.voip), Feature(.chat), Feature(.fileShare), Feature(.appMessages),
+                    ],
                     rules: rules)),
                 code: code)
             #expect(await device.online())
@@ -70,7 +73,7 @@ extension NodeIntegration {
             #expect(first.supporter.code(code)?.node == nil)  // its own device
 
             let id = try await second.supporter.requestConnection(
-                code: code, supporterName: "Alice", type: .screenShare, features: [Feature(.chat)],
+                code: code, supporterName: "Alice", type: .screenShare, features: [Feature(.chat), Feature(.appMessages)],
                 mediaDescriptor: Array("room=7".utf8))
             let request = try #require(await device.request())
             #expect(request.requestID == id)
@@ -106,6 +109,14 @@ extension NodeIntegration {
                 await device.event {
                     if case .messageReceived(.chat(_, "Hello from node 2")) = $0 { true } else { false }
                 } != nil)
+            try await third.supporter.sendApplicationMessage(
+                code: code, contentType: "application/json", body: Array(#"{"step":3}"#.utf8))
+            #expect(
+                await device.event {
+                    if case .messageReceived(.application(_, "application/json", let body)) = $0 {
+                        body == Array(#"{"step":3}"#.utf8)
+                    } else { false }
+                } != nil)
 
             try await third.supporter.endSession(code: code, text: "done from node 3")
             #expect(
@@ -129,8 +140,11 @@ extension NodeIntegration {
             // the request to the device and saw it allowed.
             for routing in [second, third] {
                 let metrics = routing.supporter.metrics.exposition()
-                #expect(metricValue(metrics, #"rsup_cluster_routed_commands_total{outcome="answered"}"#) == 2, "\(metrics)")
-                #expect(metricValue(metrics, "rsup_cluster_routed_command_seconds_count") == 2)
+                let routed = routing === second ? 2.0 : 3.0  // node 2: request, chat; node 3: ask, message, end
+                #expect(
+                    metricValue(metrics, #"rsup_cluster_routed_commands_total{outcome="answered"}"#) == routed,
+                    "\(metrics)")
+                #expect(metricValue(metrics, "rsup_cluster_routed_command_seconds_count") == routed)
             }
             let holding = first.supporter.metrics.exposition()
             #expect(metricValue(holding, "rsup_connection_requests_total") == 1)

@@ -286,6 +286,18 @@ struct EndpointCase: Sendable, CustomTestStringConvertible {
         Case(name: "chat asks for credentials first", method: .post, path: "/api/v1/sessions/{code}/chat",
              caller: .nobody, body: #"{"text":"hi"}"#, status: 401),
 
+        Case(name: "a message needs a device in a session", method: .post, path: "/api/v1/sessions/{code}/messages",
+             body: #"{"content_type":"application/json","body":"eyJhIjoxfQ=="}"#, status: 409,
+             message: "no device is online"),
+        Case(name: "a message body that is no Base64", method: .post, path: "/api/v1/sessions/{code}/messages",
+             body: #"{"content_type":"application/json","body":"not base64!"}"#, status: 422,
+             message: "body must be 1 to 15872 bytes"),
+        Case(name: "a message with a content type holding a space", method: .post,
+             path: "/api/v1/sessions/{code}/messages", body: #"{"content_type":"text/plain; x","body":"eA=="}"#,
+             status: 422, message: "content_type"),
+        Case(name: "a message by GET", method: .get, path: "/api/v1/sessions/{code}/messages", status: 405,
+             allow: "POST"),
+
         Case(name: "the report of a code without sessions", method: .get, path: "/api/v1/sessions/{code}/report",
              caller: .alice, status: 200) { answer, scene in
             let report = try requireValue(answer.json)
@@ -299,16 +311,16 @@ struct EndpointCase: Sendable, CustomTestStringConvertible {
         Case(name: "the report by POST", method: .post, path: "/api/v1/sessions/{code}/report", status: 405,
              allow: "GET"),
         Case(name: "every session of a time range as CSV", method: .get,
-             path: "/api/v1/reports/sessions?from=2000-01-01T00:00:00Z&to=2100-01-01T00:00:00Z", status: 200) {
+             path: "/api/v1/sessions/reports?from=2000-01-01T00:00:00Z&to=2100-01-01T00:00:00Z", status: 200) {
             answer, _ in
             #expect(answer.headers["Content-Type"] == "text/csv; charset=utf-8; header=present")
             #expect(answer.headers["Content-Disposition"] == #"attachment; filename="sessions.csv""#)
             #expect(answer.text.hasPrefix("code,device,request_id,"), "\(answer.text)")
         },
-        Case(name: "the CSV needs a range", method: .get, path: "/api/v1/reports/sessions?from=2000-01-01T00:00:00Z",
+        Case(name: "the CSV needs a range", method: .get, path: "/api/v1/sessions/reports?from=2000-01-01T00:00:00Z",
              status: 400, message: "from and to are required"),
         Case(name: "the CSV is for admins", method: .get,
-             path: "/api/v1/reports/sessions?from=2000-01-01T00:00:00Z&to=2100-01-01T00:00:00Z", caller: .alice,
+             path: "/api/v1/sessions/reports?from=2000-01-01T00:00:00Z&to=2100-01-01T00:00:00Z", caller: .alice,
              status: 403),
     ]
 
@@ -444,7 +456,7 @@ struct EndpointCase: Sendable, CustomTestStringConvertible {
     /// `--pending-code`).
     static let needADevice: Set<String> = [
         "/api/v1/sessions/{code}/connect", "/api/v1/sessions/{code}/cancel", "/api/v1/sessions/{code}/end",
-        "/api/v1/sessions/{code}/ask", "/api/v1/sessions/{code}/chat",
+        "/api/v1/sessions/{code}/ask", "/api/v1/sessions/{code}/chat", "/api/v1/sessions/{code}/messages",
     ]
 
     /// Every route of the table, for each of its methods, has at least one case it answers (2xx; for the
