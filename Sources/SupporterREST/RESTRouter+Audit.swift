@@ -54,17 +54,15 @@ extension RESTRouter {
     /// is reported from its first 20,000 rows, and the answer says so in `X-Report-Truncated: true`).
     static let reportRowLimit = 20_000
 
-    /// `GET /sessions/{code}/report`: the code's sessions from its audit trail (``SessionReport``).
-    func sessionReport(_ call: RESTCall, for principal: RESTPrincipal) throws(RESTError) -> HTTPResponse {
-        let code = call["code"]
-        _ = try visibleCode(code, for: principal)
+    /// The audit rows a report reads, oldest first, a page of 1,000 at a time, at most ``reportRowLimit``.
+    private func reportRows(code: String?, from: Date?, to: Date?) throws(RESTError) -> [AuditEvent] {
         var events: [AuditEvent] = []
         var cursor: Int64?
         while events.count < Self.reportRowLimit {
             let page: [AuditEvent]
             do {
                 page = try node.auditEvents(
-                    code: code, from: nil, to: nil, limit: 1000, afterID: cursor, beforeID: nil, newestFirst: false)
+                    code: code, from: from, to: to, limit: 1000, afterID: cursor, beforeID: nil, newestFirst: false)
             } catch {
                 throw RESTError(error)
             }
@@ -72,6 +70,14 @@ extension RESTRouter {
             guard page.count == 1000, let last = page.last?.id else { break }
             cursor = last
         }
+        return events
+    }
+
+    /// `GET /sessions/{code}/report`: the code's sessions from its audit trail (``SessionReport``).
+    func sessionReport(_ call: RESTCall, for principal: RESTPrincipal) throws(RESTError) -> HTTPResponse {
+        let code = call["code"]
+        _ = try visibleCode(code, for: principal)
+        let events = try reportRows(code: code, from: nil, to: nil)
         var headers = HTTPHeaders()
         if events.count >= Self.reportRowLimit { headers.add(name: "X-Report-Truncated", value: "true") }
         return .api(.ok, encoding: APISessionReport(report: SessionReport(code: code, events: events)), headers: headers)
@@ -86,20 +92,7 @@ extension RESTRouter {
             let toText = request.query("to"), let to = RESTTime.parse(toText)
         else { throw RESTError(.badRequest, "from and to are required, as RFC 3339 times") }
         guard from < to else { throw RESTError(.badRequest, "from must be before to") }
-        var events: [AuditEvent] = []
-        var cursor: Int64?
-        while events.count < Self.reportRowLimit {
-            let page: [AuditEvent]
-            do {
-                page = try node.auditEvents(
-                    code: nil, from: from, to: to, limit: 1000, afterID: cursor, beforeID: nil, newestFirst: false)
-            } catch {
-                throw RESTError(error)
-            }
-            events += page
-            guard page.count == 1000, let last = page.last?.id else { break }
-            cursor = last
-        }
+        let events = try reportRows(code: nil, from: from, to: to)
         var order: [String] = []
         var byCode: [String: [AuditEvent]] = [:]
         for event in events {
