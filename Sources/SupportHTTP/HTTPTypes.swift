@@ -77,6 +77,7 @@ public struct HTTPStatus: Hashable, Sendable, CustomStringConvertible, Expressib
         case 405: "method_not_allowed"
         case 408: "request_timeout"
         case 409: "conflict"
+        case 410: "gone"
         case 411: "length_required"
         case 413: "payload_too_large"
         case 414: "uri_too_long"
@@ -118,6 +119,8 @@ public struct HTTPStatus: Hashable, Sendable, CustomStringConvertible, Expressib
     public static let requestTimeout = HTTPStatus(code: 408)
     /// 409.
     public static let conflict = HTTPStatus(code: 409)
+    /// 410.
+    public static let gone = HTTPStatus(code: 410)
     /// 413.
     public static let contentTooLarge = HTTPStatus(code: 413)
     /// 414.

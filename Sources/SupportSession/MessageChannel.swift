@@ -91,6 +91,10 @@ public struct MessageChannel: Sendable, Hashable {
     /// The last id the peer received from us is `id`: what the sender must resend after a resume (SPEC §15.5).
     public var lastSentID: UInt32 { nextID - 1 }
 
+    /// Whether a chat line or application message sent now goes out at once: the window has room and nothing waits
+    /// before it.
+    public var sendsAtOnce: Bool { queued.isEmpty && unacknowledged.count < WireLimits.messageWindow }
+
     /// Whether anything is waiting to go out or to be acknowledged.
     public var isIdle: Bool { unacknowledged.isEmpty && queued.isEmpty && outgoingFiles.isEmpty }
 

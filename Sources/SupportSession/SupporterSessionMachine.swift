@@ -277,6 +277,22 @@ public struct SupporterSessionMachine: Sendable {
         } catch { throw Refusal(error.kind, error.message, underlying: error) }
     }
 
+    /// ``send(_:)`` of a chat line or application message that goes out at once or not at all: refused with
+    /// `limit_reached` while 16 messages wait for the device's acknowledgement (or more wait to go out), so that the
+    /// caller learns the message's id now (what its delivery will name).
+    public mutating func sendAtOnce(_ outgoing: MessageChannel.Outgoing) throws(Refusal) -> (messageID: UInt32, actions: [Action]) {
+        if case .file = outgoing { throw Refusal(.invalidArgument, "a file goes out in parts: send it with send(_:)") }
+        if case .active = state, extensions.contains(.sessionMessages), !isReconnecting, !channel.sendsAtOnce {
+            throw Refusal(
+                .limitReached, "\(WireLimits.messageWindow) messages wait for the device's acknowledgement; try again shortly")
+        }
+        let (_, actions) = try send(outgoing)
+        // Nothing waited before it, so it is the last session message of this step.
+        var id: UInt32 = 0
+        for case .send(.sessionMessage(let message)) in actions where message.kind != .filePart { id = message.messageID }
+        return (id, actions)
+    }
+
     /// ``send(_:)`` of chat text.
     public mutating func sendChat(_ text: String) throws(Refusal) -> [Action] { try send(.chat(text)).actions }
 

@@ -110,6 +110,8 @@ public struct ClusterCommand: Codable, Sendable, Hashable {
 /// What the holding node answers to a ``ClusterCommand``: the request id, or the error the command met there.
 public struct ClusterCommandAnswer: Codable, Sendable, Hashable {
     public var requestID: UInt32?
+    /// The id a chat line or application message went out with (`chat`, `message`).
+    public var messageID: UInt32?
     public var error: String?
     /// ``SupporterNodeError/Kind`` name.
     public var errorKind: String?

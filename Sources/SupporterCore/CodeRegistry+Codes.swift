@@ -213,6 +213,12 @@ extension CodeRegistry {
         }
         intents += flushRefusalWindows(now: now)
         intents += flushDeviceEventWindows(now: now)
+        if let last = contentsPrunedAt, now.timeIntervalSince(last) < Double(policy.contentPruneInterval.components.seconds) {
+            // pruned a moment ago
+        } else {
+            contentsPrunedAt = now
+            intents.append(contentPrune(now: now))
+        }
         let clock = Self.clock(now)
         addressBackoff.forgetDecayed(now: clock)
         blockedAdmissions = blockedAdmissions.filter { addressBackoff.retryAfter($0.key, now: clock) != nil }

@@ -104,6 +104,7 @@ extension CodeRegistry {
             return []  // audited when decided (``register(_:now:)``)
         case .connected(let id):
             codes[code]?.activeSince = now
+            codes[code]?.messages = SessionMessageLedger()
             codes[code]?.live = .active
             return [
                 audit(.requestAllowed, code, now, ["request_id": "\(id)"]),
@@ -128,6 +129,7 @@ extension CodeRegistry {
             var intents: [StoreIntent] = []
             let actorDetails = codes[code]?.endActor?.details ?? [:]
             codes[code]?.endActor = nil
+            codes[code]?.messages = SessionMessageLedger()
             if let since = codes[code]?.activeSince, codes[code]?.holder == connection {
                 let milliseconds = Int((now.timeIntervalSince(since) * 1000).rounded())
                 intents.append(
@@ -162,8 +164,18 @@ extension CodeRegistry {
         case .resumed:
             codes[code]?.reconnecting = false
             return [audit(.deviceResumed, code, now, ["source_address": address])]
-        case .messageReceived, .messageDelivered, .messageRefused, .messagesUndelivered:
-            return []  // message contents are not audited; the grants that allow them are
+        case .messageReceived(let delivery):
+            return received(delivery, on: code, now: now)
+        case .messageDelivered(let id):
+            guard codes[code]?.messages.settled(id) == true else { return [] }
+            return [audit(.messageDelivered, code, now, ["message_id": "\(id)"])]
+        case .messageRefused(let id, let reason, _):
+            guard codes[code]?.messages.settled(id) == true else { return [] }
+            return [audit(.messageRefused, code, now, ["message_id": "\(id)", "reason": "\(reason)"])]
+        case .messagesUndelivered(let undelivered):
+            let ids = codes[code]?.messages.undelivered(undelivered.sent) ?? []
+            guard !ids.isEmpty else { return [] }
+            return [audit(.messagesUndelivered, code, now, ["message_ids": ids.map { "\($0)" }.joined(separator: ",")])]
         case .sessionError(let reason, let feature, _):
             return [
                 audit(
@@ -171,6 +183,92 @@ extension CodeRegistry {
                     ["what": "session_error", "reason": "\(reason)", "feature": feature.map { "\($0)" } ?? ""])
             ]
         }
+    }
+
+    /// A message from the device: the fact in the audit trail, its content kept apart (``SessionContent``).
+    private mutating func received(_ delivery: MessageChannel.Delivery, on code: String, now: Date) -> [StoreIntent] {
+        switch delivery {
+        case .chat(let id, let text):
+            return recorded(
+                AuditEvent(
+                    time: now, code: code, kind: .messageReceived,
+                    details: ["kind": "chat", "message_id": "\(id)", "size": "\(text.utf8.count)"]),
+                SessionContent(code: code, time: now, body: .chat(text)))
+        case .application(let id, let type, let body):
+            return recorded(
+                AuditEvent(
+                    time: now, code: code, kind: .messageReceived,
+                    details: ["kind": "application", "message_id": "\(id)", "content_type": type, "size": "\(body.count)"]),
+                SessionContent(code: code, time: now, body: .application(contentType: type, bytes: body)))
+        case .fileProgress(let transfer, let name, let received, let total):
+            guard codes[code]?.messages.progress(transfer: transfer, received: received, total: total) == true else {
+                return []
+            }
+            return [
+                audit(
+                    .fileProgress, code, now,
+                    ["transfer_id": "\(transfer)", "name": name, "received": "\(received)", "size": "\(total)"])
+            ]
+        case .file(let transfer, let name, let type, let bytes):
+            codes[code]?.messages.finished(transfer: transfer)
+            var details = ["transfer_id": "\(transfer)", "name": name, "size": "\(bytes.count)"]
+            if let type { details["content_type"] = type }
+            return recorded(
+                AuditEvent(time: now, code: code, kind: .fileReceived, details: details),
+                SessionContent(code: code, time: now, body: .file(name: name, contentType: type, bytes: bytes)))
+        }
+    }
+
+    /// A supporter's chat line or application message went out to the device on `code` as message `id`: what to
+    /// store (the fact by `actor` in the audit trail, the content apart), fenced by the code's presence.
+    public mutating func messageSent(
+        code: String, id: UInt32, content: SessionContent.Body, by actor: AuditActor, now: Date
+    ) -> [StoreIntent] {
+        guard codes[code] != nil else { return [] }
+        codes[code]?.messages.sent(id)
+        var details = actor.details
+        details["message_id"] = "\(id)"
+        switch content {
+        case .chat(let text):
+            details["kind"] = "chat"
+            details["size"] = "\(text.utf8.count)"
+        case .application(let type, let bytes):
+            details["kind"] = "application"
+            details["content_type"] = type
+            details["size"] = "\(bytes.count)"
+        case .file(let name, _, let bytes):
+            details["kind"] = "file"
+            details["name"] = name
+            details["size"] = "\(bytes.count)"
+        }
+        let event = AuditEvent(time: now, code: code, kind: .messageSent, details: details)
+        return Self.fenced(recorded(event, SessionContent(code: code, time: now, body: content)), code: code)
+    }
+
+    /// `event` with `content` when contents are kept (``Policy/contentRetention``), else the row alone; after a file,
+    /// the contents are pruned to their limit.
+    private func recorded(_ event: AuditEvent, _ content: SessionContent) -> [StoreIntent] {
+        guard policy.contentRetention > .zero else { return [.audit(event)] }
+        var intents: [StoreIntent] = [.auditWithContent(event, content)]
+        if case .file = content.body { intents.append(contentPrune(now: content.time)) }
+        return intents
+    }
+
+    /// Forgets contents older than the retention, then the oldest beyond the limit.
+    func contentPrune(now: Date) -> StoreIntent {
+        let retention = policy.contentRetention.components
+        let seconds = Double(retention.seconds) + Double(retention.attoseconds) / 1e18
+        return .pruneContents(before: now.addingTimeInterval(-seconds), keepingBytes: policy.contentLimitBytes)
+    }
+
+    /// A supporter asked the device on `code` for `feature` (ask `askID`): the row that records it.
+    public func featureAsked(
+        code: String, feature: Feature.ID, askID: UInt32, by actor: AuditActor, now: Date
+    ) -> [StoreIntent] {
+        var details = actor.details
+        details["feature"] = "\(feature)"
+        details["ask_id"] = "\(askID)"
+        return Self.fenced([audit(.featureAsked, code, now, details)], code: code)
     }
 
     /// Feature names for an audit detail: `chat,remote_control`.

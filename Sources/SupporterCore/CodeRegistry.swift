@@ -55,6 +55,13 @@ public struct CodeRegistry: Sendable {
         public var blockedAddressBurst = 5.0
         /// Blocked addresses whose admission budget is tracked; beyond it the oldest is forgotten.
         public var blockedAddressesTracked = 10_000
+        /// How long the contents of messages and files are kept (``SessionContent``); zero keeps none (the audit
+        /// trail still records each message, without its content).
+        public var contentRetention: Duration = .seconds(7 * 86_400)
+        /// The most bytes of contents kept in all; beyond, the oldest go first (checked after every file, and with
+        /// the retention every ``contentPruneInterval``).
+        public var contentLimitBytes = 1 << 30
+        public var contentPruneInterval: Duration = .seconds(60)
         /// Audit rows of events a device can repeat at will (SESSION_ERROR, VOIP_STATE): at most this many per code
         /// (one device at a time holds a code) per window, and at most ``deviceEventRowsPerToken`` over every device
         /// of one device token (every install of an app shares it). Beyond either, events are counted, not reported
@@ -91,6 +98,8 @@ public struct CodeRegistry: Sendable {
         /// The state of a session of this node's previous process that may still resume here
         /// (``UnresumedSession``), while no device holds the code: shown as reconnecting.
         var awaitingResume: SessionCodeState?
+        /// The running session's messages, as far as they are recorded.
+        var messages = SessionMessageLedger()
 
         /// The state ``info(now:)`` shows, without making the info (the metrics count every code's on each scrape).
         func state(now: Date) -> SessionCodeState {
@@ -141,6 +150,8 @@ public struct CodeRegistry: Sendable {
     /// Sessions of the previous process that may still resume here, by code, and when the last of them ends.
     var unresumed: [String: UnresumedSession] = [:]
     var unresumedUntil: Date?
+    /// When contents were last pruned (``Policy/contentPruneInterval``).
+    var contentsPrunedAt: Date?
 
     public init(policy: Policy = Policy()) {
         self.policy = policy

@@ -10,6 +10,11 @@ public enum StoreIntent: Sendable, Hashable {
     case updateCode(SessionCodeRecord)
     case deleteCode(String)
     case audit(AuditEvent)
+    /// An audit row, and the content of the message or file it records, kept apart for the retention time under the
+    /// row's id (``SessionContent``).
+    case auditWithContent(AuditEvent, SessionContent)
+    /// Forgets contents stored before `before`, then the oldest until those left take at most `keepingBytes`.
+    case pruneContents(before: Date, keepingBytes: Int)
     case saveBackoff(BackoffRow)
     case deleteBackoff(key: String)
     /// Creates or replaces a supporter account (by login).

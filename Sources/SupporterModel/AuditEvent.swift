@@ -38,6 +38,23 @@ public struct AuditEvent: Sendable, Hashable {
         public static let deviceReconnecting = Kind(rawValue: "device_reconnecting")
         /// The device resumed on a new connection.
         public static let deviceResumed = Kind(rawValue: "device_resumed")
+        /// A supporter asked the device for a feature during the session (SPEC §15.3).
+        public static let featureAsked = Kind(rawValue: "feature_asked")
+        /// A chat line or application message went to the device (its content is kept apart, for the retention
+        /// time: ``SessionContent``).
+        public static let messageSent = Kind(rawValue: "message_sent")
+        /// A chat line or application message came from the device (content kept apart, as for `message_sent`).
+        public static let messageReceived = Kind(rawValue: "message_received")
+        /// The device acknowledged a message the supporter sent.
+        public static let messageDelivered = Kind(rawValue: "message_delivered")
+        /// The device refused a message the supporter sent.
+        public static let messageRefused = Kind(rawValue: "message_refused")
+        /// The session ended (or a grant was revoked) with messages the supporter sent not acknowledged.
+        public static let messagesUndelivered = Kind(rawValue: "messages_undelivered")
+        /// Part of a file from the device arrived: at the first part, then at each quarter of its size.
+        public static let fileProgress = Kind(rawValue: "file_progress")
+        /// A whole file from the device arrived (its bytes are kept apart, as for `message_sent`).
+        public static let fileReceived = Kind(rawValue: "file_received")
         // Accounts, sign-in and API tokens.
         public static let tokenIssued = Kind(rawValue: "token_issued")
         public static let tokenRevoked = Kind(rawValue: "token_revoked")
@@ -52,7 +69,8 @@ public struct AuditEvent: Sendable, Hashable {
             .codeCreated, .codeUpdated, .codeClosed, .codeExpired, .codeDeleted, .deviceOnline, .deviceOffline,
             .requestSent, .requestAllowed, .requestRejected, .requestAborted, .requestTimedOut, .sessionStarted,
             .sessionEnded, .voipState, .error, .featureDenied, .featuresGranted, .featureGranted, .featureRefused,
-            .featureRevoked, .deviceReconnecting, .deviceResumed,
+            .featureRevoked, .deviceReconnecting, .deviceResumed, .featureAsked, .messageSent, .messageReceived,
+            .messageDelivered, .messageRefused, .messagesUndelivered, .fileProgress, .fileReceived,
         ]
 
         public var description: String { rawValue }

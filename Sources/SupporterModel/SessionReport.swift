@@ -31,6 +31,13 @@ public struct SessionReport: Sendable, Hashable {
         public var denied: [String] = []
         /// Features the device revoked during the session.
         public var revoked: [String] = []
+        /// Features a supporter asked for during the session, in order, and those of them still unanswered.
+        public var asked: [String] = []
+        public var pendingAsks: [String] = []
+        /// Chat lines and application messages the supporter sent and the device sent, and files from the device.
+        public var messagesSent = 0
+        public var messagesReceived = 0
+        public var filesReceived = 0
         /// Times the device's link was lost and resumed, and how long that took in all.
         public var reconnects = 0
         public var reconnectingMilliseconds = 0
@@ -80,10 +87,30 @@ public struct SessionReport: Sendable, Hashable {
             case .sessionStarted: update(requestID) { $0.startedAt = event.time }
             case .featuresGranted:
                 current { $0.grant(Self.features(details["features"])) }
+            case .featureAsked:
+                current { session in
+                    let names = Self.features(details["feature"])
+                    session.asked += names
+                    for name in names where !session.pendingAsks.contains(name) { session.pendingAsks.append(name) }
+                }
             case .featureGranted:
-                current { $0.grant(Self.features(details["feature"])) }
+                current { session in
+                    let names = Self.features(details["feature"])
+                    session.grant(names)
+                    session.pendingAsks.removeAll { names.contains($0) }
+                }
             case .featureRefused:
-                current { $0.refused += Self.features(details["feature"]) }
+                current { session in
+                    let names = Self.features(details["feature"])
+                    session.refused += names
+                    session.pendingAsks.removeAll { names.contains($0) }
+                }
+            case .messageSent:
+                current { $0.messagesSent += 1 }
+            case .messageReceived:
+                current { $0.messagesReceived += 1 }
+            case .fileReceived:
+                current { $0.filesReceived += 1 }
             case .featureDenied:
                 let names = Self.features(details["features"]) + Self.features(details["feature"])
                 latest { $0.denied += names.filter { !$0.isEmpty } }
@@ -110,6 +137,7 @@ public struct SessionReport: Sendable, Hashable {
                     }
                     session.endedAt = event.time
                     session.endReason = details["reason"]
+                    session.pendingAsks = []  // unanswered when the session ended: never will be
                 }
                 reconnectingSince = nil
             default:

@@ -61,11 +61,15 @@ public protocol SupporterService: AnyObject, Sendable {
     /// Asks the device on `code` for `feature` during its session (SPEC §15.3); the answer is audited.
     func askFeature(code: String, feature: Feature.ID, text: String?, by actor: AuditActor)
         async throws(SupporterNodeError)
-    /// Sends chat text to the device on `code` (SPEC §15.4); needs `chat` granted.
-    func sendChat(code: String, text: String, by actor: AuditActor) async throws(SupporterNodeError)
+    /// Sends chat text to the device on `code` (SPEC §15.4); needs `chat` granted. Returns the message's id (its
+    /// `message_sent` row names it, and its delivery); `busy` while 16 messages wait for the device.
+    @discardableResult
+    func sendChat(code: String, text: String, by actor: AuditActor) async throws(SupporterNodeError) -> UInt32
     /// Sends an application message to the device on `code` (SPEC §15.4, kind 2); needs `app_messages` granted.
+    /// Returns its id, as ``sendChat(code:text:by:)``.
+    @discardableResult
     func sendApplicationMessage(code: String, contentType: String, body: [UInt8], by actor: AuditActor)
-        async throws(SupporterNodeError)
+        async throws(SupporterNodeError) -> UInt32
 
     // MARK: accounts and sign-in
 
@@ -110,6 +114,11 @@ public protocol SupporterService: AnyObject, Sendable {
     func auditEvents(
         code: String?, from: Date?, to: Date?, limit: Int, afterID: Int64?, beforeID: Int64?, newestFirst: Bool
     ) throws(SupporterNodeError) -> [AuditEvent]
+    /// The contents kept for these audit rows (`message_sent`, `message_received`, `file_received`), by row id; a
+    /// file's bytes left out. A row whose content is past its retention is missing. Blocking.
+    func sessionContents(auditIDs: [Int64]) throws(SupporterNodeError) -> [Int64: StoredSessionContent]
+    /// The file kept for the audit row `auditID`, with its bytes, or nil (none, or past its retention). Blocking.
+    func sessionFile(auditID: Int64) throws(SupporterNodeError) -> StoredSessionContent?
     /// The node's metrics registry, which services beside it (the REST API) add their own families to.
     var metrics: MetricsRegistry { get }
     /// The newest audit row's id (0 when there is none). Blocking.

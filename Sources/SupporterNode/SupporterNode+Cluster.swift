@@ -159,12 +159,17 @@ extension SupporterNode {
                 guard let text = command.text else {
                     return ClusterCommandAnswer(SupporterNodeError("the command lacks its text", kind: .invalid))
                 }
-                try await sendChatHere(code: command.code, text: text)
+                var answer = ClusterCommandAnswer()
+                answer.messageID = try await sendChatHere(code: command.code, text: text, by: actor)
+                return answer
             case .message:
                 guard let contentType = command.contentType, let body = command.body.flatMap({ Base64.decode($0) }) else {
                     return ClusterCommandAnswer(SupporterNodeError("the command lacks its message", kind: .invalid))
                 }
-                try await sendApplicationMessageHere(code: command.code, contentType: contentType, body: body)
+                var answer = ClusterCommandAnswer()
+                answer.messageID = try await sendApplicationMessageHere(
+                    code: command.code, contentType: contentType, body: body, by: actor)
+                return answer
             case .vacate:
                 if sessions.withLock({ $0.registry.holdsDevice(on: command.code) }) {
                     throw SupporterNodeError("a device is on this code", kind: .conflict)

@@ -166,47 +166,76 @@ extension SupporterNode {
             try await appendAudit([AuditEvent(time: clock.wallTime, code: code, kind: .featureDenied, details: details)])
             throw SupporterNodeError("the code's rules deny \(feature)", kind: .conflict)
         }
-        try await connection.run { machine throws(SupporterSessionMachine.Refusal) in
-            (try machine.askFeature(feature, text: text, codeRules: rules), ())
+        try await connection.runAudited { [self] machine throws(SupporterSessionMachine.Refusal) in
+            let actions = try machine.askFeature(feature, text: text, codeRules: rules)
+            var askID: UInt32 = 0
+            for case .send(.featureRequest(let request)) in actions { askID = request.askID }
+            let intents = sessions.withLock { state in
+                state.registry.featureAsked(code: code, feature: feature, askID: askID, by: actor, now: clock.wallTime)
+            }
+            return (actions, intents, ())
         }
     }
 
     /// Sends chat text to the device on `code` (SPEC §15.4), through the node holding the device if that is another
-    /// one; needs `chat` granted. Returns once the text is queued for the device (message contents are not
-    /// audited); its delivery arrives on the holding node as an event (`messageDelivered`).
-    public func sendChat(code: String, text: String, by actor: AuditActor = .local) async throws(SupporterNodeError) {
+    /// one; needs `chat` granted. Returns the message's id once it is recorded (`message_sent`, its text kept apart for
+    /// the retention time) and on its way; its delivery is recorded (`message_delivered`) when the device acknowledges
+    /// it. Refused (`busy`) while 16 messages wait for the device's acknowledgement.
+    @discardableResult
+    public func sendChat(code: String, text: String, by actor: AuditActor = .local) async throws(SupporterNodeError)
+        -> UInt32
+    {
         if !holdsDevice(on: code), let node = try await remoteHolder(of: code) {
-            _ = try await forward(
+            let answer = try await forward(
                 ClusterCommand(kind: .chat, code: code, text: text, actor: ClusterCommand.Actor(actor)), to: node)
-            return
+            return answer.messageID ?? 0
         }
-        try await sendChatHere(code: code, text: text)
+        return try await sendChatHere(code: code, text: text, by: actor)
     }
 
-    func sendChatHere(code: String, text: String) async throws(SupporterNodeError) {
-        let connection = try connection(for: code)
-        try await connection.run { machine throws(SupporterSessionMachine.Refusal) in (try machine.sendChat(text), ()) }
+    func sendChatHere(code: String, text: String, by actor: AuditActor) async throws(SupporterNodeError) -> UInt32 {
+        try await sendRecorded(.chat(text), on: code, by: actor)
     }
 
     /// Sends an application message to the device on `code`, through the node holding the device if that is another
-    /// one; needs `app_messages` granted. Contents are not audited.
+    /// one; needs `app_messages` granted. Returns its id, as ``sendChat(code:text:by:)``.
+    @discardableResult
     public func sendApplicationMessage(
         code: String, contentType: String, body: [UInt8], by actor: AuditActor = .local
-    ) async throws(SupporterNodeError) {
+    ) async throws(SupporterNodeError) -> UInt32 {
         if !holdsDevice(on: code), let node = try await remoteHolder(of: code) {
             var command = ClusterCommand(kind: .message, code: code, actor: ClusterCommand.Actor(actor))
             command.contentType = contentType
             command.body = Base64.encode(body)
-            _ = try await forward(command, to: node)
-            return
+            return try await forward(command, to: node).messageID ?? 0
         }
-        try await sendApplicationMessageHere(code: code, contentType: contentType, body: body)
+        return try await sendApplicationMessageHere(code: code, contentType: contentType, body: body, by: actor)
     }
 
-    func sendApplicationMessageHere(code: String, contentType: String, body: [UInt8]) async throws(SupporterNodeError) {
+    func sendApplicationMessageHere(
+        code: String, contentType: String, body: [UInt8], by actor: AuditActor
+    ) async throws(SupporterNodeError) -> UInt32 {
+        try await sendRecorded(.application(contentType: contentType, bytes: body), on: code, by: actor)
+    }
+
+    /// A chat line or application message to the device on this node, out at once with its id, recorded before it
+    /// leaves.
+    private func sendRecorded(
+        _ content: SessionContent.Body, on code: String, by actor: AuditActor
+    ) async throws(SupporterNodeError) -> UInt32 {
+        let outgoing: MessageChannel.Outgoing
+        switch content {
+        case .chat(let text): outgoing = .chat(text)
+        case .application(let type, let bytes): outgoing = .application(contentType: type, body: bytes)
+        case .file(let name, let type, let bytes): outgoing = .file(name: name, contentType: type, bytes: bytes)
+        }
         let connection = try connection(for: code)
-        try await connection.run { machine throws(SupporterSessionMachine.Refusal) in
-            (try machine.send(.application(contentType: contentType, body: body)).actions, ())
+        return try await connection.runAudited { [self] machine throws(SupporterSessionMachine.Refusal) in
+            let (id, actions) = try machine.sendAtOnce(outgoing)
+            let intents = sessions.withLock {
+                $0.registry.messageSent(code: code, id: id, content: content, by: actor, now: clock.wallTime)
+            }
+            return (actions, intents, id)
         }
     }
 

@@ -484,6 +484,22 @@ public final class SupporterNode: Sendable {
         }
     }
 
+    public func sessionContents(auditIDs: [Int64]) throws(SupporterNodeError) -> [Int64: StoredSessionContent] {
+        guard !auditIDs.isEmpty else { return [:] }
+        do throws(StoreError) { return try store.contents(auditIDs: auditIDs, fileBytes: false) } catch {
+            throw SupporterNodeError(store: error)
+        }
+    }
+
+    public func sessionFile(auditID: Int64) throws(SupporterNodeError) -> StoredSessionContent? {
+        let found: StoredSessionContent?
+        do throws(StoreError) { found = try store.contents(auditIDs: [auditID], fileBytes: true)[auditID] } catch {
+            throw SupporterNodeError(store: error)
+        }
+        guard let found, case .file = found.content.body else { return nil }
+        return found
+    }
+
     /// Appends `events` to the audit trail; returns once they are durable. For services beside the node that refuse
     /// things on its behalf (the REST API's failed authentications); the node audits its own changes itself.
     public func appendAudit(_ events: [AuditEvent]) async throws(SupporterNodeError) {

@@ -13,7 +13,9 @@ struct APISessionReport: Encodable {
         case requestID = "request_id", supporter, account, connectionType = "connection_type", outcome
         case requestedAt = "requested_at", answeredAt = "answered_at", startedAt = "started_at", endedAt = "ended_at"
         case endReason = "end_reason", waitingMS = "waiting_ms", activeMS = "active_ms"
-        case reconnects, reconnectingMS = "reconnecting_ms", granted, refused, denied, revoked
+        case reconnects, reconnectingMS = "reconnecting_ms", granted, refused, denied, revoked, asked
+        case pendingAsks = "pending_asks", messagesSent = "messages_sent", messagesReceived = "messages_received"
+        case filesReceived = "files_received"
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -43,6 +45,11 @@ struct APISessionReport: Encodable {
             try entry.encode(session.refused, forKey: .refused)
             try entry.encode(session.denied, forKey: .denied)
             try entry.encode(session.revoked, forKey: .revoked)
+            try entry.encode(session.asked, forKey: .asked)
+            try entry.encode(session.pendingAsks, forKey: .pendingAsks)
+            try entry.encode(session.messagesSent, forKey: .messagesSent)
+            try entry.encode(session.messagesReceived, forKey: .messagesReceived)
+            try entry.encode(session.filesReceived, forKey: .filesReceived)
         }
     }
 }

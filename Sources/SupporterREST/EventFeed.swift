@@ -277,14 +277,15 @@ final class EventFeed: Sendable {
                 }
                 pages += 1
                 guard let events = try? node.auditEvents(
-                    code: nil, from: nil, to: nil, limit: page, afterID: cursor, beforeID: nil, newestFirst: false)
+                    code: nil, from: nil, to: nil, limit: page, afterID: cursor, beforeID: nil, newestFirst: false),
+                    let contents = contents(of: events, node: node)
                 else {
                     complete = false  // the store failed: again from here at the next poll
                     break
                 }
                 for event in events {
                     guard event.id <= position else { break backlog }
-                    guard let row = row(event, node: node, codes: &codes) else {
+                    guard let row = row(event, content: contents[event.id], node: node, codes: &codes) else {
                         complete = false  // as above
                         break backlog
                     }
@@ -299,10 +300,11 @@ final class EventFeed: Sendable {
         var cursor = position
         live: for read in 1...pagesPerPoll {
             guard let events = try? node.auditEvents(
-                code: nil, from: nil, to: nil, limit: page, afterID: cursor, beforeID: nil, newestFirst: false)
+                code: nil, from: nil, to: nil, limit: page, afterID: cursor, beforeID: nil, newestFirst: false),
+                let contents = contents(of: events, node: node)
             else { break }
             for event in events {
-                guard let row = row(event, node: node, codes: &codes) else { break live }  // the store failed: from here next poll
+                guard let row = row(event, content: contents[event.id], node: node, codes: &codes) else { break live }  // the store failed: from here next poll
                 batch.live.append(row)
                 cursor = event.id
             }
@@ -396,7 +398,16 @@ final class EventFeed: Sendable {
     /// a code's creation is durable (and its row readable here) a moment before the node applies it, and a code
     /// another node of the cluster made reaches this one later still; taken for deleted, its row would lose its
     /// session and reach admins only.
-    private static func row(_ event: AuditEvent, node: any SupporterService, codes: inout CodeLookups) -> Row? {
+    /// The contents kept for the message rows of `events` (one read per page), or nil when the store failed.
+    private static func contents(of events: [AuditEvent], node: any SupporterService) -> [Int64: StoredSessionContent]? {
+        let ids = events.filter { APISessionContent.carried.contains($0.kind) }.map(\.id)
+        guard !ids.isEmpty else { return [:] }
+        return try? node.sessionContents(auditIDs: ids)
+    }
+
+    private static func row(
+        _ event: AuditEvent, content: StoredSessionContent?, node: any SupporterService, codes: inout CodeLookups
+    ) -> Row? {
         let info: SessionCodeInfo?
         if let code = event.code {
             // The node's own codes are read live every time; only what the store said is kept for the poll.
@@ -420,7 +431,10 @@ final class EventFeed: Sendable {
             access = .deletedCode
         }
         let data =
-            RESTJSON.encode(APIEventData(event: APIAuditEvent(event), session: info.map(APISession.init)))
+            RESTJSON.encode(
+                APIEventData(
+                    event: APIAuditEvent(event), session: info.map(APISession.init),
+                    content: APISessionContent.carried.contains(event.kind) ? .some(content.map(APISessionContent.init)) : nil))
             ?? Array("{}".utf8)
         let kind = event.kind.rawValue.filter { $0.isLetter || $0.isNumber || $0 == "_" }
         let bytes = Array("id: \(event.id)\nevent: \(kind)\ndata: ".utf8) + data + Array("\n\n".utf8)
@@ -429,17 +443,21 @@ final class EventFeed: Sendable {
 }
 
 /// `EventData`: an audit row as `AuditEvent` shows it, with the code's state right after it (`session`, null when
-/// the event concerns no code or the code is deleted).
+/// the event concerns no code or the code is deleted), and for a message or file row what it held (`content`, null
+/// once past its retention; absent on other rows).
 struct APIEventData: Encodable {
     let event: APIAuditEvent
     let session: APISession?
+    /// Nil: the row carries no content; `.some(nil)`: it does, and the content is no longer kept.
+    var content: APISessionContent?? = nil
 
-    enum CodingKeys: String, CodingKey { case session }
+    enum CodingKeys: String, CodingKey { case session, content }
 
     func encode(to encoder: any Encoder) throws {
         try event.encode(to: encoder)
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(session, forKey: .session)
+        if let content { try container.encode(content, forKey: .content) }
     }
 }
 

@@ -11,7 +11,7 @@ public struct RESTError: Error, Sendable, Hashable, CustomStringConvertible {
     public struct Kind: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case badRequest = "bad_request", unauthorized, forbidden, notFound = "not_found"
-            case methodNotAllowed = "method_not_allowed", conflict, unprocessable
+            case methodNotAllowed = "method_not_allowed", conflict, gone, unprocessable
             case tooManyRequests = "too_many_requests", unavailable, internalError = "internal_error"
             case duplicateHeader = "duplicate_header"
         }
@@ -33,6 +33,8 @@ public struct RESTError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let methodNotAllowed = Kind(.methodNotAllowed)
         /// 409: the change conflicts with the code's state.
         public static let conflict = Kind(.conflict)
+        /// It existed and is no longer kept (a file past its retention).
+        public static let gone = Kind(.gone)
         /// 422: a JSON object the request schema does not allow.
         public static let unprocessable = Kind(.unprocessable)
         /// 429: too many unknown tokens from this client address.
@@ -51,6 +53,7 @@ public struct RESTError: Error, Sendable, Hashable, CustomStringConvertible {
             case .notFound: .notFound
             case .methodNotAllowed: .methodNotAllowed
             case .conflict: .conflict
+            case .gone: .gone
             case .unprocessable: .unprocessableContent
             case .tooManyRequests: .tooManyRequests
             case .unavailable: .serviceUnavailable

@@ -55,7 +55,7 @@ extension RESTRouter {
     static let reportRowLimit = 20_000
 
     /// The audit rows a report reads, oldest first, a page of 1,000 at a time, at most ``reportRowLimit``.
-    private func reportRows(code: String?, from: Date?, to: Date?) throws(RESTError) -> [AuditEvent] {
+    func reportRows(code: String?, from: Date?, to: Date?) throws(RESTError) -> [AuditEvent] {
         var events: [AuditEvent] = []
         var cursor: Int64?
         while events.count < Self.reportRowLimit {

@@ -71,12 +71,21 @@ extension RESTRouter {
         Route(.post, "/api/v1/sessions/{code}/ask", .authenticated(.caller, methodCheck: .afterAccess, "askFeature") {
             router, call, principal throws(RESTError) in try await router.askFeature(call, by: principal)
         }),
+        Route(.get, "/api/v1/sessions/{code}/messages", .authenticated(
+            .caller, methodCheck: .afterAccess, "listSessionMessages"
+        ) { router, call, principal throws(RESTError) in try router.listSessionMessages(call, for: principal) }),
         Route(.post, "/api/v1/sessions/{code}/messages", .authenticated(
             .caller, methodCheck: .afterAccess, "sendApplicationMessage"
         ) { router, call, principal throws(RESTError) in try await router.sendApplicationMessage(call, by: principal) }),
         Route(.post, "/api/v1/sessions/{code}/chat", .authenticated(.caller, methodCheck: .afterAccess, "sendChat") {
             router, call, principal throws(RESTError) in try await router.sendChat(call, by: principal)
         }),
+        Route(.get, "/api/v1/sessions/{code}/files", .authenticated(
+            .caller, methodCheck: .afterAccess, "listSessionFiles"
+        ) { router, call, principal throws(RESTError) in try router.listSessionFiles(call, for: principal) }),
+        Route(.get, "/api/v1/sessions/{code}/files/{file}", .authenticated(
+            .caller, methodCheck: .afterAccess, "downloadSessionFile"
+        ) { router, call, principal throws(RESTError) in try router.downloadSessionFile(call, for: principal) }),
         // Another action on a code: 404, but (as in version 1, and as the spec says) only once authenticated.
         Route(nil, "/api/v1/sessions/{code}/{action}", .authenticated(.caller, methodCheck: .afterAccess, nil) {
             router, call, _ throws(RESTError) in throw router.noSuchResource(call)

@@ -141,25 +141,36 @@ extension RESTRouter {
         }
     }
 
-    /// `POST /sessions/{code}/messages`: sends an application message to the device (needs `app_messages` granted).
+    /// `POST /sessions/{code}/messages`: sends an application message to the device (needs `app_messages` granted);
+    /// answers its id.
     func sendApplicationMessage(_ call: RESTCall, by principal: RESTPrincipal) async throws(RESTError) -> HTTPResponse {
-        try await act(on: call["code"], by: principal) { code throws(RESTError) in
-            let input = try StrictJSON.decode(APIApplicationMessage.self, from: call.request.body)
-            try await nodeCall { () throws(SupporterNodeError) in
-                try await node.sendApplicationMessage(
-                    code: code, contentType: input.contentType, body: input.body, by: principal.actor)
-            }
+        let code = call["code"]
+        _ = try visibleCode(code, for: principal)
+        let input = try StrictJSON.decode(APIApplicationMessage.self, from: call.request.body)
+        var id: UInt32 = 0
+        try await nodeCall { () throws(SupporterNodeError) in
+            id = try await node.sendApplicationMessage(
+                code: code, contentType: input.contentType, body: input.body, by: principal.actor)
         }
+        return try messageSent(id, on: code)
     }
 
-    /// `POST /sessions/{code}/chat`: sends chat text to the device (needs `chat` granted).
+    /// `POST /sessions/{code}/chat`: sends chat text to the device (needs `chat` granted); answers its id.
     func sendChat(_ call: RESTCall, by principal: RESTPrincipal) async throws(RESTError) -> HTTPResponse {
-        try await act(on: call["code"], by: principal) { code throws(RESTError) in
-            let input = try StrictJSON.decode(APIChat.self, from: call.request.body)
-            try await nodeCall { () throws(SupporterNodeError) in
-                try await node.sendChat(code: code, text: input.text, by: principal.actor)
-            }
+        let code = call["code"]
+        _ = try visibleCode(code, for: principal)
+        let input = try StrictJSON.decode(APIChat.self, from: call.request.body)
+        var id: UInt32 = 0
+        try await nodeCall { () throws(SupporterNodeError) in
+            id = try await node.sendChat(code: code, text: input.text, by: principal.actor)
         }
+        return try messageSent(id, on: code)
+    }
+
+    /// 202 with the message's id (its delivery arrives as a `message_delivered` event naming it) and the code's state.
+    private func messageSent(_ id: UInt32, on code: String) throws(RESTError) -> HTTPResponse {
+        guard let info = node.code(code) else { throw RESTError(.notFound, "no session code \(code)") }
+        return .api(.accepted, encoding: APIMessageSent(messageID: id, session: APISession(info)))
     }
 
     /// `POST /sessions/{code}/cancel`: withdraws the pending connection request.

@@ -8,7 +8,8 @@ enum SessionReportCSV {
     static let header = [
         "code", "device", "request_id", "supporter", "account", "connection_type", "outcome", "requested_at",
         "answered_at", "started_at", "ended_at", "end_reason", "waiting_ms", "active_ms", "reconnects",
-        "reconnecting_ms", "granted", "refused", "denied", "revoked",
+        "reconnecting_ms", "granted", "refused", "denied", "revoked", "asked", "messages_sent", "messages_received",
+        "files_received",
     ]
 
     /// The CSV text of `reports`: the header, then their sessions in order; lines end with CRLF.
@@ -24,7 +25,8 @@ enum SessionReportCSV {
                     session.waitingMilliseconds.map { "\($0)" } ?? "", session.activeMilliseconds.map { "\($0)" } ?? "",
                     "\(session.reconnects)", "\(session.reconnectingMilliseconds)", session.granted.joined(separator: " "),
                     session.refused.joined(separator: " "), session.denied.joined(separator: " "),
-                    session.revoked.joined(separator: " "),
+                    session.revoked.joined(separator: " "), session.asked.joined(separator: " "),
+                    "\(session.messagesSent)", "\(session.messagesReceived)", "\(session.filesReceived)",
                 ]
                 lines.append(values.map(field).joined(separator: ","))
             }

@@ -61,6 +61,10 @@ public protocol StoreEngine: Sendable {
     /// The id of the newest audit event (0 when there is none).
     func latestAuditID() throws(StoreError) -> Int64
 
+    /// The contents kept for these audit rows, by row id (``SessionContent``); files with their bytes only with
+    /// `fileBytes`.
+    func contents(auditIDs: [Int64], fileBytes: Bool) throws(StoreError) -> [Int64: StoredSessionContent]
+
     /// What the writer did so far.
     var statistics: StoreStatistics { get }
 

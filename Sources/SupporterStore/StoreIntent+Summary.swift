@@ -8,6 +8,8 @@ extension StoreIntent {
         case .updateCode: "code change"
         case .deleteCode: "code deletion"
         case .audit(let event): "audit \(event.kind)"
+        case .auditWithContent(let event, _): "audit \(event.kind) with its content"
+        case .pruneContents: "retention of message contents"
         case .saveBackoff, .deleteBackoff: "back-off"
         case .saveAccount: "supporter account"
         case .saveLoginSession, .deleteLoginSession, .deleteLoginSessions, .deleteLoginSessionsBefore: "login session"

@@ -285,4 +285,33 @@ extension PostgresStoreEngine {
             return rows.rows.first?[0].flatMap { Int64($0) } ?? 0
         }
     }
+
+    public func contents(auditIDs: [Int64], fileBytes: Bool) throws(StoreError) -> [Int64: StoredSessionContent] {
+        guard !auditIDs.isEmpty else { return [:] }
+        let location = self.location
+        let body = fileBytes ? "body" : "CASE WHEN kind = 'file' THEN NULL ELSE body END"
+        return try perform("read message contents") {
+            (connection: PostgresConnection) throws(StoreError) -> [Int64: StoredSessionContent] in
+            let rows = try PostgresStoreTransaction(connection, location: location).run(
+                """
+                SELECT audit_id, code, time, kind, content_type, name, size, \(body) AS body
+                FROM session_contents WHERE audit_id = ANY($1::bigint[])
+                """, [PostgresArray.text(auditIDs.map { String($0) })], "read message contents")
+            var found: [Int64: StoredSessionContent] = [:]
+            for index in 0..<rows.count {
+                guard let id = rows[index, "audit_id"].flatMap({ Int64($0) }), let code = rows[index, "code"],
+                    let time = rows[index, "time"].flatMap({ Int64($0) }), let kind = rows[index, "kind"],
+                    let size = rows[index, "size"].flatMap({ Int($0) })
+                else { throw Self.invalidData("a message content row lacks a required value", location) }
+                let bytes = rows[index, "body"].flatMap(PostgresStoreTransaction.bytes(bytea:)) ?? []
+                guard
+                    let content = SessionContent(
+                        code: code, time: Date(unixMilliseconds: time), kind: kind,
+                        contentType: rows[index, "content_type"], name: rows[index, "name"], bytes: bytes)
+                else { throw Self.invalidData("a message content row of unknown kind '\(kind)'", location) }
+                found[id] = StoredSessionContent(auditID: id, content: content, size: size)
+            }
+            return found
+        }
+    }
 }

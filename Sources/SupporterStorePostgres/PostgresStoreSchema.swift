@@ -216,6 +216,24 @@ package enum PostgresStoreSchema {
                 FOR EACH STATEMENT EXECUTE FUNCTION audit_anchors_guard()
                 """,
             ]),
+        Migration(
+            version: 4,
+            summary: "message contents: chat lines, application messages and files, under their audit row, for a retention time",
+            statements: [
+                """
+                CREATE TABLE session_contents (
+                    audit_id bigint PRIMARY KEY,
+                    code text NOT NULL,
+                    time bigint NOT NULL,
+                    kind text NOT NULL CHECK (kind IN ('chat', 'application', 'file')),
+                    content_type text,
+                    name text,
+                    size bigint NOT NULL,
+                    body bytea NOT NULL
+                )
+                """,
+                "CREATE INDEX session_contents_by_time ON session_contents (time)",
+            ]),
     ]
 
     /// What ``PostgresStoreEngine/verifyAudit()`` expects of the audit trail's guards, as the newest migration that

@@ -60,6 +60,14 @@ package struct PostgresStoreTransaction {
                 try run("DELETE FROM session_codes WHERE code = $1", [code], "delete session code")
                 changed(.code(code))
             case .audit(let event): _ = try append(event)
+            case .auditWithContent(let event, let content): try insertContent(content, auditID: try append(event))
+            case .pruneContents(let before, let keepingBytes):
+                try run(
+                    "DELETE FROM session_contents WHERE time < $1", [String(before.unixMilliseconds)],
+                    "forget message contents past their retention")
+                try run(
+                    SessionContentSQL.pruneOverLimit(parameter: "$1::bigint"), [String(keepingBytes)],
+                    "forget the oldest message contents over the limit")
             case .saveBackoff(let row):
                 try run(
                     """
@@ -153,6 +161,22 @@ package struct PostgresStoreTransaction {
                 guard rows.count > 0 else { throw fenced(code) }
             }
         }
+    }
+
+    // MARK: message contents
+
+    /// Keeps `content` under audit row `auditID` (``SessionContent``).
+    mutating func insertContent(_ content: SessionContent, auditID: Int64) throws(StoreError) {
+        let stored = content.stored
+        try run(
+            """
+            INSERT INTO session_contents (audit_id, code, time, kind, content_type, name, size, body)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+            """,
+            [
+                String(auditID), content.code, String(content.time.unixMilliseconds), content.kind, stored.contentType,
+                stored.name, String(stored.bytes.count), Self.bytea(stored.bytes),
+            ], "keep a message content")
     }
 
     // MARK: presence

@@ -77,6 +77,10 @@ public final class SQLiteStoreEngine: StoreEngine {
 
     public func latestAuditID() throws(StoreError) -> Int64 { try store.latestAuditID() }
 
+    public func contents(auditIDs: [Int64], fileBytes: Bool) throws(StoreError) -> [Int64: StoredSessionContent] {
+        try store.contents(auditIDs: auditIDs, fileBytes: fileBytes)
+    }
+
     public var statistics: StoreStatistics {
         let counters = writer.statistics
         return StoreStatistics(

@@ -168,6 +168,22 @@ public enum StoreSchema {
                     state TEXT NOT NULL
                 ) STRICT;
                 """),
+        Migration(
+            version: 9,
+            summary: "message contents: chat lines, application messages and files, under their audit row, for a retention time",
+            sql: """
+                CREATE TABLE session_contents (
+                    audit_id INTEGER PRIMARY KEY NOT NULL,
+                    code TEXT NOT NULL,
+                    time INTEGER NOT NULL,
+                    kind TEXT NOT NULL CHECK (kind IN ('chat', 'application', 'file')),
+                    content_type TEXT,
+                    name TEXT,
+                    size INTEGER NOT NULL,
+                    body BLOB NOT NULL
+                ) STRICT;
+                CREATE INDEX session_contents_by_time ON session_contents (time);
+                """),
     ]
 
     /// The triggers that keep the audit trail append-only, by name, exactly as the store creates them;

@@ -253,6 +253,8 @@ extension StoreTransaction {
             case .updateCode(let record): try update(record)
             case .deleteCode(let code): _ = try delete(code: code)
             case .audit(let event): _ = try append(event)
+            case .auditWithContent(let event, let content): try insertContent(content, auditID: try append(event))
+            case .pruneContents(let before, let keepingBytes): try pruneContents(before: before, keepingBytes: keepingBytes)
             case .saveBackoff(let row):
                 try saveBackoff(
                     key: row.key, failures: row.failures, blockedUntil: row.blockedUntil, lastFailure: row.lastFailure)

@@ -116,6 +116,10 @@ public final class FailingStoreEngine: StoreEngine {
 
     public func latestAuditID() throws(StoreError) -> Int64 { try base.latestAuditID() }
 
+    public func contents(auditIDs: [Int64], fileBytes: Bool) throws(StoreError) -> [Int64: StoredSessionContent] {
+        try base.contents(auditIDs: auditIDs, fileBytes: fileBytes)
+    }
+
     public var statistics: StoreStatistics { base.statistics }
 
     public var commitLatency: MetricHistogram { base.commitLatency }

@@ -295,8 +295,61 @@ struct EndpointCase: Sendable, CustomTestStringConvertible {
         Case(name: "a message with a content type holding a space", method: .post,
              path: "/api/v1/sessions/{code}/messages", body: #"{"content_type":"text/plain; x","body":"eA=="}"#,
              status: 422, message: "content_type"),
-        Case(name: "a message by GET", method: .get, path: "/api/v1/sessions/{code}/messages", status: 405,
-             allow: "POST"),
+        Case(name: "a message by PUT", method: .put, path: "/api/v1/sessions/{code}/messages", status: 405,
+             allow: "GET, POST"),
+        Case(name: "the messages and files of a code, with contents", method: .get,
+             path: "/api/v1/sessions/{code}/messages", caller: .alice, status: 200) { answer, scene in
+            let events = try requireValue(answer.json?["events"] as? [[String: Any]])
+            #expect(events.map { $0["kind"] as? String } == ["file_received", "file_received"])
+            let content = try requireValue(events.first?["content"] as? [String: Any])
+            #expect(content["name"] as? String == RouterSceneTemplate.fileName)
+            #expect(content["download"] as? String == "/api/v1/sessions/\(scene.code)/files/\(scene.fileID)")
+            #expect(content["size"] as? Int == RouterSceneTemplate.fileBytes.count)
+            #expect(events.last?["content"] is NSNull, "past its retention: null")
+            #expect(answer.json?["next_after_id"] is NSNull)
+        },
+        Case(name: "the messages after the last one", method: .get,
+             path: "/api/v1/sessions/{code}/messages?after_id={goneFile}", status: 200) { answer, _ in
+            #expect((answer.json?["events"] as? [Any])?.isEmpty == true, "\(answer.text)")
+        },
+        Case(name: "the messages of another's code", method: .get, path: "/api/v1/sessions/{bobCode}/messages",
+             caller: .alice, status: 403),
+        Case(name: "a page of no messages", method: .get, path: "/api/v1/sessions/{code}/messages?limit=0",
+             status: 400, message: "limit must be a whole number from 1 to 500"),
+
+        Case(name: "the files a device sent", method: .get, path: "/api/v1/sessions/{code}/files", caller: .alice,
+             status: 200) { answer, scene in
+            let files = try requireValue(answer.json?["files"] as? [[String: Any]])
+            #expect(files.count == 2)
+            #expect(files.first?["state"] as? String == "received")
+            #expect(files.first?["download"] as? String == "/api/v1/sessions/\(scene.code)/files/\(scene.fileID)")
+            #expect(files.last?["download"] is NSNull, "past its retention: no download")
+        },
+        Case(name: "the files of another's code", method: .get, path: "/api/v1/sessions/{bobCode}/files",
+             caller: .alice, status: 403),
+        Case(name: "files are not posted here", method: .post, path: "/api/v1/sessions/{code}/files", status: 405,
+             allow: "GET"),
+        Case(name: "a file downloads as an attachment that never runs", method: .get,
+             path: "/api/v1/sessions/{code}/files/{file}", caller: .alice, status: 200) { answer, _ in
+            #expect(answer.body == RouterSceneTemplate.fileBytes)
+            #expect(answer.headers["Content-Type"] == "application/octet-stream")
+            #expect(answer.headers["X-Content-Type-Options"] == "nosniff")
+            #expect(answer.headers["Cache-Control"] == "no-store")
+            #expect(answer.headers["Content-Security-Policy"] == "default-src 'none'; sandbox")
+            #expect(
+                answer.headers["Content-Disposition"]
+                    == #"attachment; filename="<script>alert(1)<_script> _report__.txt"; filename*=UTF-8''%3Cscript%3Ealert%281%29%3C%2Fscript%3E%20%22report%22%3B.txt"#)
+        },
+        Case(name: "a file past its retention", method: .get, path: "/api/v1/sessions/{code}/files/{goneFile}",
+             status: 410, message: "no longer kept"),
+        Case(name: "a file of another code", method: .get, path: "/api/v1/sessions/{bobCode}/files/{file}",
+             status: 404, message: "no file"),
+        Case(name: "no such file", method: .get, path: "/api/v1/sessions/{code}/files/99999999", status: 404),
+        Case(name: "a file id that is no number", method: .get, path: "/api/v1/sessions/{code}/files/x1", status: 404),
+        Case(name: "a file of another's code", method: .get, path: "/api/v1/sessions/{bobCode}/files/{file}",
+             caller: .alice, status: 403),
+        Case(name: "a file is not deleted here", method: .delete, path: "/api/v1/sessions/{code}/files/{file}",
+             status: 405, allow: "GET"),
 
         Case(name: "the report of a code without sessions", method: .get, path: "/api/v1/sessions/{code}/report",
              caller: .alice, status: 200) { answer, scene in

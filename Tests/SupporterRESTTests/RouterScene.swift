@@ -42,6 +42,12 @@ struct RouterSceneTemplate: Sendable {
     let bobCode: String
     let deviceToken: String
     let deviceTokenID: String
+    /// A file a device sent on ``code`` (its `file_received` row's id), kept: ``fileBytes`` named ``fileName``.
+    let fileID: Int64
+    /// A file received on ``code`` whose bytes are no longer kept (past the retention).
+    let goneFileID: Int64
+    static let fileName = #"<script>alert(1)</script> "report";.txt"#
+    static let fileBytes: [UInt8] = Array("line one\nline two\n".utf8) + [0, 255, 128]
     /// Login: the login session's secret and CSRF token.
     let sessions: [String: LoginPair]
 
@@ -81,6 +87,29 @@ struct RouterSceneTemplate: Sendable {
             throw error
         }
         node.shutdown()
+        // Files a device sent on `code`: one kept, one past its retention (its row without content), written as the
+        // node writes them.
+        let engine = try StoreConfiguration(path: path).open().engine
+        do {
+            let time = Date()
+            let details = ["transfer_id": "1", "name": Self.fileName, "size": "\(Self.fileBytes.count)"]
+            try await engine.write([
+                .auditWithContent(
+                    AuditEvent(time: time, code: code, kind: .fileReceived, details: details),
+                    SessionContent(
+                        code: code, time: time,
+                        body: .file(name: Self.fileName, contentType: "text/html", bytes: Self.fileBytes)))
+            ])
+            fileID = try engine.latestAuditID()
+            try await engine.write([
+                .audit(AuditEvent(time: time, code: code, kind: .fileReceived, details: details.merging(["transfer_id": "2"]) { $1 }))
+            ])
+            goneFileID = try engine.latestAuditID()
+        } catch {
+            engine.stop()
+            throw error
+        }
+        engine.stop()
         // The store may still hold its connection (and the WAL): both files, as SQLite reads them back.
         guard let bytes = FileManager.default.contents(atPath: path) else {
             throw ScriptFailure(description: "the template store \(path) cannot be read")
@@ -110,15 +139,19 @@ final class RouterScene: Sendable {
     var bobCode: String { template.bobCode }
     var deviceToken: String { template.deviceToken }
     var deviceTokenID: String { template.deviceTokenID }
+    var fileID: Int64 { template.fileID }
 
     static func password(_ login: String) -> String { RouterSceneTemplate.password(login) }
 
     func stop() { fixture.stop() }
 
-    /// `template` with `{code}`, `{bobCode}`, `{login}` (alice) and `{id}` (the device token's id) filled in.
+    /// `template` with `{code}`, `{bobCode}`, `{login}` (alice), `{id}` (the device token's id), `{file}` (the kept
+    /// file's id) and `{goneFile}` filled in.
     func fill(_ template: String) -> String {
         template.replacingOccurrences(of: "{code}", with: code).replacingOccurrences(of: "{bobCode}", with: bobCode)
             .replacingOccurrences(of: "{login}", with: "alice").replacingOccurrences(of: "{id}", with: deviceTokenID)
+            .replacingOccurrences(of: "{file}", with: "\(self.template.fileID)")
+            .replacingOccurrences(of: "{goneFile}", with: "\(self.template.goneFileID)")
     }
 
     /// The header fields `caller` sends (see ``RouterFixture/request(_:_:body:headers:)``).

@@ -29,7 +29,8 @@ import SupporterModel
         "login_sessions", "login_sessions_by_login",
         "registration_backoff", "registration_backoff_by_last_failure", "resume_records", "session_code_feature_rules",
         "session_codes",
-        "session_codes_by_assignee", "session_codes_by_created", "supporter_accounts",
+        "session_codes_by_assignee", "session_codes_by_created", "session_contents", "session_contents_by_time",
+        "supporter_accounts",
     ]
 
     @Test func migrationsCountUpFromOne() {
