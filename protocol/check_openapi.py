@@ -1082,6 +1082,8 @@ class Scenario:
             "askFeature": ({"code": code}, {"feature": "chat"}), "sendChat": ({"code": code}, {"text": "hi"}),
             "sendApplicationMessage": ({"code": code}, {"content_type": "application/json", "body": "e30="}),
             "getSessionReport": ({"code": code}, None), "listSessionReports": ({}, None),
+            "listSessionMessages": ({"code": code}, None), "listSessionFiles": ({"code": code}, None),
+            "downloadSessionFile": ({"code": code, "file": "1"}, None),
             "listAudit": ({}, None), "streamEvents": ({}, None),
             "listUsers": ({}, None), "createUser": ({}, {"login": self.fresh(), "display_name": "X",
                                                          "password": "0123456789"}),
@@ -1488,6 +1490,10 @@ class Scenario:
         c.call("cancelRequest", 403, t, session=s, label="another supporter's code")
         c.call("endSession", 403, t, session=s, label="another supporter's code")
         c.call("listAudit", 403, query="?code=" + self.theirs, session=s, label="another supporter's code")
+        for operation_id in ("getSessionReport", "listSessionMessages", "listSessionFiles"):
+            c.call(operation_id, 403, t, session=s, label="another supporter's code")
+        c.call("downloadSessionFile", 403, {"code": self.theirs, "file": "1"}, session=s,
+               label="another supporter's code")
         if c.call("getSession", 200, t).json != theirs:
             c.fail("getSession", "refused changes altered another supporter's code")
         # The list: own and unassigned codes only; total counts them.
@@ -1596,6 +1602,27 @@ class Scenario:
             c.fail("listSessionReports", "no CSV header: %r" % csv_text[:80])
         c.call("listSessionReports", 400, query="?from=2000-01-01T00:00:00Z", label="no to")
         c.call("listSessionReports", 403, query="?" + day, session=s, label="a supporter")
+        # A session's messages and files (issue 24): a code that never had a session lists none.
+        page = c.call("listSessionMessages", 200, n, session=s, label="no messages").json or {}
+        if page.get("events") != [] or page.get("next_after_id") is not None:
+            c.fail("listSessionMessages", "a code without messages lists %s" % page)
+        c.call("listSessionMessages", 200, n, query="?after_id=0&limit=500", session=s, label="every parameter")
+        c.call("listSessionMessages", 400, n, query="?limit=0", session=s, label="limit 0")
+        c.call("listSessionMessages", 400, n, query="?limit=501", session=s, label="limit 501")
+        c.call("listSessionMessages", 400, n, query="?after_id=-1", session=s, label="after_id negative")
+        c.call("listSessionMessages", 404, {"code": self.missing_code}, session=s)
+        files = c.call("listSessionFiles", 200, n, session=s, label="no files").json or {}
+        if files.get("files") != []:
+            c.fail("listSessionFiles", "a code without sessions lists files: %s" % files)
+        c.call("listSessionFiles", 404, {"code": self.missing_code}, session=s)
+        c.call("downloadSessionFile", 404, {"code": n["code"], "file": "1"}, session=s, label="no such file")
+        c.call("downloadSessionFile", 404, {"code": n["code"], "file": "x"}, session=s, label="an id that is no number")
+        c.call("downloadSessionFile", 404, {"code": self.missing_code, "file": "1"}, session=s)
+        self.excuse("downloadSessionFile", 200, "needs a file a device sent: RouterEndpointTests downloads one and "
+                    "checks its headers, SupporterNodeClusterTests reads one on another node of a cluster")
+        self.excuse("downloadSessionFile", 410, "needs a file past its retention: RouterEndpointTests")
+        for operation_id in ("sendChat", "sendApplicationMessage"):
+            self.excuse(operation_id, 503, "needs 16 messages a device has not acknowledged")
         if self.args.online_code:
             o = {"code": self.args.online_code}
             c.call("connectSession", 403, o, body={}, label="admin token")

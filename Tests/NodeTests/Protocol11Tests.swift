@@ -97,6 +97,20 @@ extension NodeIntegration {
                 await harness.supporterEvent(on: code) {
                     if case .messageReceived(.file(_, "app.log", _, let bytes)) = $0 { bytes == log } else { false }
                 } != nil)
+            // Each message is in the trail without its words (issue 24); the words and the file are kept apart.
+            let rows = try harness.supporter.auditEvents(code: code)
+            let sent = try #require(rows.first { $0.kind == .messageSent })
+            #expect(sent.details["message_id"] == "1" && sent.details["size"] == "18", "\(sent)")
+            #expect(!sent.details.values.contains { $0.contains("Hello") }, "no content in the audit trail")
+            #expect(rows.first { $0.kind == .messageDelivered }?.details["message_id"] == "1")
+            let received = try #require(rows.first { $0.kind == .messageReceived })
+            #expect(rows.first { $0.kind == .featureAsked }?.details["feature"] == "file_share")
+            let file = try #require(rows.first { $0.kind == .fileReceived })
+            let contents = try harness.supporter.sessionContents(auditIDs: [sent.id, received.id])
+            #expect(contents[sent.id]?.content.body == .chat("Hello from support"))
+            #expect(contents[received.id]?.content.body == .chat("Hi! My printer is stuck"))
+            #expect(try harness.supporter.sessionFile(auditID: file.id)?.content.body == .file(name: "app.log", contentType: nil, bytes: log))
+            #expect(try harness.supporter.sessionFile(auditID: sent.id) == nil, "a chat line is no file")
 
             // The device revokes chat: the supporter's next chat is refused locally.
             try await device.session.revoke(.chat)

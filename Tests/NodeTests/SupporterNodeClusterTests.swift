@@ -104,11 +104,36 @@ extension NodeIntegration {
                 await waitUntil {
                     (try? second.supporter.auditEvents(code: code))?.contains { $0.kind == .featureGranted } == true
                 })
-            try await second.supporter.sendChat(code: code, text: "Hello from node 2")
+            let chatID = try await second.supporter.sendChat(code: code, text: "Hello from node 2")
             #expect(
                 await device.event {
-                    if case .messageReceived(.chat(_, "Hello from node 2")) = $0 { true } else { false }
+                    if case .messageReceived(.chat(chatID, "Hello from node 2")) = $0 { true } else { false }
                 } != nil)
+            // What node 2's supporter sees (the REST API reads the same): its line sent with its id and delivered,
+            // the device's answer and file received — recorded by node 1, contents and bytes read on node 2.
+            try await device.session.sendChat("Here it comes <b>now</b>")
+            let logFile = (0..<70_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+            try await device.session.sendFile(name: "app.log", bytes: logFile)
+            #expect(
+                await waitUntil {
+                    let kinds = (try? second.supporter.auditEvents(code: code))?.map(\.kind) ?? []
+                    return kinds.contains(.messageDelivered) && kinds.contains(.fileReceived)
+                        && kinds.contains(.messageReceived)
+                })
+            let rows = try second.supporter.auditEvents(code: code)
+            let sent = try #require(rows.first { $0.kind == .messageSent })
+            #expect(sent.details["message_id"] == "\(chatID)" && sent.details["kind"] == "chat", "\(sent)")
+            #expect(rows.first { $0.kind == .messageDelivered }?.details["message_id"] == "\(chatID)")
+            let received = try #require(rows.first { $0.kind == .messageReceived })
+            let file = try #require(rows.first { $0.kind == .fileReceived })
+            #expect(file.details["name"] == "app.log" && file.details["size"] == "70000", "\(file)")
+            let contents = try second.supporter.sessionContents(auditIDs: [sent.id, received.id, file.id])
+            #expect(contents[sent.id]?.content.body == .chat("Hello from node 2"))
+            #expect(contents[received.id]?.content.body == .chat("Here it comes <b>now</b>"))
+            #expect(contents[file.id]?.size == 70_000)
+            let downloaded = try #require(try second.supporter.sessionFile(auditID: file.id))
+            #expect(downloaded.content.body == .file(name: "app.log", contentType: nil, bytes: logFile))
+            #expect(rows.filter { $0.kind == .fileProgress }.count <= 5, "the first part and each quarter at most")
             try await third.supporter.sendApplicationMessage(
                 code: code, contentType: "application/json", body: Array(#"{"step":3}"#.utf8))
             #expect(

@@ -81,6 +81,38 @@ public struct ParsedArguments: Sendable {
         if let value = Double(trimmed), value > 0 { return .milliseconds(Int64(value * 1000)) }
         throw .usage("--\(name) takes a duration such as 15s or 250ms, not '\(text)'")
     }
+
+    /// An option parsed as a whole number of seconds, minutes, hours or days (`90s`, `30m`, `12h`, `7d`; a bare
+    /// number is seconds), or `0`; at most `maximum`.
+    public func period(_ name: String, default fallback: Duration, maximum: Duration) throws(CLIError) -> Duration {
+        guard let text = options[name] else { return fallback }
+        let units: [(String, Int64)] = [("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1)]
+        let unit = units.first { text.hasSuffix($0.0) }
+        let digits = unit.map { String(text.dropLast($0.0.count)) } ?? text
+        guard !digits.isEmpty, digits.utf8.allSatisfy({ (0x30...0x39).contains($0) }), digits.count <= 9,
+            let value = Int64(digits), value * (unit?.1 ?? 1) <= maximum.components.seconds
+        else {
+            throw .usage(
+                "--\(name) takes a period such as 7d, 12h, 30m or 0, at most \(maximum.components.seconds / 86_400)d, not '\(text)'")
+        }
+        return .seconds(value * (unit?.1 ?? 1))
+    }
+
+    /// An option parsed as a number of bytes: `1048576`, `512KiB`, `64MiB`, `2GiB` (K, M, G alike: powers of 1024);
+    /// from `minimum` to `maximum`.
+    public func byteCount(_ name: String, default fallback: Int, minimum: Int, maximum: Int) throws(CLIError) -> Int {
+        guard let text = options[name] else { return fallback }
+        let units: [(String, Int)] = [("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30), ("K", 1 << 10), ("M", 1 << 20), ("G", 1 << 30)]
+        let unit = units.first { text.hasSuffix($0.0) }
+        let digits = unit.map { String(text.dropLast($0.0.count)) } ?? text
+        guard !digits.isEmpty, digits.utf8.allSatisfy({ (0x30...0x39).contains($0) }), digits.count <= 12,
+            let value = Int(digits), (minimum...maximum).contains(value * (unit?.1 ?? 1))
+        else {
+            throw .usage(
+                "--\(name) takes a size such as 512MiB or 2GiB, from \(minimum >> 20) MiB to \(maximum >> 30) GiB, not '\(text)'")
+        }
+        return value * (unit?.1 ?? 1)
+    }
 }
 
 /// `HOST:PORT`, `[IPv6]:PORT`, or `HOST` with a default port.

@@ -58,7 +58,7 @@ enum Serve {
     static let valueOptions: Set<String> = [
         "listen", "api-listen", "trusted-proxy", "cert", "key", "data", "api-token", "api-token-file", "keepalive",
         "request-timeout", "log-level", "log-format", "resume-grace", "protocol", "store", "presence-lease",
-        "metrics-allow", "metrics-token", "metrics-token-file",
+        "metrics-allow", "metrics-token", "metrics-token-file", "message-retention", "content-limit",
     ]
     static let flagOptions: Set<String> = ["non-interactive", "json"]
     static let repeatableOptions: Set<String> = ["trusted-proxy", "metrics-allow"]
@@ -70,6 +70,7 @@ enum Serve {
         "resume-grace": "30s", "protocol": "1.1", "presence-lease": "10s (with --store postgres)",
         "log-level": "warning", "log-format": "text", "non-interactive": "false", "json": "false",
         "store": "sqlite in the data folder", "metrics-allow": "127.0.0.0/8, ::1/128 (with --api-listen)",
+        "message-retention": "7d", "content-limit": "1GiB",
     ]
 
     /// Who may read `GET /metrics`: `--metrics-allow` networks (loopback when none is given; `none` for no address at
@@ -184,6 +185,10 @@ enum Serve {
             }
             configuration.resumeGrace = grace
         }
+        configuration.registryPolicy.contentRetention = try parsed.period(
+            "message-retention", default: .seconds(7 * 86_400), maximum: .seconds(3_650 * 86_400))
+        configuration.registryPolicy.contentLimitBytes = try parsed.byteCount(
+            "content-limit", default: 1 << 30, minimum: 16 << 20, maximum: 1 << 40)
         let logLevel = try Logging.level(parsed.options["log-level"])
         let logFormat = try Logging.format(parsed.options["log-format"])
         configuration.logger = Logging.logger(level: logLevel, component: "supporter", format: logFormat)

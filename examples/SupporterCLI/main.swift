@@ -93,6 +93,11 @@ let serveUsage = """
       --request-timeout DUR    how long a request waits for the device (default 90s)
       --resume-grace DUR       how long a session whose link was lost waits for the device to resume (protocol 1.1;
                                default 30s, 1s–600s; 0 or off: a lost link ends the session at once)
+      --message-retention P    how long chat lines, application messages and files of sessions are kept for the REST
+                               API and the console (7d, 12h, 30m; default 7d; 0: none kept — the audit trail still
+                               records each message, never its content)
+      --content-limit SIZE     the most bytes of those contents kept in all, oldest dropped first (default 1GiB,
+                               16MiB to 1024GiB)
       --protocol 1.0|1.1       the protocol to offer (default 1.1: access control, messages, resume; 1.0: none)
       --non-interactive        no console: run until SIGINT or SIGTERM (both drain); SIGHUP reloads --cert and --key
       --log-level LEVEL        error, warning, info, debug or trace (default warning)
