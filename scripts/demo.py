@@ -40,16 +40,22 @@ class Side:
     Each event gets a `_received` key: time.monotonic() when its line was read (keys starting with '_' are ours).
     """
 
-    def __init__(self, name, arguments):
+    def __init__(self, name, arguments, interactive=False):
         self.name = name
         self.events = queue.Queue()
         self.seen = []
         self.process = subprocess.Popen(
-            arguments, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True
+            arguments, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            stdin=subprocess.PIPE if interactive else subprocess.DEVNULL, text=True
         )
         self.errors = []
         threading.Thread(target=self._read, daemon=True).start()
         threading.Thread(target=self._read_errors, daemon=True).start()
+
+    def send(self, line):
+        """Writes one line to the side's standard input (a side started `interactive`)."""
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
 
     def _read(self):
         for line in self.process.stdout:

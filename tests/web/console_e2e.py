@@ -10,6 +10,7 @@ Prints `PASS name` or `FAIL name: why` per scenario and exits 1 if any failed. S
 Usage: RSUP_BIN_DIR=.build/debug python3 tests/web/console_e2e.py
 Needs Debian's chromium and chromium-driver and Python's selenium (scripts/install-deps.sh installs them).
 """
+import base64
 import http.client
 import http.server
 import json
@@ -119,10 +120,11 @@ class World:
             capture_output=True, text=True, timeout=30)
         check(result.returncode == 0, f"rsup-supporter user add {login}: {(result.stderr or result.stdout).strip()}")
 
-    def start_device(self, code, name):
+    def start_device(self, code, name, port=None, interactive=False):
         device = Side(f"device '{name}'", [
-            self.device_bin, "connect", f"127.0.0.1:{self.port}", "--code", code, "--token-file", self.token_file,
-            "--ca", f"{self.certs}/ca.pem", "--name", name, "--auto-accept", "--json"])
+            self.device_bin, "connect", f"127.0.0.1:{port or self.port}", "--code", code, "--token-file",
+            self.token_file, "--ca", f"{self.certs}/ca.pem", "--name", name, "--auto-accept", "--json"],
+            interactive=interactive)
         self.devices.append(device)
         device.wait_for("online")
         return device
@@ -415,6 +417,129 @@ def scenario_alice_session(world):
     check(driver.execute_script("return window.__sameDocument;") == 42, "the page reloaded")
     problems = browser_problems(driver)
     check(not problems, f"the browser logged: {problems[:3]}")
+
+
+def panel_feature_state(driver, feature):
+    items = driver.find_elements(By.CSS_SELECTOR, f'#session-features li[data-feature="{feature}"]')
+    return items[0].get_attribute("data-state") if items else None
+
+
+def scenario_session_panel(world):
+    """Issue 24: inside a live session the supporter chats both ways and sees delivery, asks for a feature and sees it
+    granted then revoked, receives a file and downloads it byte-identical, sees markup as text, and follows the device
+    through a resume."""
+    driver = world.alice
+    driver.get(world.base + "/")
+    wait(driver, lambda d: d.find_element(By.ID, "codes-panel").get_attribute("data-loaded") == "true", "the console")
+    code = create_code(driver, "Crash on start", "Grace Hopper", assign=True)
+    relay = CuttableProxy(world.port)  # the device's link, to cut for a resume
+    try:
+        device = world.start_device(code, "Grace's Galaxy", port=relay.port, interactive=True)
+        wait(driver, lambda d: row_state(d, code) == "online", "the row to show online")
+        click_action(driver, code, "connect")
+        wait(driver, lambda d: d.find_element(By.ID, "connect-dialog").is_displayed(), "the connect dialog")
+        driver.find_element(By.ID, "connect-type-screen").click()
+        for feature in ("voip", "chat", "file_share", "remote_control", "ar_pointer", "app_messages"):
+            box = driver.find_element(By.ID, f"feature-{feature}")
+            if box.is_selected() != (feature == "chat"):
+                box.click()
+        driver.find_element(By.ID, "connect-submit").click()
+        wait(driver, lambda d: row_state(d, code) == "active", "the row to show active", timeout=40)
+        device.wait_for("connected")
+        click_action(driver, code, "session")
+        wait(driver, lambda d: d.find_element(By.ID, "session-panel").get_attribute("data-loaded") == "true",
+             "the session panel")
+
+        # Chat from the console: the device gets it, the line shows delivered.
+        field = driver.find_element(By.ID, "chat-text")
+        field.send_keys("Hello <b>Grace</b>, can you open Settings?", Keys.ENTER)
+        device.wait_for("chat", text="Hello <b>Grace</b>, can you open Settings?")
+        wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, '#chat-log li.from-supporter[data-delivery="delivered"]'),
+             "the supporter's line to show delivered")
+        mine = driver.find_element(By.CSS_SELECTOR, "#chat-log li.from-supporter .chat-text").text
+        check(mine == "Hello <b>Grace</b>, can you open Settings?", f"the sent line shows {mine!r}")
+
+        # Chat from the device, carrying markup: shown as text, counted unread while the field has no focus.
+        driver.find_element(By.ID, "session-close").send_keys(Keys.SHIFT)  # focus off the chat field
+        driver.execute_script("document.getElementById('session-panel').focus();")
+        device.send(f"say {XSS_NAME} done")
+        line = wait(driver, lambda d: [x for x in d.find_elements(By.CSS_SELECTOR, "#chat-log li.from-device .chat-text")
+                                       if XSS_NAME in x.text], "the device's line in the chat")
+        check(not driver.find_elements(By.CSS_SELECTOR, "#chat-log img"), "the device's markup became an element")
+        check(no_alert(driver) is None, "an alert opened")
+        wait(driver, lambda d: d.find_element(By.ID, "chat-unread").is_displayed()
+             and d.find_element(By.ID, "chat-unread").text == "1 unread", "one unread line")
+        driver.find_element(By.ID, "chat-text").click()
+        wait(driver, lambda d: not d.find_element(By.ID, "chat-unread").is_displayed(), "the unread count to clear")
+        check(line[0].text.endswith("done"), f"the device's line reads {line[0].text!r}")
+
+        # Ask for file sharing: the device's user (auto-accept) grants it; the panel shows it granted.
+        check(panel_feature_state(driver, "file_share") == "none", "file_share is not 'not granted' at first")
+        click(driver, '#session-features li[data-feature="file_share"] button[data-action="ask"]', "the Ask button")
+        device.wait_for("feature_granted", feature="file_share")
+        wait(driver, lambda d: panel_feature_state(d, "file_share") == "granted", "file_share to show granted")
+
+        # A file from the device, its name carrying markup: listed as text, downloaded byte-identical.
+        payload = bytes((index * 31 + 7) % 256 for index in range(150_000))
+        name = "<b>crash<i>.log"
+        path = os.path.join(world.work, name)
+        with open(path, "wb") as handle:
+            handle.write(payload)
+        device.send(f"send {path}")
+        link = wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, '#session-files li[data-state="received"] a'),
+                    "the received file's download link")[0]
+        shown = driver.find_element(By.CSS_SELECTOR, '#session-files li[data-state="received"] .file-name').text
+        check(shown == name, f"the file's name shows {shown!r}")
+        check(not driver.find_elements(By.CSS_SELECTOR, "#session-files b, #session-files i"), "the name became markup")
+        fetched = driver.execute_async_script("""
+            const done = arguments[arguments.length - 1];
+            fetch(arguments[0], {credentials: 'same-origin'}).then(async (answer) => {
+              const bytes = new Uint8Array(await answer.arrayBuffer());
+              let text = '';
+              for (const byte of bytes) text += String.fromCharCode(byte);
+              done({status: answer.status, disposition: answer.headers.get('Content-Disposition'),
+                    type: answer.headers.get('Content-Type'), nosniff: answer.headers.get('X-Content-Type-Options'),
+                    body: btoa(text)});
+            }).catch((error) => done({error: String(error)}));
+        """, link.get_attribute("href"))
+        check(fetched.get("status") == 200, f"the download answered {fetched}")
+        check(base64.b64decode(fetched["body"]) == payload, "the downloaded file differs from what the device sent")
+        check(fetched.get("type") == "application/octet-stream" and fetched.get("nosniff") == "nosniff"
+              and (fetched.get("disposition") or "").startswith("attachment;"), f"the download's headers: {fetched}")
+        screenshot(driver, "console-session-panel.png")
+
+        # The device revokes the grant: the panel shows it as it happens.
+        device.send("revoke file_share")
+        wait(driver, lambda d: panel_feature_state(d, "file_share") == "revoked", "file_share to show revoked")
+
+        # The device's link breaks: the panel says reconnecting, then follows the resumed session.
+        relay.cut()
+        wait(driver, lambda d: d.find_element(By.ID, "session-reconnecting").is_displayed(),
+             "the panel to show the device reconnecting", timeout=30)
+        relay.restore()
+        device.wait_for("resumed", timeout=60)
+        wait(driver, lambda d: not d.find_element(By.ID, "session-reconnecting").is_displayed(),
+             "the panel to show the device back", timeout=30)
+        field = driver.find_element(By.ID, "chat-text")
+        field.send_keys("Welcome back", Keys.ENTER)
+        device.wait_for("chat", text="Welcome back")
+        wait(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, '#chat-log li.from-supporter[data-delivery="delivered"]')) == 2,
+             "the line after the resume to show delivered")
+        kinds = [x.get_attribute("data-kind") for x in driver.find_elements(By.CSS_SELECTOR, "#session-timeline li")]
+        for kind in ("session_started", "feature_asked", "feature_granted", "file_received", "feature_revoked",
+                     "device_reconnecting", "device_resumed"):
+            check(kind in kinds, f"the timeline lacks {kind}: {kinds}")
+        # A tablet's width: the panel stacks, nothing scrolls sideways.
+        driver.set_window_size(800, 1100)
+        overflow = driver.execute_script(
+            "return document.documentElement.scrollWidth > document.documentElement.clientWidth;")
+        check(not overflow, "the page scrolls sideways at 800 px")
+        screenshot(driver, "console-session-panel-tablet.png")
+        driver.set_window_size(1280, 900)
+        problems = browser_problems(driver)
+        check(not problems, f"the browser logged: {problems[:3]}")
+    finally:
+        relay.close()
 
 
 def scenario_xss(world):
@@ -730,6 +855,7 @@ def scenario_stream_reconnects(world):
 SCENARIOS = [
     ("security-headers", scenario_security_headers),
     ("alice-connects-live", scenario_alice_session),
+    ("session-panel", scenario_session_panel),
     ("xss-device-name", scenario_xss),
     ("controls-shown-escaped", scenario_controls_escaped),
     ("bob-cannot-act-on-alices-code", scenario_bob_isolated),

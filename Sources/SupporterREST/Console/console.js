@@ -14,7 +14,9 @@ const EVENT_KINDS = [
   'device_online', 'device_offline', 'device_reconnecting', 'device_resumed',
   'request_sent', 'request_allowed', 'request_rejected', 'request_aborted', 'request_timed_out',
   'session_started', 'session_ended', 'voip_state', 'error',
-  'feature_denied', 'features_granted', 'feature_granted', 'feature_refused', 'feature_revoked',
+  'feature_denied', 'features_granted', 'feature_granted', 'feature_refused', 'feature_revoked', 'feature_asked',
+  'message_sent', 'message_received', 'message_delivered', 'message_refused', 'messages_undelivered',
+  'file_progress', 'file_received',
   'token_issued', 'token_revoked',
   'account_created', 'account_changed', 'signed_in', 'signed_out', 'sign_in_failed',
 ];
@@ -61,6 +63,9 @@ const state = {
   retryDelay: 1000,
   retryTimer: null,
   audit: { code: null, nextBefore: null, ids: new Set(), request: 0 },
+  // The session panel: its code, the rows it shows (by audit id), the supporter's lines by message id (for their
+  // delivery), unread device lines, and pending reloads.
+  panel: { code: null, request: 0, ids: new Set(), sent: new Map(), unread: 0, timers: {} },
   connectCode: null,
   passwordLogin: null,
   currentPanel: 'codes-panel',
@@ -405,7 +410,10 @@ function codeRow(session) {
   const label = (verb) => ({ 'aria-label': `${verb} ${session.code}` });
   if (live === 'online') actions.append(button('Connect', 'connect', 'small', label('Connect to')));
   if (live === 'request_pending') actions.append(button('Abort', 'cancel', 'danger small', label('Abort the request on')));
-  if (live === 'active') actions.append(button('End', 'end', 'danger small', label('End the session on')));
+  if (live === 'active') {
+    actions.append(button('Session', 'session', 'small', label('Open the session panel of')));
+    actions.append(button('End', 'end', 'danger small', label('End the session on')));
+  }
   if (live === 'open' || live === 'online') actions.append(button('Close', 'close', 'secondary small', label('Close')));
   actions.append(button('Audit', 'audit', 'secondary small', label('Audit trail of')));
   row.append(cell('Actions', [actions], 'c-actions'));
@@ -421,6 +429,7 @@ async function onCodesClick(event) {
   const action = target.dataset.action;
   if (action === 'connect') return openConnect(code);
   if (action === 'audit') return openAudit(code);
+  if (action === 'session') return openSession(code);
   if (action === 'close' && !target.classList.contains('confirming')) {
     target.classList.add('confirming');
     setText(target, 'Confirm close');
@@ -637,6 +646,305 @@ function closeAudit() {
   for (const row of $('codes-body').children) row.classList.remove('highlight');
 }
 
+// ---------------------------------------------------------------- session panel (chat, features, files, timeline)
+
+const FEATURES = [
+  ['voip', 'Voice (VoIP)'], ['chat', 'Chat'], ['file_share', 'File share'], ['remote_control', 'Remote control'],
+  ['ar_pointer', 'AR pointer'], ['app_messages', 'App messages'],
+];
+const FEATURE_STATE_LABELS = {
+  granted: 'granted', pending: 'asked, waiting for the user', refused: 'refused', revoked: 'revoked by the device',
+  none: 'not granted',
+};
+const CALL_LABELS = {
+  started: 'in a call', ended: 'call ended', notStartedOtherCallActive: 'not started: the user is in another call',
+  notStartedUnsupported: 'not started: not supported by one side',
+};
+const MESSAGE_KINDS = new Set([
+  'message_sent', 'message_received', 'message_delivered', 'message_refused', 'messages_undelivered',
+]);
+
+const sessionPath = (code, rest = '') => `/sessions/${encodeURIComponent(code)}${rest}`;
+
+async function openSession(code, { keepFocus = false } = {}) {
+  const panel = state.panel;
+  panel.code = code;
+  panel.request++;
+  panel.ids = new Set();
+  panel.sent = new Map();
+  panel.unread = 0;
+  setText($('session-code'), code);
+  setText($('session-call'), 'no call');
+  $('chat-log').replaceChildren();
+  $('session-timeline').replaceChildren();
+  $('session-files').replaceChildren();
+  show($('chat-error'), false);
+  renderUnread();
+  renderSessionHead();
+  show($('session-panel'), true);
+  delete $('session-panel').dataset.loaded;
+  if (!keepFocus) {
+    $('session-panel').focus();
+    $('session-panel').scrollIntoView({ block: 'nearest' });
+  }
+  const request = panel.request;
+  await Promise.all([loadSessionMessages(request), loadSessionFeatures(request), loadSessionFiles(request),
+    loadTimeline(request)]);
+  if (request === panel.request) $('session-panel').dataset.loaded = 'true';
+}
+
+function closeSession() {
+  state.panel.code = null;
+  state.panel.request++;
+  show($('session-panel'), false);
+  delete $('session-panel').dataset.loaded;
+}
+
+/** The panel's head from the code's row: state, device, reconnecting. */
+function renderSessionHead() {
+  const code = state.panel.code;
+  if (!code) return;
+  const session = state.sessions.get(code) || {};
+  const live = session.live_state || session.state || 'open';
+  const badge = $('session-state');
+  badge.className = `state-badge state-${live}`;
+  setText(badge, LIVE_STATE_LABELS[live] || live);
+  setText($('session-device'), session.device_name || '—');
+  show($('session-reconnecting'), Boolean(session.reconnecting));
+  $('chat-send').disabled = live !== 'active';
+}
+
+/** Reloads `what` once for a burst of events (a file's progress, several grants). */
+function reloadSoon(what, load) {
+  const panel = state.panel;
+  clearTimeout(panel.timers[what]);
+  panel.timers[what] = setTimeout(() => load(panel.request), 150);
+}
+
+async function loadSessionMessages(request) {
+  const panel = state.panel;
+  const code = panel.code;
+  let after = 0;
+  try {
+    for (let page = 0; page < 20; page++) {
+      const answer = await api('GET', sessionPath(code, `/messages?after_id=${after}&limit=500`));
+      if (request !== panel.request) return;
+      for (const event of answer.events || []) messageEvent(event, { live: false });
+      if (answer.next_after_id === null || answer.next_after_id === undefined) break;
+      after = answer.next_after_id;
+    }
+  } catch (error) {
+    reportError(error);
+  }
+}
+
+function chatText(event) {
+  const content = event.content;
+  const details = event.details || {};
+  if (content === null) return '(no longer kept)';
+  if (!content) return '';
+  if (content.kind === 'chat') return content.text || '';
+  if (content.kind === 'application') return `application message (${content.content_type}, ${details.size || '?'} bytes)`;
+  return '';
+}
+
+/** One message row of the trail into the chat: a line, or the delivery of one. */
+function messageEvent(event, { live }) {
+  const panel = state.panel;
+  if (panel.ids.has(event.id)) return;
+  panel.ids.add(event.id);
+  const details = event.details || {};
+  if (event.kind === 'message_sent' || event.kind === 'message_received') {
+    const fromDevice = event.kind === 'message_received';
+    const session = state.sessions.get(panel.code) || {};
+    const actor = event.actor || {};
+    const who = fromDevice ? (session.device_name || 'Device') : (actor.display_name || actor.account || describeActor(actor));
+    const line = el('li', {
+      className: `chat-line ${fromDevice ? 'from-device' : 'from-supporter'}`,
+      data: { id: event.id, messageId: details.message_id || '', kind: details.kind || '' },
+    }, [
+      el('span', { className: 'chat-meta' }, [`${who} · `, timeElement(event.time)]),
+      el('span', { className: 'chat-text', text: chatText(event) }),
+    ]);
+    if (!fromDevice) {
+      line.append(el('span', { className: 'chat-status', text: 'sent' }));
+      panel.sent.set(String(details.message_id), line);
+    }
+    $('chat-log').append(line);
+    show($('chat-empty'), false);
+    $('chat-log').scrollTop = $('chat-log').scrollHeight;
+    if (fromDevice && live && (document.hidden || document.activeElement !== $('chat-text'))) {
+      panel.unread++;
+      renderUnread();
+    }
+  } else if (event.kind === 'message_delivered' || event.kind === 'message_refused') {
+    const line = panel.sent.get(String(details.message_id));
+    const status = line && line.querySelector('.chat-status');
+    if (!status) return;
+    const delivered = event.kind === 'message_delivered';
+    status.className = `chat-status ${delivered ? 'delivered' : 'refused'}`;
+    setText(status, delivered ? 'delivered ✓' : `refused (${details.reason || 'refused'})`);
+    line.dataset.delivery = delivered ? 'delivered' : 'refused';
+  } else if (event.kind === 'messages_undelivered') {
+    for (const id of String(details.message_ids || '').split(',')) {
+      const line = panel.sent.get(id);
+      const status = line && line.querySelector('.chat-status');
+      if (!status) continue;
+      status.className = 'chat-status refused';
+      setText(status, 'not delivered');
+      line.dataset.delivery = 'undelivered';
+    }
+  }
+}
+
+function renderUnread() {
+  const badge = $('chat-unread');
+  setText(badge, `${state.panel.unread} unread`);
+  show(badge, state.panel.unread > 0);
+}
+
+async function onChat(event) {
+  event.preventDefault();
+  const code = state.panel.code;
+  const field = $('chat-text');
+  const text = field.value;
+  if (!code || !text.trim()) return;
+  $('chat-send').disabled = true;
+  try {
+    await api('POST', sessionPath(code, '/chat'), { text });
+    field.value = '';
+    show($('chat-error'), false);
+  } catch (error) {
+    setText($('chat-error'), error.message);
+    show($('chat-error'), true);
+  } finally {
+    renderSessionHead();
+    field.focus();
+  }
+}
+
+/** Features of the running (or last) session, from its report: granted, asked, refused, revoked. */
+async function loadSessionFeatures(request) {
+  const panel = state.panel;
+  const code = panel.code;
+  try {
+    const report = await api('GET', sessionPath(code, '/report'));
+    if (request !== panel.request) return;
+    const sessions = (report.sessions || []).filter((entry) => entry.started_at);
+    const current = sessions[sessions.length - 1] || {};
+    const session = state.sessions.get(code) || {};
+    const active = (session.live_state || session.state) === 'active' && current.started_at && !current.ended_at;
+    const list = $('session-features');
+    list.replaceChildren();
+    for (const [name, label] of FEATURES) {
+      let featureState = 'none';
+      if ((current.granted || []).includes(name)) featureState = 'granted';
+      else if ((current.pending_asks || []).includes(name)) featureState = 'pending';
+      else if (lastOf(current, name) === 'revoked') featureState = 'revoked';
+      else if (lastOf(current, name) === 'refused') featureState = 'refused';
+      const item = el('li', { data: { feature: name, state: featureState } }, [
+        el('span', { text: label }),
+        el('span', { className: `feature-state ${featureState}`, text: FEATURE_STATE_LABELS[featureState] }),
+      ]);
+      if (active && (featureState === 'none' || featureState === 'refused' || featureState === 'revoked')) {
+        item.append(button('Ask', 'ask', 'secondary small', { 'aria-label': `Ask for ${label}` }));
+      }
+      list.append(item);
+    }
+  } catch (error) {
+    reportError(error);
+  }
+}
+
+/** Whether `name` was last refused or revoked in `session` (both lists are in order). */
+function lastOf(session, name) {
+  if ((session.revoked || []).includes(name)) return 'revoked';
+  if ((session.refused || []).includes(name)) return 'refused';
+  return null;
+}
+
+async function onFeaturesClick(event) {
+  const target = event.target.closest('button[data-action="ask"]');
+  const item = target && target.closest('li');
+  const code = state.panel.code;
+  if (!item || !code) return;
+  target.disabled = true;
+  try {
+    await api('POST', sessionPath(code, '/ask'), { feature: item.dataset.feature });
+    hideBanner();
+  } catch (error) {
+    reportError(error);
+    if (target.isConnected) target.disabled = false;
+  }
+}
+
+async function loadSessionFiles(request) {
+  const panel = state.panel;
+  const code = panel.code;
+  try {
+    const answer = await api('GET', sessionPath(code, '/files'));
+    if (request !== panel.request) return;
+    const list = $('session-files');
+    list.replaceChildren();
+    for (const file of answer.files || []) {
+      const progress = el('progress', { attrs: { max: String(file.size || 1), value: String(file.received || 0),
+        'aria-label': `${file.name}: ${file.received} of ${file.size} bytes` } });
+      const parts = [el('span', { className: 'file-name', text: file.name }), progress,
+        el('span', { className: 'muted', text: `${file.size} bytes, ${file.state}` })];
+      if (file.download) {
+        parts.push(el('a', { text: 'Download', attrs: { href: API + file.download.slice('/api/v1'.length),
+          download: '', 'aria-label': `Download ${file.name}` } }));
+      }
+      list.append(el('li', { data: { state: file.state, fileId: file.file_id || '' } }, parts));
+    }
+    show($('files-empty'), list.children.length === 0);
+  } catch (error) {
+    reportError(error);
+  }
+}
+
+function timelineItem(event) {
+  const details = event.details || {};
+  const words = EVENT_NOTES[event.kind] || event.kind.replaceAll('_', ' ');
+  const extra = details.feature || details.features || details.state || details.name || details.reason || '';
+  return el('li', { data: { id: event.id, kind: event.kind } }, [timeElement(event.time), extra ? `${words}: ${extra}` : words]);
+}
+
+async function loadTimeline(request) {
+  const panel = state.panel;
+  const code = panel.code;
+  try {
+    const answer = await api('GET', `/audit?code=${encodeURIComponent(code)}&limit=200`);
+    if (request !== panel.request) return;
+    const list = $('session-timeline');
+    list.replaceChildren();
+    for (const event of [...(answer.events || [])].reverse()) {
+      list.append(timelineItem(event));
+      if (event.kind === 'voip_state') showCall(event);
+    }
+  } catch (error) {
+    reportError(error);
+  }
+}
+
+function showCall(event) {
+  const callState = (event.details || {}).state || 'unknown';
+  setText($('session-call'), CALL_LABELS[callState] || callState);
+}
+
+/** A stream event about the panel's code. */
+function sessionLive(event) {
+  renderSessionHead();
+  if (MESSAGE_KINDS.has(event.kind)) messageEvent(event, { live: true });
+  if (event.kind.startsWith('file_')) reloadSoon('files', loadSessionFiles);
+  if (event.kind.startsWith('feature') || event.kind.startsWith('session_') || event.kind.startsWith('request_')) {
+    reloadSoon('features', loadSessionFeatures);
+  }
+  if (event.kind === 'voip_state') showCall(event);
+  const list = $('session-timeline');
+  if (!list.querySelector(`li[data-id="${CSS.escape(String(event.id))}"]`)) list.append(timelineItem(event));
+}
+
 // ---------------------------------------------------------------- event stream
 
 function closeEvents() {
@@ -659,6 +967,7 @@ function openEvents() {
       state.streamLost = false;
       loadSessions();  // whatever the stream could not resume is in the list
       if (state.audit.code) loadAudit(false);
+      if (state.panel.code) openSession(state.panel.code, { keepFocus: true });
     }
   };
   source.onerror = () => {
@@ -712,6 +1021,7 @@ function onStreamEvent(message) {
     if (EVENT_NOTES[kind] && state.sessions.has(code)) note(`${code}: ${EVENT_NOTES[kind]}`);
   }
   if (code) auditLive(data);
+  if (code && code === state.panel.code) sessionLive(data);
   if (kind && kind.startsWith('token_') && state.currentPanel === 'tokens-panel') loadTokens();
   if (kind && kind.startsWith('account_') && state.currentPanel === 'users-panel') loadUsers();
 }
@@ -972,6 +1282,10 @@ function wire() {
 
   $('audit-close').addEventListener('click', () => { closeAudit(); $('codes-title').focus(); });
   $('audit-more').addEventListener('click', () => loadAudit(true));
+  $('session-close').addEventListener('click', () => { closeSession(); $('codes-title').focus(); });
+  $('chat-form').addEventListener('submit', onChat);
+  $('chat-text').addEventListener('focus', () => { state.panel.unread = 0; renderUnread(); });
+  $('session-features').addEventListener('click', onFeaturesClick);
 
   $('new-user-form').addEventListener('submit', onNewUser);
   $('users-body').addEventListener('click', onUsersClick);
