@@ -859,6 +859,13 @@ def session_matches(checker, what, session, body, before=None, schema=None):
                 checker.fail(what, "valid_until %r shown as %r" % (value, session.get("valid_until")))
         elif key == "state":
             pass
+        elif key == "media_descriptor":
+            # Write-only (a secret): never shown, only whether the code holds one.
+            if key in session:
+                checker.fail(what, "the answer shows the media descriptor")
+            if session.get("has_media_descriptor") is not (value is not None):
+                checker.fail(what, "has_media_descriptor is %r after media_descriptor %s"
+                             % (session.get("has_media_descriptor"), "null" if value is None else "set"))
         elif session.get(key) != value:
             checker.fail(what, "%s is %r, not %r" % (key, session.get(key), value))
     if "type" not in body and before is None and session.get("type") != "remote_support":

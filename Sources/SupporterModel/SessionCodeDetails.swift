@@ -11,11 +11,15 @@ public struct SessionCodeDetails: Sendable, Hashable {
     public var featureRules: FeatureRules
     /// The supporter account (login) the code is assigned to; unassigned when nil.
     public var assignedSupporter: String?
+    /// What SESSION_STARTED hands the app when a request names none (SPEC §15); secret.
+    public var mediaDescriptor: [UInt8]?
 
     public init(
         description: String? = nil, customerName: String? = nil, customerEmail: String? = nil,
-        waitingMessage: String? = nil, featureRules: FeatureRules = .codeDefault, assignedSupporter: String? = nil
+        waitingMessage: String? = nil, featureRules: FeatureRules = .codeDefault, assignedSupporter: String? = nil,
+        mediaDescriptor: [UInt8]? = nil
     ) {
+        self.mediaDescriptor = mediaDescriptor
         self.assignedSupporter = assignedSupporter
         self.description = description
         self.customerName = customerName

@@ -27,12 +27,15 @@ public struct SessionCodeRecord: Sendable, Hashable {
     /// The code rules (SPEC §15.3): how each feature may be granted in a session on this code, set by the supporter
     /// team. ``FeatureRules/codeDefault`` (`allow` for every feature) unless set.
     public var featureRules: FeatureRules
+    /// What SESSION_STARTED hands the app (SPEC §15) when a connection request names none: a WebRTC room, a
+    /// screen-share token (1–4,096 bytes). Secret: never logged, audited or shown, only whether it is set.
+    public var mediaDescriptor: [UInt8]?
 
     public init(
         code: String, type: SessionCodeType = .remoteSupport, description: String? = nil, customerName: String? = nil,
         customerEmail: String? = nil, waitingMessage: String? = nil, isClosed: Bool = false, createdAt: Date,
         validUntil: Date, closedAt: Date? = nil, assignedSupporter: String? = nil,
-        featureRules: FeatureRules = .codeDefault
+        featureRules: FeatureRules = .codeDefault, mediaDescriptor: [UInt8]? = nil
     ) {
         self.code = code
         self.type = type
@@ -46,5 +49,6 @@ public struct SessionCodeRecord: Sendable, Hashable {
         self.closedAt = closedAt
         self.assignedSupporter = assignedSupporter
         self.featureRules = featureRules
+        self.mediaDescriptor = mediaDescriptor
     }
 }

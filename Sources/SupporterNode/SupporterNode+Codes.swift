@@ -65,7 +65,8 @@ extension SupporterNode {
                 code: code, type: type, description: details.description, customerName: details.customerName,
                 customerEmail: details.customerEmail, waitingMessage: details.waitingMessage, isClosed: false,
                 createdAt: now, validUntil: validUntil ?? now.addingTimeInterval(seconds), closedAt: nil,
-                assignedSupporter: details.assignedSupporter, featureRules: details.featureRules)
+                assignedSupporter: details.assignedSupporter, featureRules: details.featureRules,
+                mediaDescriptor: details.mediaDescriptor)
             do throws(RegistryError) {
                 let (change, intents) = try state.registry.planCreateCode(record, by: actor)
                 return (record, change, intents)

@@ -69,6 +69,9 @@ extension SupporterNode {
         mediaDescriptor: [UInt8]?, by actor: AuditActor, assignTo: String, replacingAssignee: Bool
     ) async throws(SupporterNodeError) -> UInt32 {
         let connection = try connection(for: code)
+        // A request that names no media descriptor carries the code's own, if it has one.
+        let mediaDescriptor =
+            mediaDescriptor ?? sessions.withLock { $0.registry.info(code, now: clock.wallTime)?.record.mediaDescriptor }
         let (id, assigned) = try await connection.runAudited { [self] machine throws(SupporterSessionMachine.Refusal) in
             let rules = codeRules(code)
             let actions = try machine.requestConnection(

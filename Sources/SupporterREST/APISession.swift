@@ -64,6 +64,8 @@ public struct APISession: Codable, Sendable, Hashable {
     /// The id of the node the device is on, when that is another node sharing this node's database (null when it
     /// is on this node, or no device is on the code).
     public var node: String?
+    /// Whether the code holds a default media descriptor (the descriptor itself is never shown).
+    public var hasMediaDescriptor = false
 
     /// The API's view of the node's code.
     public init(_ info: SessionCodeInfo) {
@@ -85,6 +87,7 @@ public struct APISession: Codable, Sendable, Hashable {
         featureRules = record.featureRules
         reconnecting = info.reconnecting
         node = info.node
+        hasMediaDescriptor = record.mediaDescriptor != nil
     }
 
     enum CodingKeys: String, CodingKey {
@@ -92,7 +95,7 @@ public struct APISession: Codable, Sendable, Hashable {
         case customerName = "customer_name", customerEmail = "customer_email", waitingMessage = "waiting_message"
         case liveState = "live_state", createdAt = "created_at", validUntil = "valid_until", closedAt = "closed_at"
         case assignedSupporter = "assigned_supporter", deviceName = "device_name"
-        case featureRules = "feature_rules", reconnecting, node
+        case featureRules = "feature_rules", reconnecting, node, hasMediaDescriptor = "has_media_descriptor"
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -115,6 +118,7 @@ public struct APISession: Codable, Sendable, Hashable {
         try container.encode(APIFeatureRules(featureRules), forKey: .featureRules)
         try container.encode(reconnecting, forKey: .reconnecting)
         try container.encode(node, forKey: .node)
+        try container.encode(hasMediaDescriptor, forKey: .hasMediaDescriptor)
     }
 
     /// Reads an answer (for clients and tests); times must be RFC 3339.
@@ -144,6 +148,7 @@ public struct APISession: Codable, Sendable, Hashable {
         featureRules = try container.decode(APIFeatureRules.self, forKey: .featureRules).value
         reconnecting = try container.decode(Bool.self, forKey: .reconnecting)
         node = try container.decodeIfPresent(String.self, forKey: .node)
+        hasMediaDescriptor = try container.decodeIfPresent(Bool.self, forKey: .hasMediaDescriptor) ?? false
     }
 }
 

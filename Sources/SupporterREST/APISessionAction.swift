@@ -11,19 +11,11 @@ struct APIConnect: Decodable {
     let mediaDescriptor: [UInt8]?
 
     static let featureNames: Set<String> = Set(Feature.ID.defined.compactMap(\.name))
-    static let mediaDescriptorBytes = 1...4_096
 
     init(from decoder: any Decoder) throws {
         let object = try StrictJSON.object(decoder)
         try object.refuseUnknownMembers(allowed: ["connection_type", "features", "media_descriptor"])
-        if let text = try object.string("media_descriptor", max: 5_464, required: false) {
-            guard let bytes = Base64.decode(text), Self.mediaDescriptorBytes.contains(bytes.count) else {
-                throw RESTError.unprocessable("media_descriptor must be 1 to 4096 bytes in standard Base64")
-            }
-            mediaDescriptor = bytes
-        } else {
-            mediaDescriptor = nil
-        }
+        mediaDescriptor = try object.mediaDescriptor("media_descriptor", nullable: false).value
         switch try object.string("connection_type", max: 32, required: false) ?? "screen_share" {
         case "screen_share": connectionType = .screenShare
         case "assist_ar": connectionType = .assistAR

@@ -24,6 +24,8 @@ public struct APISessionCreate: Codable, Sendable, Hashable {
     public var featureRules: FeatureRules?
     /// The account (login) the code is assigned to.
     public var assignedSupporter: String?
+    /// What SESSION_STARTED hands the app when a connection request names none (SPEC §15); never shown again.
+    public var mediaDescriptor: [UInt8]?
 
     public init(
         type: APISessionType? = nil, description: String? = nil, customerName: String? = nil,
@@ -48,6 +50,7 @@ public struct APISessionCreate: Codable, Sendable, Hashable {
         case customerName = "customer_name", customerEmail = "customer_email", waitingMessage = "waiting_message"
         case validForSeconds = "valid_for_seconds", validUntil = "valid_until"
         case featureRules = "feature_rules", assignedSupporter = "assigned_supporter"
+        case mediaDescriptor = "media_descriptor"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -68,6 +71,7 @@ public struct APISessionCreate: Codable, Sendable, Hashable {
         validUntil = try object.time("valid_until")
         featureRules = try object.featureRules()
         assignedSupporter = try object.string("assigned_supporter", max: 64, required: false)
+        mediaDescriptor = try object.mediaDescriptor("media_descriptor", nullable: false).value
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -81,6 +85,7 @@ public struct APISessionCreate: Codable, Sendable, Hashable {
         try container.encodeIfPresent(validUntil.map(RESTTime.format), forKey: .validUntil)
         try container.encodeIfPresent(featureRules.map(APIFeatureRules.init), forKey: .featureRules)
         try container.encodeIfPresent(assignedSupporter, forKey: .assignedSupporter)
+        try container.encodeIfPresent(mediaDescriptor.map { Base64.encode($0) }, forKey: .mediaDescriptor)
     }
 
     /// The checks that depend on the clock: `valid_until` must lie after `now`.
@@ -97,7 +102,7 @@ public struct APISessionCreate: Codable, Sendable, Hashable {
         SessionCodeDetails(
             description: description, customerName: customerName, customerEmail: customerEmail,
             waitingMessage: waitingMessage, featureRules: featureRules ?? .codeDefault,
-            assignedSupporter: assignedSupporter)
+            assignedSupporter: assignedSupporter, mediaDescriptor: mediaDescriptor)
     }
 
     /// The lifetime asked for, if any (else the node's default, or ``validUntil``).

@@ -22,6 +22,8 @@ public struct APISessionUpdate: Codable, Sendable, Hashable {
     /// New code rules (SPEC §15.3), replacing the code's rules as a whole; nil keeps them. Applied with
     /// ``SupporterService/setFeatureRules(_:_:by:)`` (audited on their own), not by ``apply(to:)``.
     public var featureRules: FeatureRules?
+    /// A new default media descriptor for the code (SPEC §15), or `null` to remove it.
+    public var mediaDescriptor: FieldChange<[UInt8]> = .keep
 
     public init(
         description: FieldChange<String> = .keep, customerName: FieldChange<String> = .keep,
@@ -43,7 +45,7 @@ public struct APISessionUpdate: Codable, Sendable, Hashable {
         case description, state
         case customerName = "customer_name", customerEmail = "customer_email", waitingMessage = "waiting_message"
         case validUntil = "valid_until", assignedSupporter = "assigned_supporter"
-        case featureRules = "feature_rules"
+        case featureRules = "feature_rules", mediaDescriptor = "media_descriptor"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -61,6 +63,7 @@ public struct APISessionUpdate: Codable, Sendable, Hashable {
         validUntil = try object.time("valid_until")
         state = try object.choice("state", APIStoredState.self)
         featureRules = try object.featureRules()
+        mediaDescriptor = try object.mediaDescriptor("media_descriptor", nullable: true)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -73,6 +76,11 @@ public struct APISessionUpdate: Codable, Sendable, Hashable {
         try container.encodeIfPresent(validUntil.map(RESTTime.format), forKey: .validUntil)
         try container.encodeIfPresent(state, forKey: .state)
         try container.encodeIfPresent(featureRules.map(APIFeatureRules.init), forKey: .featureRules)
+        switch mediaDescriptor {
+        case .keep: break
+        case .clear: try container.encodeNil(forKey: .mediaDescriptor)
+        case .set(let bytes): try container.encode(Base64.encode(bytes), forKey: .mediaDescriptor)
+        }
     }
 
     /// The checks that depend on the clock: `valid_until` must lie after `now`.
@@ -84,7 +92,7 @@ public struct APISessionUpdate: Codable, Sendable, Hashable {
     /// Whether stored metadata changes (not the state, not the code rules).
     public var changesMetadata: Bool {
         description.isChange || customerName.isChange || customerEmail.isChange || waitingMessage.isChange
-            || assignedSupporter.isChange || validUntil != nil
+            || assignedSupporter.isChange || validUntil != nil || mediaDescriptor.isChange
     }
 
     /// Applies the metadata changes to `record`.
@@ -95,5 +103,6 @@ public struct APISessionUpdate: Codable, Sendable, Hashable {
         record.waitingMessage = waitingMessage.applied(to: record.waitingMessage)
         record.assignedSupporter = assignedSupporter.applied(to: record.assignedSupporter)
         if let validUntil { record.validUntil = validUntil }
+        record.mediaDescriptor = mediaDescriptor.applied(to: record.mediaDescriptor)
     }
 }

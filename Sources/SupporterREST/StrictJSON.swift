@@ -53,6 +53,20 @@ extension KeyedDecodingContainer where Key == JSONKey {
     /// Whether the member is present and `null`.
     func isNull(_ name: String) -> Bool { (try? decodeNil(forKey: JSONKey(name))) ?? false }
 
+    /// A media descriptor member (SPEC §15): absent (`.keep`), `null` (`.clear`, where allowed), or 1 to 4,096
+    /// bytes in standard Base64.
+    func mediaDescriptor(_ name: String, nullable: Bool) throws(RESTError) -> FieldChange<[UInt8]> {
+        guard has(name) else { return .keep }
+        if isNull(name) {
+            guard nullable else { throw RESTError.unprocessable("\(name) cannot be null") }
+            return .clear
+        }
+        guard let text = try string(name, max: 5_464, required: false), let bytes = Base64.decode(text),
+            (1...4_096).contains(bytes.count)
+        else { throw RESTError.unprocessable("\(name) must be 1 to 4096 bytes in standard Base64") }
+        return .set(bytes)
+    }
+
     /// A text member: absent (`.keep`), `null` (`.clear`, where the schema allows it), or a string of `min` to `max`
     /// Unicode code points (JSON Schema's minLength/maxLength count code points, not grapheme clusters).
     func text(_ name: String, min: Int = 1, max: Int, nullable: Bool) throws(RESTError) -> FieldChange<String> {

@@ -140,7 +140,7 @@ extension PostgresStoreEngine {
         for row in try transaction.run(
             """
             SELECT code, type, description, customer_name, customer_email, waiting_message, is_closed, created_at,
-                valid_until, closed_at, assigned_supporter, default_feature_rule
+                valid_until, closed_at, assigned_supporter, default_feature_rule, media_descriptor
             FROM session_codes WHERE $1::text IS NULL OR code = $1 ORDER BY created_at, code
             """, [code], "list session codes"
         ).rows {
@@ -157,7 +157,8 @@ extension PostgresStoreEngine {
                     waitingMessage: row[5], isClosed: closed == "t", createdAt: Date(unixMilliseconds: created),
                     validUntil: Date(unixMilliseconds: validUntil),
                     closedAt: row[9].flatMap { Int64($0) }.map(Date.init(unixMilliseconds:)),
-                    assignedSupporter: row[10], featureRules: featureRules))
+                    assignedSupporter: row[10], featureRules: featureRules,
+                    mediaDescriptor: row[12].flatMap(PostgresStoreTransaction.bytes(bytea:))))
         }
         return records
     }

@@ -234,6 +234,9 @@ package enum PostgresStoreSchema {
                 """,
                 "CREATE INDEX session_contents_by_time ON session_contents (time)",
             ]),
+        Migration(
+            version: 5, summary: "a code's default media descriptor (SPEC §15), for requests that name none",
+            statements: ["ALTER TABLE session_codes ADD COLUMN media_descriptor bytea"]),
     ]
 
     /// What ``PostgresStoreEngine/verifyAudit()`` expects of the audit trail's guards, as the newest migration that

@@ -218,8 +218,8 @@ package struct PostgresStoreTransaction {
         try run(
             """
             INSERT INTO session_codes (code, type, description, customer_name, customer_email, waiting_message,
-                is_closed, created_at, valid_until, closed_at, assigned_supporter, default_feature_rule)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+                is_closed, created_at, valid_until, closed_at, assigned_supporter, default_feature_rule, media_descriptor)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
             """, Self.parameters(record), "insert session code")
         try saveFeatureRules(of: record)
     }
@@ -230,7 +230,7 @@ package struct PostgresStoreTransaction {
             """
             UPDATE session_codes SET type = $2, description = $3, customer_name = $4, customer_email = $5,
                 waiting_message = $6, is_closed = $7, created_at = $8, valid_until = $9, closed_at = $10,
-                assigned_supporter = $11, default_feature_rule = $12
+                assigned_supporter = $11, default_feature_rule = $12, media_descriptor = $13
             WHERE code = $1 RETURNING code
             """, Self.parameters(record), "update session code")
         guard rows.count > 0 else {
@@ -255,6 +255,7 @@ package struct PostgresStoreTransaction {
             record.waitingMessage, record.isClosed ? "true" : "false", String(record.createdAt.unixMilliseconds),
             String(record.validUntil.unixMilliseconds), record.closedAt.map { String($0.unixMilliseconds) },
             record.assignedSupporter, String(record.featureRules.defaultRule.rawValue),
+            record.mediaDescriptor.map(Self.bytea),
         ]
     }
 

@@ -123,7 +123,7 @@ public final class SessionStore: Sendable {
 
     package static let codeColumns = """
         code, type, description, customer_name, customer_email, waiting_message, is_closed, created_at, valid_until, \
-        closed_at, assigned_supporter, default_feature_rule
+        closed_at, assigned_supporter, default_feature_rule, media_descriptor
         """
 
     /// Stores a new code. Throws ``StoreError/Kind/duplicate`` when the code exists already.
@@ -212,6 +212,7 @@ public final class SessionStore: Sendable {
         try statement.bind(record.closedAt?.unixMilliseconds, at: 10)
         try statement.bind(record.assignedSupporter, at: 11)
         try statement.bind(Int64(record.featureRules.defaultRule.rawValue), at: 12)
+        try statement.bind(blob: record.mediaDescriptor, at: 13)
     }
 
     /// The code's row, with its default rule but without its per-feature rules (read those with
@@ -229,7 +230,7 @@ public final class SessionStore: Sendable {
             customerEmail: row.text(at: 4), waitingMessage: row.text(at: 5), isClosed: closed != 0,
             createdAt: Date(unixMilliseconds: createdAt), validUntil: Date(unixMilliseconds: validUntil),
             closedAt: row.int64(at: 9).map(Date.init(unixMilliseconds:)), assignedSupporter: row.text(at: 10),
-            featureRules: FeatureRules(default: defaultRule))
+            featureRules: FeatureRules(default: defaultRule), mediaDescriptor: row.blob(at: 12))
     }
 
     // MARK: audit log

@@ -184,6 +184,9 @@ public enum StoreSchema {
                 ) STRICT;
                 CREATE INDEX session_contents_by_time ON session_contents (time);
                 """),
+        Migration(
+            version: 10, summary: "a code's default media descriptor (SPEC §15), for requests that name none",
+            sql: "ALTER TABLE session_codes ADD COLUMN media_descriptor BLOB;"),
     ]
 
     /// The triggers that keep the audit trail append-only, by name, exactly as the store creates them;

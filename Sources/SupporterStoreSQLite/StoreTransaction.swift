@@ -50,7 +50,7 @@ public struct StoreTransaction: ~Copyable {
     public mutating func insert(_ record: SessionCodeRecord) throws(StoreError) {
         try run("insert session code") { (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) in
             let statement = try connection.prepare(
-                "INSERT INTO session_codes (\(SessionStore.codeColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+                "INSERT INTO session_codes (\(SessionStore.codeColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
             try SessionStore.bind(record, to: statement)
             try statement.run()
             try SessionStore.saveFeatureRules(of: record, connection)
@@ -66,7 +66,7 @@ public struct StoreTransaction: ~Copyable {
                 """
                 UPDATE session_codes SET type = ?2, description = ?3, customer_name = ?4, customer_email = ?5,
                     waiting_message = ?6, is_closed = ?7, created_at = ?8, valid_until = ?9, closed_at = ?10,
-                    assigned_supporter = ?11, default_feature_rule = ?12
+                    assigned_supporter = ?11, default_feature_rule = ?12, media_descriptor = ?13
                 WHERE code = ?1
                 """)
             try SessionStore.bind(record, to: statement)

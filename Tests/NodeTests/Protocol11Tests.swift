@@ -42,6 +42,30 @@ extension NodeIntegration {
             return device
         }
 
+        /// Issue 24: a code's default media descriptor reaches the app when the request names none; a request's own
+        /// wins over it.
+        @Test func aCodesMediaDescriptorIsTheDefaultAndARequestsOwnWins() async throws {
+            let harness = try NodeHarness()
+            defer { harness.shutdown() }
+            let code = try await harness.supporter.createCode(
+                type: .remoteSupport, details: SessionCodeDetails(mediaDescriptor: Array("room=default".utf8))
+            ).code
+            for (own, expected) in [(nil, "room=default"), (Array("room=own".utf8), "room=own")] {
+                let device = try await Self.activeSession(
+                    harness, code: code, rules: .deviceDefault, features: [Feature(.chat)], media: own)
+                let connected = await device.event { if case .supporterConnected = $0 { true } else { false } }
+                guard case .supporterConnected(_, _, let details)? = connected else {
+                    Issue.record("not connected")
+                    return
+                }
+                #expect(details.mediaDescriptor == Array(expected.utf8))
+                try await harness.supporter.endSession(code: code)
+                #expect(await device.event { if case .supporterDisconnected = $0 { true } else { false } } != nil)
+                device.session.leave()
+                #expect(await waitUntil { harness.supporter.code(code)?.state == .open })
+            }
+        }
+
         @Test func codeRulesAndDeviceRulesDecideTheGrantAndChatFlowsBothWays() async throws {
             let harness = try NodeHarness()
             defer { harness.shutdown() }

@@ -33,7 +33,7 @@ import SupporterModel
             Self.body(APISession(Self.info()))
                 == #"{"assigned_supporter":null,"closed_at":null,"code":"123-456-789","created_at":"2026-11-30T10:15:00.042Z","#
                 + #""customer_email":"ann@example.com","customer_name":null,"description":"printer","device_name":null,"#
-                + #""feature_rules":{"default":"allow","rules":{}},"#
+                + #""feature_rules":{"default":"allow","rules":{}},"has_media_descriptor":false,"#
                 + #""live_state":"open","node":null,"online":false,"reconnecting":false,"state":"open","type":"assist_ar","#
                 + #""valid_until":"2026-12-01T10:15:00.042Z","waiting_message":null}"#)
     }

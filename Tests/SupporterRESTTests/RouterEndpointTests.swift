@@ -186,6 +186,28 @@ struct EndpointCase: Sendable, CustomTestStringConvertible {
             #expect(answer.headers["Location"] == "/api/v1/sessions/\(code)")
             #expect(scene.fixture.node.code(code)?.record.description == "printer")
         },
+        Case(name: "a code with a default media descriptor, never shown", method: .post, path: "/api/v1/sessions",
+             body: #"{"media_descriptor":"cm9vbT00Mjt0b2tlbj1hYmM="}"#, status: 201) { answer, scene in
+            let code = try requireValue(answer.json?["code"] as? String)
+            #expect(answer.json?["has_media_descriptor"] as? Bool == true)
+            #expect(!answer.text.contains("cm9vbT00Mjt0b2tlbj1hYmM="), "the descriptor is never in an answer")
+            #expect(scene.fixture.node.code(code)?.record.mediaDescriptor == Array("room=42;token=abc".utf8))
+        },
+        Case(name: "a media descriptor that is no Base64", method: .post, path: "/api/v1/sessions",
+             body: #"{"media_descriptor":"room=42"}"#, status: 422, message: "media_descriptor must be 1 to 4096 bytes"),
+        Case(name: "a media descriptor over 4096 bytes", method: .post, path: "/api/v1/sessions",
+             body: #"{"media_descriptor":"\#(String(repeating: "QUFB", count: 1366))"}"#, status: 422,
+             message: "media_descriptor must be 1 to 4096 bytes"),
+        Case(name: "a code's media descriptor set, then removed", method: .put, path: "/api/v1/sessions/{code}",
+             body: #"{"media_descriptor":"cm9vbT03"}"#, status: 200) { answer, scene in
+            #expect(answer.json?["has_media_descriptor"] as? Bool == true)
+            #expect(scene.fixture.node.code(scene.code)?.record.mediaDescriptor == Array("room=7".utf8))
+            let cleared = try await scene.send(.put, "/api/v1/sessions/{code}", as: .admin, body: #"{"media_descriptor":null}"#)
+            #expect(cleared.json?["has_media_descriptor"] as? Bool == false, "\(cleared.text)")
+            #expect(scene.fixture.node.code(scene.code)?.record.mediaDescriptor == nil)
+            let rows = try scene.fixture.node.auditEvents(code: scene.code)
+            #expect(!rows.contains { $0.details.values.contains { $0.contains("cm9vbT03") || $0.contains("room=7") } })
+        },
         Case(name: "a supporter creates a code for themselves", method: .post, path: "/api/v1/sessions",
              caller: .alice, body: #"{"assigned_supporter":"alice"}"#, status: 201),
         Case(name: "a supporter may not assign to another", method: .post, path: "/api/v1/sessions", caller: .alice,
