@@ -29,5 +29,6 @@ extension SessionCodeRecord {
         if before.waitingMessage != after.waitingMessage { waitingMessage = after.waitingMessage }
         if before.validUntil != after.validUntil { validUntil = after.validUntil }
         if before.assignedSupporter != after.assignedSupporter { assignedSupporter = after.assignedSupporter }
+        if before.mediaDescriptor != after.mediaDescriptor { mediaDescriptor = after.mediaDescriptor }
     }
 }
