@@ -11,6 +11,8 @@ import CLIKit
 final class ServeProcess {
     let data: String
     let port: UInt16
+    /// The REST API's port, when the node serves it (`--api-listen`).
+    let apiPort: UInt16?
     private let process: ChildProcess
     private let outputPath: String
 
@@ -50,9 +52,9 @@ final class ServeProcess {
         else { return nil }
         self.process = process
         let deadline = ContinuousClock.now + timeout
-        var found: UInt16?
+        var found: (port: UInt16, api: UInt16?)?
         while found == nil, ContinuousClock.now < deadline {
-            found = Self.listeningPort(in: outputPath)
+            found = Self.listeningPorts(in: outputPath)
             if found == nil {
                 if process.hasExited { return nil }
                 ProcessInfoLite.sleep(.milliseconds(10))
@@ -63,17 +65,18 @@ final class ServeProcess {
             _ = process.wait()
             return nil
         }
-        self.port = found
+        self.port = found.port
+        self.apiPort = found.api
     }
 
-    /// The port of the first `listening` event in the node's JSON output.
-    private static func listeningPort(in path: String) -> UInt16? {
+    /// The ports of the first `listening` event in the node's JSON output: the device port, and the API's if any.
+    private static func listeningPorts(in path: String) -> (port: UInt16, api: UInt16?)? {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
         for line in text.split(separator: "\n") {
             guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
                 object["event"] as? String == "listening", let port = object["port"] as? Int
             else { continue }
-            return UInt16(clamping: port)
+            return (UInt16(clamping: port), (object["api_port"] as? Int).map { UInt16(clamping: $0) })
         }
         return nil
     }

@@ -16,6 +16,7 @@ let groups: [BenchmarkGroup] = [
     NodeCostBenchmark.group,
     ClusterBenchmark.group,
     RollingRestartBenchmark.group,
+    ChatBenchmark.group,
 ]
 
 // Hidden subcommand: the client-side child process of the `tls` group's idle-connection measurement.
@@ -38,6 +39,10 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1] == RESTAbuseBenchma
 // Hidden subcommand: the device-side child process of the `rolling` group.
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == RollingRestartBenchmark.subcommand {
     RollingRestartBenchmark.childMain(Array(CommandLine.arguments.dropFirst(2)))
+}
+// Hidden subcommand: the devices and REST client of the `chat` group.
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == ChatBenchmark.subcommand {
+    ChatBenchmark.childMain(Array(CommandLine.arguments.dropFirst(2)))
 }
 // Hidden subcommand: the load generator child process of the `nodecost` group.
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == NodeCostBenchmark.subcommand {
