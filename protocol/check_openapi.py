@@ -1092,7 +1092,7 @@ class Scenario:
             "sendApplicationMessage": ({"code": code}, {"content_type": "application/json", "body": "e30="}),
             "getSessionReport": ({"code": code}, None), "listSessionReports": ({}, None),
             "listSessionMessages": ({"code": code}, None), "listSessionFiles": ({"code": code}, None),
-            "downloadSessionFile": ({"code": code, "file": "1"}, None),
+            "downloadSessionFile": ({"code": code, "file": "1"}, None), "uploadSessionFile": ({"code": code}, None),
             "listAudit": ({}, None), "streamEvents": ({}, None),
             "listUsers": ({}, None), "createUser": ({}, {"login": self.fresh(), "display_name": "X",
                                                          "password": "0123456789"}),
@@ -1503,6 +1503,8 @@ class Scenario:
             c.call(operation_id, 403, t, session=s, label="another supporter's code")
         c.call("downloadSessionFile", 403, {"code": self.theirs, "file": "1"}, session=s,
                label="another supporter's code")
+        c.call("uploadSessionFile", 403, t, raw=b"hello", query="?name=a.txt", session=s,
+               headers={"Content-Type": "text/plain"}, label="another supporter's code")
         if c.call("getSession", 200, t).json != theirs:
             c.fail("getSession", "refused changes altered another supporter's code")
         # The list: own and unassigned codes only; total counts them.
@@ -1632,6 +1634,26 @@ class Scenario:
         self.excuse("downloadSessionFile", 410, "needs a file past its retention: RouterEndpointTests")
         for operation_id in ("sendChat", "sendApplicationMessage"):
             self.excuse(operation_id, 503, "needs 16 messages a device has not acknowledged")
+        # A file to the device: raw bytes, its name in the query, its type in Content-Type.
+        up = "?name=report%20%3Cv2%3E.txt"
+        octets = {"Content-Type": "text/plain"}
+        c.call("uploadSessionFile", 409, n, raw=b"hello", query=up, headers=octets, session=s, label="no device")
+        c.call("uploadSessionFile", 409, n, raw=b"x" * 100_000, query=up, headers=octets, session=s,
+               label="over the API's 64 KiB, under 16 MiB: read, then no device")
+        c.call("uploadSessionFile", 409, n, raw=b"hello", query=up, headers=octets, label="admin token, no device")
+        c.call("uploadSessionFile", 422, n, raw=b"hello", headers=octets, session=s, label="no name")
+        c.call("uploadSessionFile", 422, n, raw=b"hello", query="?name=a%0Ab", headers=octets, session=s,
+               label="a line break in the name")
+        c.call("uploadSessionFile", 422, n, raw=b"hello", query="?name=" + "x" * 256, headers=octets, session=s,
+               label="a name of 256 bytes")
+        c.call("uploadSessionFile", 422, n, raw=b"", query=up, headers=octets, session=s, label="an empty file")
+        c.call("uploadSessionFile", 404, {"code": self.missing_code}, raw=b"hello", query=up, headers=octets, session=s)
+        self.excuse("uploadSessionFile", 202, "needs a session with file_share granted: Protocol11Tests and "
+                    "SupporterNodeClusterTests send files to a device, RouterEndpointTests checks the answers")
+        self.excuse("uploadSessionFile", 413, "a body over 16 MiB: answered before it is read and the connection "
+                    "closed, which an http.client upload sees as a broken pipe; HTTPRequestParserTests prove the limit")
+        self.excuse("uploadSessionFile", 503, "needs 4 uploads arriving at once (HTTPServerTests) or 4 files being "
+                    "sent on one session")
         if self.args.online_code:
             o = {"code": self.args.online_code}
             c.call("connectSession", 403, o, body={}, label="admin token")

@@ -44,6 +44,8 @@ final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
     /// The request whose answer is held (``HTTPResponse/delay``), and its timer.
     private var holding: UInt64?
     private var holdTimer: LoopTimer?
+    /// Whether this connection holds one of the server's large-body slots (an upload arriving or being answered).
+    private var holdsLargeBody = false
 
     init(
         stream: TLSStream, configuration: HTTPServerConfiguration, handler: @escaping HTTPServer.Handler,
@@ -121,6 +123,7 @@ final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
     }
 
     func streamDidClose(_ stream: TLSStream, error: TransportError?) {
+        releaseLargeBody()
         closed = true
         closing = true
         cancelTimers()
@@ -142,12 +145,16 @@ final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
                 case .head: if readTimerKind != .header { arm(.header) }
                 case .body:
                     setBusy(true)
+                    guard takeLargeBodySlotIfNeeded(parser.pendingBodyLength ?? 0) else { return }
                     if readTimerKind != .body { arm(.body) }
                 }
                 return
             case .expectContinue:
+                // An upload takes its slot before the client is told to send its body.
+                guard takeLargeBodySlotIfNeeded(parser.pendingBodyLength ?? 0) else { return }
                 write(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
             case .request(var request):
+                guard takeLargeBodySlotIfNeeded(request.body.count) else { return }
                 request.peerAddress = stream.peerAddress
                 dispatch(request)
                 return
@@ -205,6 +212,7 @@ final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
         }
         let response = withConfiguredHeaders(handlerResponse)
         inFlight = nil
+        releaseLargeBody()
         handlerTimer?.cancel()
         handlerTimer = nil
         if let body = response.stream, !current.isHead, response.status.allowsBody {
@@ -275,6 +283,30 @@ final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
         try? stream.write(bytes)
     }
 
+    // MARK: large bodies
+
+    /// A body over the server's limit (an upload route's) needs one of the server's few slots: taken here, or the
+    /// request is answered 503 and the connection closed. True when the request may go on.
+    private func takeLargeBodySlotIfNeeded(_ length: Int) -> Bool {
+        guard length > configuration.limits.maxBodyBytes, !holdsLargeBody else { return true }
+        guard registry.acquireLargeBody() else {
+            var refusal = HTTPResponse.error(
+                .serviceUnavailable,
+                message: "\(configuration.maxLargeBodies) uploads are in progress on this server; try again shortly")
+            refusal.headers.replaceOrAdd(name: "Retry-After", value: "2")
+            respondAndClose(refusal)
+            return false
+        }
+        holdsLargeBody = true
+        return true
+    }
+
+    private func releaseLargeBody() {
+        guard holdsLargeBody else { return }
+        holdsLargeBody = false
+        registry.releaseLargeBody()
+    }
+
     // MARK: timers
 
     private func arm(_ kind: TimerKind) {
@@ -282,7 +314,7 @@ final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
         let timeout =
             switch kind {
             case .header: configuration.headerTimeout
-            case .body: configuration.bodyTimeout
+            case .body: holdsLargeBody ? configuration.largeBodyTimeout : configuration.bodyTimeout
             case .idle: configuration.idleTimeout
             }
         readTimerKind = kind

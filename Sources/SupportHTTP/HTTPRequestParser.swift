@@ -31,16 +31,45 @@ public struct HTTPRequestParser: Sendable {
         public var maxHeaderCount: Int
         /// `Content-Length`; larger → 413 (sent before the body is read).
         public var maxBodyBytes: Int
+        /// Requests that may carry more than ``maxBodyBytes`` (an upload), each up to its own limit.
+        public var largeBodies: [LargeBodyRoute]
 
         /// Limits, each defaulting to the server's.
         public init(
             maxRequestLineBytes: Int = 8 * 1024, maxHeaderBytes: Int = 16 * 1024, maxHeaderCount: Int = 100,
-            maxBodyBytes: Int = 64 * 1024
+            maxBodyBytes: Int = 64 * 1024, largeBodies: [LargeBodyRoute] = []
         ) {
             self.maxRequestLineBytes = maxRequestLineBytes
             self.maxHeaderBytes = maxHeaderBytes
             self.maxHeaderCount = maxHeaderCount
             self.maxBodyBytes = maxBodyBytes
+            self.largeBodies = largeBodies
+        }
+
+        /// The most body bytes a request of `method` on `path` may carry.
+        public func bodyLimit(method: HTTPMethod, path: String) -> Int {
+            largeBodies.first { $0.matches(method: method, path: path) }?.maxBytes ?? maxBodyBytes
+        }
+    }
+
+    /// Requests whose bodies may be larger than the server's limit: `method` on a path that starts with `pathPrefix`
+    /// and ends with `pathSuffix` (with something between), up to `maxBytes`.
+    public struct LargeBodyRoute: Sendable, Hashable {
+        public var method: HTTPMethod
+        public var pathPrefix: String
+        public var pathSuffix: String
+        public var maxBytes: Int
+
+        public init(method: HTTPMethod, pathPrefix: String, pathSuffix: String, maxBytes: Int) {
+            self.method = method
+            self.pathPrefix = pathPrefix
+            self.pathSuffix = pathSuffix
+            self.maxBytes = maxBytes
+        }
+
+        func matches(method: HTTPMethod, path: String) -> Bool {
+            method == self.method && path.utf8.count > pathPrefix.utf8.count + pathSuffix.utf8.count
+                && path.hasPrefix(pathPrefix) && path.hasSuffix(pathSuffix)
         }
     }
 
@@ -95,6 +124,11 @@ public struct HTTPRequestParser: Sendable {
     public var bufferedByteCount: Int { buffer.count - start }
 
     /// How far into the current request the parser is.
+    /// The `Content-Length` of the body arriving now, if one is.
+    public var pendingBodyLength: Int? {
+        if case .body(_, let length, _) = state { length } else { nil }
+    }
+
     public var phase: Phase {
         switch state {
         case .requestLine: bufferedByteCount == 0 ? .idle : .head
@@ -292,7 +326,7 @@ public struct HTTPRequestParser: Sendable {
                         return fail(.badRequest, "Content-Length must be digits only")
                     }
                     // Digits only, so the one failure is overflow: a length no limit could allow.
-                    guard let parsed = Int(digits) else { return bodyTooLarge() }
+                    guard let parsed = Int(digits) else { return bodyTooLarge(limits.maxBodyBytes) }
                     guard seen == nil || seen == parsed else {
                         return fail(.badRequest, "conflicting Content-Length values")
                     }
@@ -301,7 +335,8 @@ public struct HTTPRequestParser: Sendable {
             }
             length = seen ?? 0
         }
-        guard length <= limits.maxBodyBytes else { return bodyTooLarge() }
+        let allowed = limits.bodyLimit(method: head.method, path: head.parts.path)
+        guard length <= allowed else { return bodyTooLarge(allowed) }
         var continuePending = false
         if head.version == .http1_1, let expect = head.headers["Expect"] {
             // RFC 9110 §10.1.1: an HTTP/1.0 request's expectation is ignored.
@@ -336,8 +371,8 @@ public struct HTTPRequestParser: Sendable {
         fail(.requestHeaderFieldsTooLarge, "the header section is larger than \(limits.maxHeaderBytes) bytes")
     }
 
-    private mutating func bodyTooLarge() -> HTTPParseResult {
-        fail(.contentTooLarge, "the body is larger than \(limits.maxBodyBytes) bytes")
+    private mutating func bodyTooLarge(_ allowed: Int) -> HTTPParseResult {
+        fail(.contentTooLarge, "the body is larger than \(allowed) bytes")
     }
 
     private mutating func fail(_ status: HTTPStatus, _ message: String) -> HTTPParseResult {

@@ -138,6 +138,7 @@ final class HTTPConnectionRegistry: Sendable {
         var refused = 0
         var evicted = 0
         var closed = false
+        var largeBodies = 0
 
         mutating func forget(_ id: ObjectIdentifier) {
             guard let entry = connections.removeValue(forKey: id), let key = entry.key else { return }
@@ -164,12 +165,14 @@ final class HTTPConnectionRegistry: Sendable {
     private let state = Mutex(State())
     let maxConnections: Int
     let maxConnectionsPerAddress: Int
+    let maxLargeBodies: Int
     /// Canonical addresses exempt from the per-address cap.
     let unlimited: Set<String>
 
     init(_ configuration: HTTPServerConfiguration) {
         maxConnections = configuration.maxConnections
         maxConnectionsPerAddress = configuration.maxConnectionsPerAddress
+        maxLargeBodies = configuration.maxLargeBodies
         unlimited = Set(configuration.addressesWithoutPerAddressLimit.map { IPAddressText.canonical($0) ?? $0 })
     }
 
@@ -218,6 +221,17 @@ final class HTTPConnectionRegistry: Sendable {
     func setBusy(_ connection: HTTPConnection, _ busy: Bool) {
         state.withLock { $0.connections[ObjectIdentifier(connection)]?.busy = busy }
     }
+
+    /// Takes one of the ``HTTPServerConfiguration/maxLargeBodies`` slots; false when all are taken.
+    func acquireLargeBody() -> Bool {
+        state.withLock { state in
+            guard state.largeBodies < maxLargeBodies else { return false }
+            state.largeBodies += 1
+            return true
+        }
+    }
+
+    func releaseLargeBody() { state.withLock { $0.largeBodies -= 1 } }
 
     func remove(_ connection: HTTPConnection) {
         state.withLock { $0.forget(ObjectIdentifier(connection)) }

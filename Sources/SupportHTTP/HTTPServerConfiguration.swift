@@ -12,6 +12,11 @@ public struct HTTPServerConfiguration: Sendable, Hashable {
     public var headerTimeout: Duration = .seconds(10)
     /// From the complete head to the complete body; then 408 and close.
     public var bodyTimeout: Duration = .seconds(10)
+    /// How long a body larger than ``maxBodyBytes`` (a ``HTTPRequestParser/LargeBodyRoute``) may take to arrive.
+    public var largeBodyTimeout: Duration = .seconds(120)
+    /// Requests with such a body held at once, arriving or being answered; one more is answered 503 at once: what
+    /// uploads can cost in memory is this times their largest limit.
+    public var maxLargeBodies = 4
     /// How long a kept-alive connection may wait for its next request; then it closes silently.
     public var idleTimeout: Duration = .seconds(30)
     /// How long the handler may take; then the client gets 503 and the connection closes (the handler's task is

@@ -15,7 +15,7 @@ public struct ClusterCommand: Codable, Sendable, Hashable {
     /// application message: `contentType` and `body`) act in a running session. A node of an older version cannot read a kind it does not know: it never takes the command,
     /// and the sender answers `busy` after ``answerTimeout`` with nothing done.
     public enum Kind: String, Codable, Sendable {
-        case request, abort, end, vacate, ask, chat, message
+        case request, abort, end, vacate, ask, chat, message, file
 
         /// Whether the holder must take the command exclusively before carrying it out (docs/cluster.md, "Honest
         /// answers"): a supporter's command must be carried out or withdrawn, never both, so the holder and the
@@ -110,7 +110,7 @@ public struct ClusterCommand: Codable, Sendable, Hashable {
 /// What the holding node answers to a ``ClusterCommand``: the request id, or the error the command met there.
 public struct ClusterCommandAnswer: Codable, Sendable, Hashable {
     public var requestID: UInt32?
-    /// The id a chat line or application message went out with (`chat`, `message`).
+    /// The id a chat line or application message went out with (`chat`, `message`); a file's transfer id (`file`).
     public var messageID: UInt32?
     public var error: String?
     /// ``SupporterNodeError/Kind`` name.

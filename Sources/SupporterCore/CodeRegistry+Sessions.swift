@@ -261,6 +261,24 @@ extension CodeRegistry {
         return .pruneContents(before: now.addingTimeInterval(-seconds), keepingBytes: policy.contentLimitBytes)
     }
 
+    /// A supporter's file went to the device on `code` as transfer `transferID`: the `message_sent` row (kind `file`)
+    /// by `actor`, the bytes kept apart, fenced by the code's presence.
+    public mutating func fileSent(
+        code: String, transferID: UInt32, name: String, contentType: String?, bytes: [UInt8], by actor: AuditActor,
+        now: Date
+    ) -> [StoreIntent] {
+        guard codes[code] != nil else { return [] }
+        var details = actor.details
+        details["kind"] = "file"
+        details["transfer_id"] = "\(transferID)"
+        details["name"] = name
+        details["size"] = "\(bytes.count)"
+        if let contentType { details["content_type"] = contentType }
+        let event = AuditEvent(time: now, code: code, kind: .messageSent, details: details)
+        let content = SessionContent(code: code, time: now, body: .file(name: name, contentType: contentType, bytes: bytes))
+        return Self.fenced(recorded(event, content), code: code)
+    }
+
     /// A supporter asked the device on `code` for `feature` (ask `askID`): the row that records it.
     public func featureAsked(
         code: String, feature: Feature.ID, askID: UInt32, by actor: AuditActor, now: Date

@@ -1,12 +1,20 @@
 public import Foundation
 
-/// One file a device sent during a session, as its audit rows tell it (`file_progress`, `file_received`): a pure
-/// value, read from the code's rows oldest first by ``transfers(in:)``.
+/// One file of a session, as its audit rows tell it: one the device sent (`file_progress`, `file_received`), or one a
+/// supporter sent to the device (`message_sent` of kind `file`). A pure value, read from the code's rows oldest first
+/// by ``transfers(in:)``.
 public struct SessionFileTransfer: Sendable, Hashable {
     /// `receiving` while its parts arrive; `received` once whole (its bytes kept for the retention time);
     /// `interrupted` when the session ended first.
     public enum State: String, Sendable, Hashable {
         case receiving, received, interrupted
+        /// A supporter's file, handed to the device's connection (its parts go out as the window opens).
+        case sent
+    }
+
+    /// Who sent it.
+    public enum Direction: String, Sendable, Hashable {
+        case fromDevice = "from_device", toDevice = "to_device"
     }
 
     /// The device's transfer id (it numbers transfers per session from 1).
@@ -21,6 +29,7 @@ public struct SessionFileTransfer: Sendable, Hashable {
     /// The `file_received` row's id: the file's id for its download.
     public var fileID: Int64?
     public var contentType: String?
+    public var direction: Direction = .fromDevice
 
     /// The transfers in `events` (one code's audit rows, oldest first), oldest first.
     public static func transfers(in events: [AuditEvent]) -> [SessionFileTransfer] {
@@ -39,6 +48,16 @@ public struct SessionFileTransfer: Sendable, Hashable {
             switch event.kind {
             case .sessionStarted, .sessionEnded, .deviceOffline:
                 interruptAll(at: event.time)
+            case .messageSent where details["kind"] == "file":
+                let size = details["size"].flatMap { UInt64($0) } ?? 0
+                var sent = SessionFileTransfer(
+                    transferID: details["transfer_id"].flatMap { UInt32($0) } ?? 0, name: details["name"] ?? "",
+                    size: size, received: size, state: .sent, startedAt: event.time)
+                sent.finishedAt = event.time
+                sent.fileID = event.id
+                sent.contentType = details["content_type"]
+                sent.direction = .toDevice
+                transfers.append(sent)
             case .fileProgress, .fileReceived:
                 guard let id = details["transfer_id"].flatMap({ UInt32($0) }) else { continue }
                 let size = details["size"].flatMap { UInt64($0) } ?? 0

@@ -71,6 +71,12 @@ public protocol SupporterService: AnyObject, Sendable {
     func sendApplicationMessage(code: String, contentType: String, body: [UInt8], by actor: AuditActor)
         async throws(SupporterNodeError) -> UInt32
 
+    /// Sends a file (1 byte to 16 MiB) to the device on `code` (SPEC §15.4, kind 3); needs `file_share` granted.
+    /// Returns its transfer id; `busy` while 4 files are being sent on the session.
+    @discardableResult
+    func sendFile(code: String, name: String, contentType: String?, bytes: [UInt8], by actor: AuditActor)
+        async throws(SupporterNodeError) -> UInt32
+
     // MARK: accounts and sign-in
 
     /// Every account, ordered by login.

@@ -170,6 +170,14 @@ extension SupporterNode {
                 answer.messageID = try await sendApplicationMessageHere(
                     code: command.code, contentType: contentType, body: body, by: actor)
                 return answer
+            case .file:
+                guard let name = command.text, let body = command.body.flatMap({ Base64.decode($0) }) else {
+                    return ClusterCommandAnswer(SupporterNodeError("the command lacks its file", kind: .invalid))
+                }
+                var answer = ClusterCommandAnswer()
+                answer.messageID = try await sendFileHere(
+                    code: command.code, name: name, contentType: command.contentType, bytes: body, by: actor)
+                return answer
             case .vacate:
                 if sessions.withLock({ $0.registry.holdsDevice(on: command.code) }) {
                     throw SupporterNodeError("a device is on this code", kind: .conflict)

@@ -242,15 +242,36 @@ extension SupporterNode {
         }
     }
 
-    /// Sends a file (at most 16 MiB) to the device on `code` in parts; needs `file_share` granted.
+    /// Sends a file (1 byte to 16 MiB) to the device on `code` in parts, through the node holding the device if that
+    /// is another one; needs `file_share` granted. Returns its transfer id once it is recorded (`message_sent` of kind
+    /// `file`, its bytes kept apart for the retention time) and its first parts are on their way; `busy` while 4 files
+    /// are being sent on the session.
     @discardableResult
-    public func sendFile(code: String, name: String, contentType: String? = nil, bytes: [UInt8])
-        async throws(SupporterNodeError) -> UInt32
-    {
+    public func sendFile(
+        code: String, name: String, contentType: String? = nil, bytes: [UInt8], by actor: AuditActor = .local
+    ) async throws(SupporterNodeError) -> UInt32 {
+        if !holdsDevice(on: code), let node = try await remoteHolder(of: code) {
+            var command = ClusterCommand(kind: .file, code: code, text: name, actor: ClusterCommand.Actor(actor))
+            command.contentType = contentType
+            command.body = Base64.encode(bytes)
+            return try await forward(command, to: node).messageID ?? 0
+        }
+        return try await sendFileHere(code: code, name: name, contentType: contentType, bytes: bytes, by: actor)
+    }
+
+    func sendFileHere(
+        code: String, name: String, contentType: String?, bytes: [UInt8], by actor: AuditActor
+    ) async throws(SupporterNodeError) -> UInt32 {
         let connection = try connection(for: code)
-        return try await connection.run { machine throws(SupporterSessionMachine.Refusal) in
+        return try await connection.runAudited { [self] machine throws(SupporterSessionMachine.Refusal) in
             let (id, actions) = try machine.send(.file(name: name, contentType: contentType, bytes: bytes))
-            return (actions, id ?? 0)
+            let transfer = id ?? 0
+            let intents = sessions.withLock {
+                $0.registry.fileSent(
+                    code: code, transferID: transfer, name: name, contentType: contentType, bytes: bytes, by: actor,
+                    now: clock.wallTime)
+            }
+            return (actions, intents, transfer)
         }
     }
 }

@@ -83,6 +83,9 @@ extension RESTRouter {
         Route(.get, "/api/v1/sessions/{code}/files", .authenticated(
             .caller, methodCheck: .afterAccess, "listSessionFiles"
         ) { router, call, principal throws(RESTError) in try router.listSessionFiles(call, for: principal) }),
+        Route(.post, "/api/v1/sessions/{code}/files", .authenticated(
+            .caller, methodCheck: .afterAccess, "uploadSessionFile"
+        ) { router, call, principal throws(RESTError) in try await router.uploadSessionFile(call, by: principal) }),
         Route(.get, "/api/v1/sessions/{code}/files/{file}", .authenticated(
             .caller, methodCheck: .afterAccess, "downloadSessionFile"
         ) { router, call, principal throws(RESTError) in try router.downloadSessionFile(call, for: principal) }),

@@ -83,6 +83,35 @@ extension RESTRouter {
                 }))
     }
 
+    /// `POST /sessions/{code}/files?name=`: sends the body (1 byte to 16 MiB; its `Content-Type` is the file's) to the
+    /// device as a file (needs `file_share` granted); answers its transfer id once it is recorded and on its way.
+    func uploadSessionFile(_ call: RESTCall, by principal: RESTPrincipal) async throws(RESTError) -> HTTPResponse {
+        let request = call.request
+        let code = call["code"]
+        _ = try visibleCode(code, for: principal)
+        guard let name = request.query("name"), (1...255).contains(name.utf8.count),
+            !name.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) })
+        else {
+            throw RESTError.unprocessable("name: the file's name, 1 to 255 bytes of UTF-8 without control characters")
+        }
+        var contentType = request.headers["Content-Type"]
+        if let type = contentType {
+            guard (1...128).contains(type.utf8.count), type.unicodeScalars.allSatisfy({ (0x20...0x7E).contains($0.value) })
+            else { throw RESTError.unprocessable("Content-Type: at most 128 characters of printable ASCII") }
+            if type == "application/octet-stream" { contentType = nil }
+        }
+        guard !request.body.isEmpty else { throw RESTError.unprocessable("the file is empty: send 1 byte to 16 MiB") }
+        var transfer: UInt32 = 0
+        do throws(SupporterNodeError) {
+            transfer = try await node.sendFile(
+                code: code, name: name, contentType: contentType, bytes: request.body, by: principal.actor)
+        } catch {
+            throw RESTError(error)
+        }
+        guard let info = node.code(code) else { throw RESTError(.notFound, "no session code \(code)") }
+        return .api(.accepted, encoding: APIFileSent(transferID: transfer, session: APISession(info)))
+    }
+
     /// `GET /sessions/{code}/files/{file}`: a file the device sent, as an attachment that never runs in a browser:
     /// `application/octet-stream`, `nosniff`, a sandboxing CSP, not cached. 404 for no such file of this code, 410
     /// once it is past its retention.
@@ -103,7 +132,9 @@ extension RESTRouter {
         } catch {
             throw RESTError(error)
         }
-        guard let row, row.id == id, row.kind == .fileReceived else {
+        guard let row, row.id == id,
+            row.kind == .fileReceived || (row.kind == .messageSent && row.details["kind"] == "file")
+        else {
             throw RESTError(.notFound, "no file \(id) on session code \(code)")
         }
         guard let file, file.content.code == code, case .file(let name, _, let bytes) = file.content.body else {
@@ -158,7 +189,7 @@ struct APIFileTransfer: Encodable {
 
     enum CodingKeys: String, CodingKey {
         case transferID = "transfer_id", name, size, received, state, startedAt = "started_at"
-        case finishedAt = "finished_at", fileID = "file_id", contentType = "content_type", download
+        case finishedAt = "finished_at", fileID = "file_id", contentType = "content_type", download, direction
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -172,9 +203,18 @@ struct APIFileTransfer: Encodable {
         try container.encode(transfer.finishedAt.map(RESTTime.format), forKey: .finishedAt)
         try container.encode(transfer.fileID, forKey: .fileID)
         try container.encode(transfer.contentType, forKey: .contentType)
+        try container.encode(transfer.direction.rawValue, forKey: .direction)
         try container.encode(
             kept ? transfer.fileID.map { "/api/v1/sessions/\(code)/files/\($0)" } : nil, forKey: .download)
     }
+}
+
+/// `FileSent`: the answer of `POST /sessions/{code}/files`.
+struct APIFileSent: Encodable {
+    let transferID: UInt32
+    let session: APISession
+
+    enum CodingKeys: String, CodingKey { case transferID = "transfer_id", session }
 }
 
 /// `FileList`: the answer of `GET /sessions/{code}/files`.

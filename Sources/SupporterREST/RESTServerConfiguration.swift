@@ -17,9 +17,17 @@ public struct RESTServerConfiguration: Sendable {
     public var trustedProxies: [String] = []
     /// Unknown-token back-off and the bounds of its audit rows.
     public var authentication = AuthenticationGuard.Policy()
-    /// HTTP limits and timeouts: requests (line 8 KiB, header section 16 KiB / 100 fields, body 64 KiB), header 10 s,
-    /// body 10 s, idle keep-alive 30 s, handler 30 s; at most 1024 connections in all and 32 per client address.
-    public var http = HTTPServerConfiguration()
+    /// HTTP limits and timeouts: requests (line 8 KiB, header section 16 KiB / 100 fields, body 64 KiB; a file sent to
+    /// a device, `POST /sessions/{code}/files`, up to 16 MiB, 4 at once, 120 s to arrive), header 10 s, body 10 s,
+    /// idle keep-alive 30 s, handler 30 s; at most 1024 connections in all and 32 per client address.
+    public var http: HTTPServerConfiguration = {
+        var http = HTTPServerConfiguration()
+        http.limits.largeBodies = [
+            HTTPRequestParser.LargeBodyRoute(
+                method: .post, pathPrefix: "/api/v1/sessions/", pathSuffix: "/files", maxBytes: 16 << 20)
+        ]
+        return http
+    }()
     /// Event loops (threads) of the REST API's own; device connections never share them.
     public var loopCount = 1
     /// Who may read `GET /metrics` without an account: loopback clients by default; more networks, and a metrics

@@ -135,6 +135,22 @@ extension NodeIntegration {
             #expect(contents[received.id]?.content.body == .chat("Hi! My printer is stuck"))
             #expect(try harness.supporter.sessionFile(auditID: file.id)?.content.body == .file(name: "app.log", contentType: nil, bytes: log))
             #expect(try harness.supporter.sessionFile(auditID: sent.id) == nil, "a chat line is no file")
+            // A file the other way: the supporter's reaches the app whole, recorded with its sender and kept.
+            let manual = (0..<70_000).map { UInt8(truncatingIfNeeded: $0 &* 13) }
+            let transfer = try await harness.supporter.sendFile(
+                code: code, name: "manual.pdf", contentType: "application/pdf", bytes: manual)
+            #expect(
+                await device.event {
+                    if case .messageReceived(.file(transfer, "manual.pdf", "application/pdf", let bytes)) = $0 {
+                        bytes == manual
+                    } else { false }
+                } != nil)
+            let outgoing = try #require(
+                try harness.supporter.auditEvents(code: code).last { $0.kind == .messageSent && $0.details["kind"] == "file" })
+            #expect(outgoing.details["transfer_id"] == "\(transfer)" && outgoing.details["size"] == "70000")
+            #expect(
+                try harness.supporter.sessionFile(auditID: outgoing.id)?.content.body
+                    == .file(name: "manual.pdf", contentType: "application/pdf", bytes: manual))
 
             // The device revokes chat: the supporter's next chat is refused locally.
             try await device.session.revoke(.chat)

@@ -134,6 +134,13 @@ extension NodeIntegration {
             let downloaded = try #require(try second.supporter.sessionFile(auditID: file.id))
             #expect(downloaded.content.body == .file(name: "app.log", contentType: nil, bytes: logFile))
             #expect(rows.filter { $0.kind == .fileProgress }.count <= 5, "the first part and each quarter at most")
+            // A file from node 3's supporter crosses to node 1 and reaches the app whole.
+            let guide = (0..<40_000).map { UInt8(truncatingIfNeeded: $0 &* 3) }
+            let transfer = try await third.supporter.sendFile(code: code, name: "guide.txt", bytes: guide)
+            #expect(
+                await device.event {
+                    if case .messageReceived(.file(transfer, "guide.txt", _, let bytes)) = $0 { bytes == guide } else { false }
+                } != nil)
             try await third.supporter.sendApplicationMessage(
                 code: code, contentType: "application/json", body: Array(#"{"step":3}"#.utf8))
             #expect(
@@ -160,12 +167,11 @@ extension NodeIntegration {
             let engine = try #require(second.supporter.store as? PostgresStoreEngine)
             #expect(try engine.verifyAudit().isVerified)
 
-            // The metrics say so: node 2 routed its request and chat, node 3 its ask and end, to node 1, each answered;
-            // node 1 sent
-            // the request to the device and saw it allowed.
+            // The metrics say so: node 2 routed its request and chat, node 3 its ask, message, file and end, to node 1,
+            // each answered; node 1 sent the request to the device and saw it allowed.
             for routing in [second, third] {
                 let metrics = routing.supporter.metrics.exposition()
-                let routed = routing === second ? 2.0 : 3.0  // node 2: request, chat; node 3: ask, message, end
+                let routed = routing === second ? 2.0 : 4.0  // node 2: request, chat; node 3: ask, message, file, end
                 #expect(
                     metricValue(metrics, #"rsup_cluster_routed_commands_total{outcome="answered"}"#) == routed,
                     "\(metrics)")

@@ -255,6 +255,28 @@ func errorStatus(_ results: [HTTPParseResult]) -> Int? {
         #expect(onlyRequest(parse("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\n0123456789", limits: limits)) != nil)
     }
 
+    @Test func anUploadRouteTakesALargerBodyAndOnlyItDoes() {
+        let upload = HTTPRequestParser.LargeBodyRoute(
+            method: .post, pathPrefix: "/api/v1/sessions/", pathSuffix: "/files", maxBytes: 20)
+        let limits = HTTPRequestParser.Limits(maxBodyBytes: 10, largeBodies: [upload])
+        let body = String(repeating: "x", count: 20)
+        let head = { (line: String, length: Int) in "\(line) HTTP/1.1\r\nHost: a\r\nContent-Length: \(length)\r\n\r\n" }
+        #expect(onlyRequest(parse(head("POST /api/v1/sessions/123/files", 20) + body, limits: limits))?.body.count == 20)
+        #expect(onlyRequest(parse(head("POST /api/v1/sessions/123/files?name=a", 20) + body, limits: limits)) != nil)
+        // Over its own limit, another method, another path, or nothing between the prefix and the suffix: 413.
+        #expect(errorStatus(parse(head("POST /api/v1/sessions/123/files", 21), limits: limits)) == 413)
+        #expect(errorStatus(parse(head("PUT /api/v1/sessions/123/files", 11), limits: limits)) == 413)
+        #expect(errorStatus(parse(head("POST /api/v1/sessions/123/chat", 11), limits: limits)) == 413)
+        #expect(errorStatus(parse(head("POST /api/v1/sessions//files", 11), limits: limits)) == 413)
+        if case .error(let error) = parse(head("POST /api/v1/sessions/123/files", 21), limits: limits).last {
+            #expect(error.message == "the body is larger than 20 bytes")
+        }
+        var parser = HTTPRequestParser(limits: limits)
+        parser.append(Array(head("POST /api/v1/sessions/1/files", 20).utf8))
+        #expect(parser.next() == .needMoreData)
+        #expect(parser.pendingBodyLength == 20)
+    }
+
     @Test func pipelinedRequestsComeOutInOrder() {
         let text =
             "GET /1 HTTP/1.1\r\nHost: a\r\n\r\nPOST /2 HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhi"

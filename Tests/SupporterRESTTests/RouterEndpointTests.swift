@@ -349,8 +349,19 @@ struct EndpointCase: Sendable, CustomTestStringConvertible {
         },
         Case(name: "the files of another's code", method: .get, path: "/api/v1/sessions/{bobCode}/files",
              caller: .alice, status: 403),
-        Case(name: "files are not posted here", method: .post, path: "/api/v1/sessions/{code}/files", status: 405,
-             allow: "GET"),
+        Case(name: "files are not replaced", method: .put, path: "/api/v1/sessions/{code}/files", status: 405,
+             allow: "GET, POST"),
+        Case(name: "a file to the device needs a device in a session", method: .post,
+             path: "/api/v1/sessions/{code}/files?name=report.txt", body: "hello", status: 409,
+             message: "no device is online"),
+        Case(name: "a file to the device needs a name", method: .post, path: "/api/v1/sessions/{code}/files",
+             body: "hello", status: 422, message: "name: the file's name"),
+        Case(name: "a file name with a control character", method: .post,
+             path: "/api/v1/sessions/{code}/files?name=a%1Bb", body: "hello", status: 422, message: "name"),
+        Case(name: "an empty file", method: .post, path: "/api/v1/sessions/{code}/files?name=a.txt", body: "",
+             status: 422, message: "the file is empty"),
+        Case(name: "a file to another's device", method: .post, path: "/api/v1/sessions/{bobCode}/files?name=a.txt",
+             caller: .alice, body: "hello", status: 403),
         Case(name: "a file downloads as an attachment that never runs", method: .get,
              path: "/api/v1/sessions/{code}/files/{file}", caller: .alice, status: 200) { answer, _ in
             #expect(answer.body == RouterSceneTemplate.fileBytes)
@@ -532,6 +543,7 @@ struct EndpointCase: Sendable, CustomTestStringConvertible {
     static let needADevice: Set<String> = [
         "/api/v1/sessions/{code}/connect", "/api/v1/sessions/{code}/cancel", "/api/v1/sessions/{code}/end",
         "/api/v1/sessions/{code}/ask", "/api/v1/sessions/{code}/chat", "/api/v1/sessions/{code}/messages",
+        "/api/v1/sessions/{code}/files",
     ]
 
     /// Every route of the table, for each of its methods, has at least one case it answers (2xx; for the
