@@ -508,6 +508,17 @@ def scenario_session_panel(world):
               and (fetched.get("disposition") or "").startswith("attachment;"), f"the download's headers: {fetched}")
         screenshot(driver, "console-session-panel.png")
 
+        # A file from the supporter to the device, chosen in the panel.
+        upload = os.path.join(world.work, "steps to try.txt")
+        with open(upload, "wb") as handle:
+            handle.write(b"1. restart\n2. update\n" * 500)
+        driver.find_element(By.ID, "file-input").send_keys(upload)
+        driver.find_element(By.ID, "file-send").click()
+        got = device.wait_for("file", name="steps to try.txt")
+        check(got.get("bytes") == os.path.getsize(upload), f"the device got {got}")
+        wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, '#session-files li[data-direction="to_device"]'),
+             "the sent file in the list")
+
         # The device revokes the grant: the panel shows it as it happens.
         device.send("revoke file_share")
         wait(driver, lambda d: panel_feature_state(d, "file_share") == "revoked", "file_share to show revoked")

@@ -129,11 +129,15 @@ class APIError extends Error {
   }
 }
 
-/** One API call: JSON in and out, the CSRF token on every state-changing request. Throws APIError. */
-async function api(method, path, body, { quietUnauthorized = false } = {}) {
+/** One API call: JSON in and out (or `raw`, a File sent as it is), the CSRF token on every state-changing request.
+ * Throws APIError. */
+async function api(method, path, body, { quietUnauthorized = false, raw = null } = {}) {
   const headers = { Accept: 'application/json' };
   const init = { method, headers, credentials: 'same-origin', cache: 'no-store' };
-  if (body !== undefined) {
+  if (raw) {
+    headers['Content-Type'] = raw.type || 'application/octet-stream';
+    init.body = raw;
+  } else if (body !== undefined) {
     headers['Content-Type'] = 'application/json';
     init.body = JSON.stringify(body);
   }
@@ -745,6 +749,7 @@ function chatText(event) {
   if (!content) return '';
   if (content.kind === 'chat') return content.text || '';
   if (content.kind === 'application') return `application message (${content.content_type}, ${details.size || '?'} bytes)`;
+  if (content.kind === 'file') return `file: ${content.name} (${content.size} bytes)`;
   return '';
 }
 
@@ -878,6 +883,25 @@ async function onFeaturesClick(event) {
   }
 }
 
+async function onSendFile(event) {
+  event.preventDefault();
+  const code = state.panel.code;
+  const input = $('file-input');
+  const file = input.files && input.files[0];
+  if (!code || !file) return;
+  $('file-send').disabled = true;
+  try {
+    await api('POST', sessionPath(code, `/files?name=${encodeURIComponent(file.name)}`), undefined, { raw: file });
+    input.value = '';
+    show($('file-error'), false);
+  } catch (error) {
+    setText($('file-error'), error.message);
+    show($('file-error'), true);
+  } finally {
+    $('file-send').disabled = false;
+  }
+}
+
 async function loadSessionFiles(request) {
   const panel = state.panel;
   const code = panel.code;
@@ -889,13 +913,14 @@ async function loadSessionFiles(request) {
     for (const file of answer.files || []) {
       const progress = el('progress', { attrs: { max: String(file.size || 1), value: String(file.received || 0),
         'aria-label': `${file.name}: ${file.received} of ${file.size} bytes` } });
-      const parts = [el('span', { className: 'file-name', text: file.name }), progress,
-        el('span', { className: 'muted', text: `${file.size} bytes, ${file.state}` })];
+      const toDevice = file.direction === 'to_device';
+      const parts = [el('span', { className: 'file-name', text: `${toDevice ? '→ ' : ''}${file.name}` }), progress,
+        el('span', { className: 'muted', text: `${file.size} bytes, ${toDevice ? 'sent to the device' : file.state}` })];
       if (file.download) {
         parts.push(el('a', { text: 'Download', attrs: { href: API + file.download.slice('/api/v1'.length),
           download: '', 'aria-label': `Download ${file.name}` } }));
       }
-      list.append(el('li', { data: { state: file.state, fileId: file.file_id || '' } }, parts));
+      list.append(el('li', { data: { state: file.state, direction: file.direction, fileId: file.file_id || '' } }, parts));
     }
     show($('files-empty'), list.children.length === 0);
   } catch (error) {
@@ -936,7 +961,9 @@ function showCall(event) {
 function sessionLive(event) {
   renderSessionHead();
   if (MESSAGE_KINDS.has(event.kind)) messageEvent(event, { live: true });
-  if (event.kind.startsWith('file_')) reloadSoon('files', loadSessionFiles);
+  if (event.kind.startsWith('file_') || (event.kind === 'message_sent' && (event.details || {}).kind === 'file')) {
+    reloadSoon('files', loadSessionFiles);
+  }
   if (event.kind.startsWith('feature') || event.kind.startsWith('session_') || event.kind.startsWith('request_')) {
     reloadSoon('features', loadSessionFeatures);
   }
@@ -1286,6 +1313,7 @@ function wire() {
   $('chat-form').addEventListener('submit', onChat);
   $('chat-text').addEventListener('focus', () => { state.panel.unread = 0; renderUnread(); });
   $('session-features').addEventListener('click', onFeaturesClick);
+  $('file-form').addEventListener('submit', onSendFile);
 
   $('new-user-form').addEventListener('submit', onNewUser);
   $('users-body').addEventListener('click', onUsersClick);
