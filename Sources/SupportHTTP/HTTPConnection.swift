@@ -44,8 +44,9 @@ final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
     /// The request whose answer is held (``HTTPResponse/delay``), and its timer.
     private var holding: UInt64?
     private var holdTimer: LoopTimer?
-    /// Whether this connection holds one of the server's large-body slots (an upload arriving or being answered).
-    private var holdsLargeBody = false
+    /// The server's large-body slot this connection holds (an upload arriving or being answered).
+    private var largeBodySlot: LargeBodySlot?
+    private var holdsLargeBody: Bool { largeBodySlot != nil }
 
     init(
         stream: TLSStream, configuration: HTTPServerConfiguration, handler: @escaping HTTPServer.Handler,
@@ -289,22 +290,22 @@ final class HTTPConnection: TLSStreamDelegate, @unchecked Sendable {
     /// request is answered 503 and the connection closed. True when the request may go on.
     private func takeLargeBodySlotIfNeeded(_ length: Int) -> Bool {
         guard length > configuration.limits.maxBodyBytes, !holdsLargeBody else { return true }
-        guard registry.acquireLargeBody() else {
+        guard let slot = registry.acquireLargeBody(self) else {
             var refusal = HTTPResponse.error(
                 .serviceUnavailable,
-                message: "\(configuration.maxLargeBodies) uploads are in progress on this server; try again shortly")
+                message: "too many uploads are in progress on this server or from this address; try again shortly")
             refusal.headers.replaceOrAdd(name: "Retry-After", value: "2")
             respondAndClose(refusal)
             return false
         }
-        holdsLargeBody = true
+        largeBodySlot = slot
         return true
     }
 
     private func releaseLargeBody() {
-        guard holdsLargeBody else { return }
-        holdsLargeBody = false
-        registry.releaseLargeBody()
+        guard let slot = largeBodySlot else { return }
+        largeBodySlot = nil
+        registry.releaseLargeBody(slot)
     }
 
     // MARK: timers

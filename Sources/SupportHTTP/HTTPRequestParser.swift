@@ -53,7 +53,8 @@ public struct HTTPRequestParser: Sendable {
     }
 
     /// Requests whose bodies may be larger than the server's limit: `method` on a path that starts with `pathPrefix`
-    /// and ends with `pathSuffix` (with something between), up to `maxBytes`.
+    /// and ends with `pathSuffix` with one path segment between (`/api/v1/sessions/` + code + `/files`), up to
+    /// `maxBytes`.
     public struct LargeBodyRoute: Sendable, Hashable {
         public var method: HTTPMethod
         public var pathPrefix: String
@@ -68,8 +69,11 @@ public struct HTTPRequestParser: Sendable {
         }
 
         func matches(method: HTTPMethod, path: String) -> Bool {
-            method == self.method && path.utf8.count > pathPrefix.utf8.count + pathSuffix.utf8.count
-                && path.hasPrefix(pathPrefix) && path.hasSuffix(pathSuffix)
+            guard method == self.method, path.utf8.count > pathPrefix.utf8.count + pathSuffix.utf8.count,
+                path.hasPrefix(pathPrefix), path.hasSuffix(pathSuffix)
+            else { return false }
+            let middle = path.utf8.dropFirst(pathPrefix.utf8.count).dropLast(pathSuffix.utf8.count)
+            return !middle.contains(UInt8(ascii: "/"))
         }
     }
 

@@ -120,6 +120,11 @@ public final class HTTPServer: Sendable {
 /// request is being answered, or that carries an event stream is busy and never evicted. So a few dozen addresses
 /// holding idle connections cannot keep a newcomer out; only when every connection of every bigger holder is busy is
 /// the newcomer refused. Exempt proxies' connections are never evicted.
+/// One of the server's large-body slots, with the address key it counts against.
+struct LargeBodySlot: Sendable {
+    let key: String?
+}
+
 final class HTTPConnectionRegistry: Sendable {
     private struct Entry {
         let connection: HTTPConnection
@@ -139,6 +144,7 @@ final class HTTPConnectionRegistry: Sendable {
         var evicted = 0
         var closed = false
         var largeBodies = 0
+        var largeBodiesByKey: [String: Int] = [:]
 
         mutating func forget(_ id: ObjectIdentifier) {
             guard let entry = connections.removeValue(forKey: id), let key = entry.key else { return }
@@ -166,6 +172,7 @@ final class HTTPConnectionRegistry: Sendable {
     let maxConnections: Int
     let maxConnectionsPerAddress: Int
     let maxLargeBodies: Int
+    let maxLargeBodiesPerAddress: Int
     /// Canonical addresses exempt from the per-address cap.
     let unlimited: Set<String>
 
@@ -173,6 +180,7 @@ final class HTTPConnectionRegistry: Sendable {
         maxConnections = configuration.maxConnections
         maxConnectionsPerAddress = configuration.maxConnectionsPerAddress
         maxLargeBodies = configuration.maxLargeBodies
+        maxLargeBodiesPerAddress = configuration.maxLargeBodiesPerAddress
         unlimited = Set(configuration.addressesWithoutPerAddressLimit.map { IPAddressText.canonical($0) ?? $0 })
     }
 
@@ -222,16 +230,32 @@ final class HTTPConnectionRegistry: Sendable {
         state.withLock { $0.connections[ObjectIdentifier(connection)]?.busy = busy }
     }
 
-    /// Takes one of the ``HTTPServerConfiguration/maxLargeBodies`` slots; false when all are taken.
-    func acquireLargeBody() -> Bool {
+    /// Takes one of the ``HTTPServerConfiguration/maxLargeBodies`` slots for `connection`; false when all are taken,
+    /// or its address key holds ``HTTPServerConfiguration/maxLargeBodiesPerAddress`` already.
+    /// Returns the slot's holder (the address key it counts against, nil for none), or nil when refused.
+    func acquireLargeBody(_ connection: HTTPConnection) -> LargeBodySlot? {
         state.withLock { state in
-            guard state.largeBodies < maxLargeBodies else { return false }
+            guard state.largeBodies < maxLargeBodies else { return nil }
+            let key = state.connections[ObjectIdentifier(connection)]?.key
+            if let key {
+                guard state.largeBodiesByKey[key, default: 0] < maxLargeBodiesPerAddress else { return nil }
+                state.largeBodiesByKey[key, default: 0] += 1
+            }
             state.largeBodies += 1
-            return true
+            return LargeBodySlot(key: key)
         }
     }
 
-    func releaseLargeBody() { state.withLock { $0.largeBodies -= 1 } }
+    /// Gives back a slot ``acquireLargeBody(_:)`` handed out (whether or not its connection is still registered).
+    func releaseLargeBody(_ slot: LargeBodySlot) {
+        state.withLock { state in
+            state.largeBodies -= 1
+            if let key = slot.key {
+                let left = state.largeBodiesByKey[key, default: 1] - 1
+                state.largeBodiesByKey[key] = left > 0 ? left : nil
+            }
+        }
+    }
 
     func remove(_ connection: HTTPConnection) {
         state.withLock { $0.forget(ObjectIdentifier(connection)) }

@@ -17,6 +17,9 @@ public struct HTTPServerConfiguration: Sendable, Hashable {
     /// Requests with such a body held at once, arriving or being answered; one more is answered 503 at once: what
     /// uploads can cost in memory is this times their largest limit.
     public var maxLargeBodies = 4
+    /// Of those, held by one client address key (an IPv6 client's /64) at once: so that a few slow clients cannot
+    /// take every slot (a trusted proxy's connections are exempt, as from the per-address connection cap).
+    public var maxLargeBodiesPerAddress = 1
     /// How long a kept-alive connection may wait for its next request; then it closes silently.
     public var idleTimeout: Duration = .seconds(30)
     /// How long the handler may take; then the client gets 503 and the connection closes (the handler's task is

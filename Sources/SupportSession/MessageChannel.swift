@@ -202,7 +202,7 @@ public struct MessageChannel: Sendable, Hashable {
         if let contentType, !(1...WireLimits.contentTypeLength).contains(contentType.utf8.count) {
             throw Refusal(.invalidArgument, "a content type needs 1–\(WireLimits.contentTypeLength) bytes")
         }
-        guard outgoingFiles.count < 4 else { throw Refusal(.limitReached, "4 files are already being sent") }
+        guard outgoingFiles.count < 4 else { throw Refusal(.full, "4 files are already being sent") }
         let id = nextTransferID
         nextTransferID &+= 1
         outgoingFiles.append(
@@ -214,7 +214,7 @@ public struct MessageChannel: Sendable, Hashable {
         -> [SessionMessage]
     {
         guard queued.count < Self.queueLimit else {
-            throw Refusal(.limitReached, "\(Self.queueLimit) messages are already waiting to be sent")
+            throw Refusal(.full, "\(Self.queueLimit) messages are already waiting to be sent")
         }
         guard nextID < UInt32.max - UInt32(queued.count) else {
             throw Refusal(.limitReached, "message ids exhausted in this session")

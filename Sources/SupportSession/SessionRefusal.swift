@@ -8,7 +8,7 @@ public struct SessionRefusal: Error, Sendable, Hashable, CustomStringConvertible
     public struct Kind: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case wrongState = "wrong_state", reconnecting, denied, invalidArgument = "invalid_argument"
-            case limitReached = "limit_reached"
+            case limitReached = "limit_reached", full
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -23,6 +23,9 @@ public struct SessionRefusal: Error, Sendable, Hashable, CustomStringConvertible
         public static let invalidArgument = Kind(.invalidArgument)
         /// A limit is reached: a queue is full, or the ids of this connection or session are used up.
         public static let limitReached = Kind(.limitReached)
+        /// A window or queue that drains as the peer acknowledges is full for now: the same command may succeed
+        /// shortly (16 messages unacknowledged, 4 files being sent, 64 messages queued).
+        public static let full = Kind(.full)
 
         public var description: String { base.rawValue }
     }

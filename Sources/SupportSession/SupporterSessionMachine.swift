@@ -284,7 +284,7 @@ public struct SupporterSessionMachine: Sendable {
         if case .file = outgoing { throw Refusal(.invalidArgument, "a file goes out in parts: send it with send(_:)") }
         if case .active = state, extensions.contains(.sessionMessages), !isReconnecting, !channel.sendsAtOnce {
             throw Refusal(
-                .limitReached, "\(WireLimits.messageWindow) messages wait for the device's acknowledgement; try again shortly")
+                .full, "\(WireLimits.messageWindow) messages wait for the device's acknowledgement; try again shortly")
         }
         let (_, actions) = try send(outgoing)
         // Nothing waited before it, so it is the last session message of this step.

@@ -33,8 +33,10 @@ struct SessionMessageLedger: Sendable, Hashable {
         let quarter = total == 0 ? 4 : Int(min(4, received * 4 / total))
         if let last = incomingQuarter[transfer] {
             guard quarter > last else { return false }
-        } else if incomingQuarter.count >= Self.transferLimit {
-            return false
+        } else if incomingQuarter.count >= Self.transferLimit, let oldest = incomingQuarter.keys.min() {
+            // Transfers the channel gave up on (a part out of order, past its size) never finish here: the oldest
+            // makes room, so a new file's progress is still recorded.
+            incomingQuarter[oldest] = nil
         }
         incomingQuarter[transfer] = quarter
         return true

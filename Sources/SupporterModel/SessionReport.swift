@@ -38,6 +38,8 @@ public struct SessionReport: Sendable, Hashable {
         public var messagesSent = 0
         public var messagesReceived = 0
         public var filesReceived = 0
+        /// Files the supporter sent to the device.
+        public var filesSent = 0
         /// Times the device's link was lost and resumed, and how long that took in all.
         public var reconnects = 0
         public var reconnectingMilliseconds = 0
@@ -105,6 +107,8 @@ public struct SessionReport: Sendable, Hashable {
                     session.refused += names
                     session.pendingAsks.removeAll { names.contains($0) }
                 }
+            case .messageSent where details["kind"] == "file":
+                current { $0.filesSent += 1 }
             case .messageSent:
                 current { $0.messagesSent += 1 }
             case .messageReceived:

@@ -486,7 +486,7 @@ final class DeviceConnection: FramedLinkDelegate, @unchecked Sendable {
                     // The session's state forbids the command (a request already pending, a session already active,
                     // no request to cancel): a conflict with the code's state, which the REST API answers with 409.
                     // Too many messages waiting for the device: back-pressure, worth a retry (503 with Retry-After).
-                    let kind: SupporterNodeError.Kind = error.kind == .limitReached ? .busy : .conflict
+                    let kind: SupporterNodeError.Kind = error.kind == .full ? .busy : .conflict
                     resume.resume(.failure(SupporterNodeError(error.description, kind: kind)))
                 }
             }

@@ -15,7 +15,7 @@ struct APISessionReport: Encodable {
         case endReason = "end_reason", waitingMS = "waiting_ms", activeMS = "active_ms"
         case reconnects, reconnectingMS = "reconnecting_ms", granted, refused, denied, revoked, asked
         case pendingAsks = "pending_asks", messagesSent = "messages_sent", messagesReceived = "messages_received"
-        case filesReceived = "files_received"
+        case filesReceived = "files_received", filesSent = "files_sent"
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -50,6 +50,7 @@ struct APISessionReport: Encodable {
             try entry.encode(session.messagesSent, forKey: .messagesSent)
             try entry.encode(session.messagesReceived, forKey: .messagesReceived)
             try entry.encode(session.filesReceived, forKey: .filesReceived)
+            try entry.encode(session.filesSent, forKey: .filesSent)
         }
     }
 }

@@ -68,6 +68,8 @@ extension RESTRouter {
         _ = try visibleCode(code, for: principal)
         let events = try reportRows(code: code, from: nil, to: nil)
         let transfers = SessionFileTransfer.transfers(in: events)
+        var headers = HTTPHeaders()
+        if events.count >= Self.reportRowLimit { headers.add(name: "X-Report-Truncated", value: "true") }
         let kept: [Int64: StoredSessionContent]
         do {
             kept = try node.sessionContents(auditIDs: transfers.compactMap(\.fileID))
@@ -80,7 +82,7 @@ extension RESTRouter {
                 files: transfers.map { transfer in
                     APIFileTransfer(
                         code: code, transfer: transfer, kept: transfer.fileID.map { kept[$0] != nil } ?? false)
-                }))
+                }), headers: headers)
     }
 
     /// `POST /sessions/{code}/files?name=`: sends the body (1 byte to 16 MiB; its `Content-Type` is the file's) to the
@@ -89,10 +91,11 @@ extension RESTRouter {
         let request = call.request
         let code = call["code"]
         _ = try visibleCode(code, for: principal)
-        guard let name = request.query("name"), (1...255).contains(name.utf8.count),
-            !name.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) })
+        guard let name = request.query("name"), (1...255).contains(name.utf8.count), name != ".", name != "..",
+            !name.unicodeScalars.contains(where: Self.refusedInFileNames)
         else {
-            throw RESTError.unprocessable("name: the file's name, 1 to 255 bytes of UTF-8 without control characters")
+            throw RESTError.unprocessable(
+                "name: the file's name, 1 to 255 bytes of UTF-8 without control or bidi characters, / or \\, not . or ..")
         }
         var contentType = request.headers["Content-Type"]
         if let type = contentType {
@@ -110,6 +113,13 @@ extension RESTRouter {
         }
         guard let info = node.code(code) else { throw RESTError(.notFound, "no session code \(code)") }
         return .api(.accepted, encoding: APIFileSent(transferID: transfer, session: APISession(info)))
+    }
+
+    /// What a file name sent to a device may not hold: control characters (C0, DEL, C1), path separators, and the
+    /// bidi overrides and isolates that make a name read as another (`photo\u{202E}gpj.exe`).
+    static func refusedInFileNames(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar == "/" || scalar == "\\"
+            || (0x202A...0x202E).contains(scalar.value) || (0x2066...0x2069).contains(scalar.value)
     }
 
     /// `GET /sessions/{code}/files/{file}`: a file the device sent, as an attachment that never runs in a browser:

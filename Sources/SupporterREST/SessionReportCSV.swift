@@ -9,7 +9,7 @@ enum SessionReportCSV {
         "code", "device", "request_id", "supporter", "account", "connection_type", "outcome", "requested_at",
         "answered_at", "started_at", "ended_at", "end_reason", "waiting_ms", "active_ms", "reconnects",
         "reconnecting_ms", "granted", "refused", "denied", "revoked", "asked", "messages_sent", "messages_received",
-        "files_received",
+        "files_received", "files_sent",
     ]
 
     /// The CSV text of `reports`: the header, then their sessions in order; lines end with CRLF.
@@ -27,6 +27,7 @@ enum SessionReportCSV {
                     session.refused.joined(separator: " "), session.denied.joined(separator: " "),
                     session.revoked.joined(separator: " "), session.asked.joined(separator: " "),
                     "\(session.messagesSent)", "\(session.messagesReceived)", "\(session.filesReceived)",
+                    "\(session.filesSent)",
                 ]
                 lines.append(values.map(field).joined(separator: ","))
             }

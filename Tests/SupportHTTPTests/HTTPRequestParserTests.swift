@@ -268,6 +268,7 @@ func errorStatus(_ results: [HTTPParseResult]) -> Int? {
         #expect(errorStatus(parse(head("PUT /api/v1/sessions/123/files", 11), limits: limits)) == 413)
         #expect(errorStatus(parse(head("POST /api/v1/sessions/123/chat", 11), limits: limits)) == 413)
         #expect(errorStatus(parse(head("POST /api/v1/sessions//files", 11), limits: limits)) == 413)
+        #expect(errorStatus(parse(head("POST /api/v1/sessions/1/x/files", 11), limits: limits)) == 413)
         if case .error(let error) = parse(head("POST /api/v1/sessions/123/files", 21), limits: limits).last {
             #expect(error.message == "the body is larger than 20 bytes")
         }

@@ -111,6 +111,7 @@ extension HTTPIntegration {
                 $0.maxBodyBytes = 1_000
                 $0.limits.largeBodies = [upload]
                 $0.maxLargeBodies = 2
+                $0.maxLargeBodiesPerAddress = 2
             }) { fixture in
                 // Two uploads start (head and part of the body) and hold the slots; a third is refused at once.
                 let result = try await python(
@@ -140,6 +141,28 @@ extension HTTPIntegration {
                 #expect(result["retry"] as? Bool == true)
                 #expect(result["first"] as? String == "HTTP/1.1 200 OK", "\(result)")
                 #expect(result["fourth"] as? String == "HTTP/1.1 200 OK", "a slot is free again: \(result)")
+            }
+        }
+
+        @Test func oneAddressHoldsOneUploadAtATime() async throws {
+            let upload = HTTPRequestParser.LargeBodyRoute(method: .post, pathPrefix: "/up/", pathSuffix: "/files", maxBytes: 1 << 20)
+            try await withServer(configure: {
+                $0.maxBodyBytes = 1_000
+                $0.limits.largeBodies = [upload]
+            }) { fixture in
+                let result = try await python(
+                    fixture,
+                    """
+                    def start(number):
+                        s = tls()
+                        s.sendall(b"POST /up/%d/files HTTP/1.1\\r\\nHost: a\\r\\nContent-Length: 200000\\r\\n"
+                                  b"Expect: 100-continue\\r\\n\\r\\n" % number)
+                        return s, s.recv(65536).decode("latin-1")
+                    (first, head), (second, refused) = start(1), start(2)
+                    print(json.dumps({"first": head.split("\\r\\n")[0], "second": refused.split("\\r\\n")[0]}))
+                    """)
+                #expect(result["first"] as? String == "HTTP/1.1 100 Continue", "\(result)")
+                #expect(result["second"] as? String == "HTTP/1.1 503 Service Unavailable", "\(result)")
             }
         }
 

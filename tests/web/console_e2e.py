@@ -511,7 +511,7 @@ def scenario_session_panel(world):
         # A file from the supporter to the device, chosen in the panel.
         upload = os.path.join(world.work, "steps to try.txt")
         with open(upload, "wb") as handle:
-            handle.write(b"1. restart\n2. update\n" * 500)
+            handle.write(b"1. restart\n2. update\n" * 8000)  # 168 KB: over the API's 64 KiB, an upload's slot
         driver.find_element(By.ID, "file-input").send_keys(upload)
         driver.find_element(By.ID, "file-send").click()
         got = device.wait_for("file", name="steps to try.txt")
