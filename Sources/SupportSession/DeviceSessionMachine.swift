@@ -506,13 +506,15 @@ public struct DeviceSessionMachine: Sendable {
 
     /// A channel step as this machine's actions.
     private func actions(_ steps: [MessageChannel.Step]) -> [Action] {
-        steps.map { step in
+        steps.compactMap { step -> Action? in
             switch step {
             case .send(let message): .send(message)
             case .deliver(let delivery): .report(.messageReceived(delivery))
             case .delivered(let id): .report(.messageDelivered(id: id))
             case .refused(let id, let reason, let text): .report(.messageRefused(id: id, reason: reason, text: text))
             case .violation(let text): .protocolViolation(text)
+            // The app learns of its file through each part's delivery (`messageDelivered`) as before.
+            case .transferDelivered, .transferRefused: nil
             }
         }
     }

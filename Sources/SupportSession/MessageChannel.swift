@@ -73,6 +73,8 @@ public struct MessageChannel: Sendable, Hashable {
     /// The id of the last message put on the wire (0: none); queued messages have higher ids.
     private var lastWireID: UInt32 = 0
     private var incomingFiles: [UInt32: IncomingFile] = [:]
+    /// Our files' last parts on the wire and not yet acknowledged: message id → transfer id (at most the window).
+    private var finalParts: [UInt32: UInt32] = [:]
     /// Taken over from a node that died: the ids already used both ways are unknown here, so the first message
     /// received sets where the peer's sequence is, and the peer's RESUME sets ours (SPEC §15.5).
     private var continuesUnknownSequence = false
@@ -122,6 +124,10 @@ public struct MessageChannel: Sendable, Hashable {
         case refused(id: UInt32, reason: ReasonCode, text: String?)
         /// The peer broke SPEC §15.4: close with `protocol_error`.
         case violation(String)
+        /// Every part of our file `transferID` was acknowledged: the peer has the whole file.
+        case transferDelivered(transferID: UInt32)
+        /// The peer refused a part of our file `transferID` (the rest is not sent).
+        case transferRefused(transferID: UInt32, reason: ReasonCode)
     }
 
     /// Queues `outgoing` if its feature is in `granted`; returns the file's transfer id (for a file) and the frames
@@ -152,12 +158,21 @@ public struct MessageChannel: Sendable, Hashable {
             if let ack = receipt.ack { steps.append(.send(.messageAck(ack))) }
             return steps
         case .messageAck(let ack):
+            let refusedTransfer = unacknowledged.first { $0.messageID == ack.messageID && $0.kind == .filePart }?
+                .transferID
             let (outcome, release) = acknowledged(ack)
-            let first: [Step]
+            var first: [Step]
             switch outcome {
             case .violation(let text): return [.violation(text)]
-            case .delivered(let id): first = [.delivered(id: id)]
-            case .refused(let id, let reason, let text): first = [.refused(id: id, reason: reason, text: text)]
+            case .delivered(let id):
+                first = [.delivered(id: id)]
+                if let transfer = finalParts.removeValue(forKey: id) { first.append(.transferDelivered(transferID: transfer)) }
+            case .refused(let id, let reason, let text):
+                first = [.refused(id: id, reason: reason, text: text)]
+                if let transfer = refusedTransfer {
+                    finalParts = finalParts.filter { $0.value != transfer }
+                    first.append(.transferRefused(transferID: transfer, reason: reason))
+                }
             case .repeated: first = []
             }
             return first + release.map { .send(.sessionMessage($0)) }
@@ -246,7 +261,12 @@ public struct MessageChannel: Sendable, Hashable {
                 lastWireID = nextID
                 nextID += 1
                 file.offset = end
-                if end == file.bytes.count { outgoingFiles.removeFirst() } else { outgoingFiles[0] = file }
+                if end == file.bytes.count {
+                    outgoingFiles.removeFirst()
+                    finalParts[part.messageID] = file.transferID
+                } else {
+                    outgoingFiles[0] = file
+                }
                 unacknowledged.append(part)
                 out.append(part)
             } else {
@@ -288,8 +308,14 @@ public struct MessageChannel: Sendable, Hashable {
         }
         let settled = unacknowledged.filter { $0.messageID <= last }
         unacknowledged.removeAll { $0.messageID <= last }
-        return settled.map { .delivered(id: $0.messageID) } + unacknowledged.map { .send(.sessionMessage($0)) }
-            + release().map { .send(.sessionMessage($0)) }
+        var steps: [Step] = []
+        for message in settled {
+            steps.append(.delivered(id: message.messageID))
+            if let transfer = finalParts.removeValue(forKey: message.messageID) {
+                steps.append(.transferDelivered(transferID: transfer))
+            }
+        }
+        return steps + unacknowledged.map { .send(.sessionMessage($0)) } + release().map { .send(.sessionMessage($0)) }
     }
 
     /// A grant ended (revoked): messages of kinds needing `feature` that have not gone out yet never will; returns
@@ -316,6 +342,7 @@ public struct MessageChannel: Sendable, Hashable {
         queued = []
         outgoingFiles = []
         incomingFiles = [:]
+        finalParts = [:]
         return result
     }
 

@@ -36,6 +36,10 @@ public enum SupporterSessionEvent: Sendable, Hashable {
     case messageDelivered(id: UInt32)
     /// The device refused our message.
     case messageRefused(id: UInt32, reason: ReasonCode, text: String?)
+    /// The device acknowledged every part of our file `transferID`.
+    case fileDelivered(transferID: UInt32)
+    /// The device refused a part of our file `transferID`; the rest was not sent.
+    case fileRefused(transferID: UInt32, reason: ReasonCode)
     /// The registration ended with these of our messages not acknowledged.
     case messagesUndelivered(MessageChannel.Undelivered)
     /// The device's link was lost; the session is kept for the grace period (SPEC §15.5).

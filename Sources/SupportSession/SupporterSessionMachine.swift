@@ -305,6 +305,8 @@ public struct SupporterSessionMachine: Sendable {
             case .delivered(let id): .report(.messageDelivered(id: id))
             case .refused(let id, let reason, let text): .report(.messageRefused(id: id, reason: reason, text: text))
             case .violation(let text): .protocolViolation(text)
+            case .transferDelivered(let transfer): .report(.fileDelivered(transferID: transfer))
+            case .transferRefused(let transfer, let reason): .report(.fileRefused(transferID: transfer, reason: reason))
             }
         }
     }

@@ -172,6 +172,10 @@ extension CodeRegistry {
         case .messageRefused(let id, let reason, _):
             guard codes[code]?.messages.settled(id) == true else { return [] }
             return [audit(.messageRefused, code, now, ["message_id": "\(id)", "reason": "\(reason)"])]
+        case .fileDelivered(let transfer):
+            return [audit(.fileDelivered, code, now, ["transfer_id": "\(transfer)"])]
+        case .fileRefused(let transfer, let reason):
+            return [audit(.fileRefused, code, now, ["transfer_id": "\(transfer)", "reason": "\(reason)"])]
         case .messagesUndelivered(let undelivered):
             let ids = codes[code]?.messages.undelivered(undelivered.sent) ?? []
             guard !ids.isEmpty else { return [] }

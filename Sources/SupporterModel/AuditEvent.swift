@@ -55,6 +55,10 @@ public struct AuditEvent: Sendable, Hashable {
         public static let fileProgress = Kind(rawValue: "file_progress")
         /// A whole file from the device arrived (its bytes are kept apart, as for `message_sent`).
         public static let fileReceived = Kind(rawValue: "file_received")
+        /// The device acknowledged every part of a supporter's file.
+        public static let fileDelivered = Kind(rawValue: "file_delivered")
+        /// The device refused a part of a supporter's file; the rest was not sent.
+        public static let fileRefused = Kind(rawValue: "file_refused")
         // Accounts, sign-in and API tokens.
         public static let tokenIssued = Kind(rawValue: "token_issued")
         public static let tokenRevoked = Kind(rawValue: "token_revoked")
@@ -70,7 +74,8 @@ public struct AuditEvent: Sendable, Hashable {
             .requestSent, .requestAllowed, .requestRejected, .requestAborted, .requestTimedOut, .sessionStarted,
             .sessionEnded, .voipState, .error, .featureDenied, .featuresGranted, .featureGranted, .featureRefused,
             .featureRevoked, .deviceReconnecting, .deviceResumed, .featureAsked, .messageSent, .messageReceived,
-            .messageDelivered, .messageRefused, .messagesUndelivered, .fileProgress, .fileReceived,
+            .messageDelivered, .messageRefused, .messagesUndelivered, .fileProgress, .fileReceived, .fileDelivered,
+            .fileRefused,
         ]
 
         public var description: String { rawValue }

@@ -10,6 +10,8 @@ public struct SessionFileTransfer: Sendable, Hashable {
         case receiving, received, interrupted
         /// A supporter's file, handed to the device's connection (its parts go out as the window opens).
         case sent
+        /// A supporter's file the device acknowledged whole, or refused a part of.
+        case delivered, refused
     }
 
     /// Who sent it.
@@ -36,12 +38,15 @@ public struct SessionFileTransfer: Sendable, Hashable {
         var transfers: [SessionFileTransfer] = []
         /// Indices into `transfers` of this session's transfers by id; a new session numbers from 1 again.
         var current: [UInt32: Int] = [:]
+        /// The supporter's files of this session not yet settled, by transfer id.
+        var outgoing: [UInt32: Int] = [:]
         func interruptAll(at time: Date) {
             for index in current.values where transfers[index].state == .receiving {
                 transfers[index].state = .interrupted
                 transfers[index].finishedAt = time
             }
             current = [:]
+            outgoing = [:]
         }
         for event in events {
             let details = event.details
@@ -58,6 +63,12 @@ public struct SessionFileTransfer: Sendable, Hashable {
                 sent.contentType = details["content_type"]
                 sent.direction = .toDevice
                 transfers.append(sent)
+                outgoing[sent.transferID] = transfers.count - 1
+            case .fileDelivered, .fileRefused:
+                guard let id = details["transfer_id"].flatMap({ UInt32($0) }), let index = outgoing.removeValue(forKey: id)
+                else { continue }
+                transfers[index].state = event.kind == .fileDelivered ? .delivered : .refused
+                transfers[index].finishedAt = event.time
             case .fileProgress, .fileReceived:
                 guard let id = details["transfer_id"].flatMap({ UInt32($0) }) else { continue }
                 let size = details["size"].flatMap { UInt64($0) } ?? 0

@@ -7,7 +7,7 @@ extension RESTRouter {
     /// The kinds of audit row `GET /sessions/{code}/messages` lists.
     static let messageKinds: Set<AuditEvent.Kind> = [
         .messageSent, .messageReceived, .messageDelivered, .messageRefused, .messagesUndelivered, .fileProgress,
-        .fileReceived,
+        .fileReceived, .fileDelivered, .fileRefused,
     ]
 
     /// `GET /sessions/{code}/messages?after_id=&limit=`: the code's message and file rows, oldest first, each with

@@ -145,6 +145,10 @@ extension NodeIntegration {
                         bytes == manual
                     } else { false }
                 } != nil)
+            #expect(await harness.supporterEvent(on: code) { $0 == .fileDelivered(transferID: transfer) } != nil)
+            #expect(try harness.supporter.auditEvents(code: code).contains {
+                $0.kind == .fileDelivered && $0.details["transfer_id"] == "\(transfer)"
+            })
             let outgoing = try #require(
                 try harness.supporter.auditEvents(code: code).last { $0.kind == .messageSent && $0.details["kind"] == "file" })
             #expect(outgoing.details["transfer_id"] == "\(transfer)" && outgoing.details["size"] == "70000")

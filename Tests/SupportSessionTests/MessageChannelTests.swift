@@ -62,6 +62,34 @@ import SupportVocabulary
         #expect(pair.violations.isEmpty)
     }
 
+    @Test func theSupporterLearnsWhenTheDeviceHasItsWholeFile() throws {
+        var pair = try Self.chatPair()
+        let bytes = (0..<50_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let (sent, actions) = try pair.supporter.send(.file(name: "manual.pdf", contentType: nil, bytes: bytes))
+        let transfer = try #require(sent)
+        pair.fromSupporter(actions)
+        #expect(pair.deviceReports.contains { if case .messageReceived(.file(transfer, "manual.pdf", nil, bytes)) = $0 { true } else { false } })
+        // Once, after the last part's acknowledgement (every part is also delivered as a message).
+        #expect(pair.supporterReports.filter { $0 == .fileDelivered(transferID: transfer) }.count == 1)
+        #expect(pair.supporterReports.last { if case .messageDelivered = $0 { true } else { false } } != nil)
+        #expect(pair.violations.isEmpty)
+    }
+
+    @Test func aRefusedPartEndsTheTransferAndSaysSo() {
+        var channel = MessageChannel()
+        let bytes = [UInt8](repeating: 1, count: channel.partSize * 3)
+        guard let (transfer, parts) = try? channel.sendFile(name: "big", contentType: nil, bytes: bytes) else {
+            Issue.record("not sent")
+            return
+        }
+        #expect(parts.count == 3)
+        let steps = channel.handle(.messageAck(MessageAck(messageID: parts[0].messageID, reason: .messageRefused)), granted: [])
+        #expect(steps.contains(.transferRefused(transferID: transfer, reason: .messageRefused)))
+        // The last part's acknowledgement that crossed the refusal says nothing more of the transfer.
+        let late = channel.handle(.messageAck(MessageAck(messageID: parts[2].messageID)), granted: [])
+        #expect(!late.contains(.transferDelivered(transferID: transfer)))
+    }
+
     @Test func refusalsAreAcknowledgedWithTheReasonAndTheSessionGoesOn() {
         var channel = MessageChannel()
         let granted: FeatureSet = [Feature(.chat)]

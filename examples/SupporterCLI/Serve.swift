@@ -489,6 +489,13 @@ enum Serve {
             console.event(
                 "message_refused", "\(code): message \(id) refused (\(reason))",
                 ["code": code, "message_id": Int(id), "reason": "\(reason)"])
+        case .fileDelivered(let transfer):
+            console.event(
+                "file_delivered", "\(code): file \(transfer) delivered", ["code": code, "transfer_id": Int(transfer)])
+        case .fileRefused(let transfer, let reason):
+            console.event(
+                "file_refused", "\(code): file \(transfer) refused (\(reason))",
+                ["code": code, "transfer_id": Int(transfer), "reason": "\(reason)"])
         case .messagesUndelivered(let lost):
             let ids = lost.sent + Array(repeating: 0, count: lost.unsent)
             console.event("undelivered", "\(code): \(ids.count) message(s) not delivered", ["code": code, "count": ids.count])

@@ -516,8 +516,9 @@ def scenario_session_panel(world):
         driver.find_element(By.ID, "file-send").click()
         got = device.wait_for("file", name="steps to try.txt")
         check(got.get("bytes") == os.path.getsize(upload), f"the device got {got}")
-        wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, '#session-files li[data-direction="to_device"]'),
-             "the sent file in the list")
+        wait(driver, lambda d: d.find_elements(
+            By.CSS_SELECTOR, '#session-files li[data-direction="to_device"][data-state="delivered"]'),
+             "the sent file in the list, delivered")
 
         # The device revokes the grant: the panel shows it as it happens.
         device.send("revoke file_share")

@@ -16,7 +16,7 @@ const EVENT_KINDS = [
   'session_started', 'session_ended', 'voip_state', 'error',
   'feature_denied', 'features_granted', 'feature_granted', 'feature_refused', 'feature_revoked', 'feature_asked',
   'message_sent', 'message_received', 'message_delivered', 'message_refused', 'messages_undelivered',
-  'file_progress', 'file_received',
+  'file_progress', 'file_received', 'file_delivered', 'file_refused',
   'token_issued', 'token_revoked',
   'account_created', 'account_changed', 'signed_in', 'signed_out', 'sign_in_failed',
 ];
@@ -664,6 +664,9 @@ const CALL_LABELS = {
   started: 'in a call', ended: 'call ended', notStartedOtherCallActive: 'not started: the user is in another call',
   notStartedUnsupported: 'not started: not supported by one side',
 };
+const TO_DEVICE_LABELS = {
+  sent: 'sent, waiting for the device', delivered: 'delivered to the device', refused: 'refused by the device',
+};
 const MESSAGE_KINDS = new Set([
   'message_sent', 'message_received', 'message_delivered', 'message_refused', 'messages_undelivered',
 ]);
@@ -915,7 +918,7 @@ async function loadSessionFiles(request) {
         'aria-label': `${file.name}: ${file.received} of ${file.size} bytes` } });
       const toDevice = file.direction === 'to_device';
       const parts = [el('span', { className: 'file-name', text: `${toDevice ? '→ ' : ''}${file.name}` }), progress,
-        el('span', { className: 'muted', text: `${file.size} bytes, ${toDevice ? 'sent to the device' : file.state}` })];
+        el('span', { className: 'muted', text: `${file.size} bytes, ${toDevice ? TO_DEVICE_LABELS[file.state] || file.state : file.state}` })];
       if (file.download) {
         parts.push(el('a', { text: 'Download', attrs: { href: API + file.download.slice('/api/v1'.length),
           download: '', 'aria-label': `Download ${file.name}` } }));
