@@ -836,8 +836,12 @@ async function loadSessionFeatures(request) {
   const panel = state.panel;
   const code = panel.code;
   try {
-    const report = await api('GET', sessionPath(code, '/report'));
+    const [report, trail] = await Promise.all([
+      api('GET', sessionPath(code, '/report')),
+      api('GET', `/audit?code=${encodeURIComponent(code)}&limit=500`),
+    ]);
     if (request !== panel.request) return;
+    const decided = featureStates(trail.events || []);
     const sessions = (report.sessions || []).filter((entry) => entry.started_at);
     const current = sessions[sessions.length - 1] || {};
     const session = state.sessions.get(code) || {};
@@ -845,11 +849,8 @@ async function loadSessionFeatures(request) {
     const list = $('session-features');
     list.replaceChildren();
     for (const [name, label] of FEATURES) {
-      let featureState = 'none';
-      if ((current.granted || []).includes(name)) featureState = 'granted';
-      else if ((current.pending_asks || []).includes(name)) featureState = 'pending';
-      else if (lastOf(current, name) === 'revoked') featureState = 'revoked';
-      else if (lastOf(current, name) === 'refused') featureState = 'refused';
+      // The newest word on a feature wins (the trail's order); the report's lists when the trail is too long.
+      const featureState = decided.get(name) || reportState(current, name);
       const item = el('li', { data: { feature: name, state: featureState } }, [
         el('span', { text: label }),
         el('span', { className: `feature-state ${featureState}`, text: FEATURE_STATE_LABELS[featureState] }),
@@ -864,11 +865,30 @@ async function loadSessionFeatures(request) {
   }
 }
 
-/** Whether `name` was last refused or revoked in `session` (both lists are in order). */
-function lastOf(session, name) {
+/** Each feature's state in the running session from its audit rows (newest first): the newest row that names a
+ * feature decides it; rows before the session's start do not count. Empty when the start is not among `events`. */
+function featureStates(events) {
+  const states = new Map();
+  const words = { feature_granted: 'granted', feature_asked: 'pending', feature_refused: 'refused', feature_revoked: 'revoked' };
+  let started = false;
+  for (const event of events) {
+    const details = event.details || {};
+    if (event.kind === 'session_started') { started = true; break; }
+    if (words[event.kind] && details.feature && !states.has(details.feature)) states.set(details.feature, words[event.kind]);
+    if (event.kind === 'features_granted') {
+      for (const name of String(details.features || '').split(',')) if (name && !states.has(name)) states.set(name, 'granted');
+    }
+  }
+  return started ? states : new Map();
+}
+
+/** A feature's state from the session's report (its lists carry no order between a refusal and a revocation). */
+function reportState(session, name) {
+  if ((session.granted || []).includes(name)) return 'granted';
+  if ((session.pending_asks || []).includes(name)) return 'pending';
   if ((session.revoked || []).includes(name)) return 'revoked';
   if ((session.refused || []).includes(name)) return 'refused';
-  return null;
+  return 'none';
 }
 
 async function onFeaturesClick(event) {
