@@ -1057,6 +1057,30 @@ function scheduleStreamRetry() {
   }, delay);
 }
 
+// What a row's kind says of its code right after it: a `session` read in the moment between the row's commit and
+// the node applying it (decide → commit → apply) can still show the state before; the code is then read again.
+const STATE_AFTER = {
+  device_online: (session) => session.online === true,
+  device_offline: (session) => session.online === false,
+  session_started: (session) => (session.live_state || session.state) === 'active',
+  request_sent: (session) => ['request_pending', 'active'].includes(session.live_state || session.state),
+};
+
+/** Reads `code` again (up to 5 times, 300 ms apart) until `settled` holds for it; newer stream news wins. */
+function refreshUntil(code, settled, attempt = 0) {
+  setTimeout(async () => {
+    if (!state.account || attempt >= 5) return;
+    const seqBefore = state.codeSeq.get(code) || 0;
+    try {
+      const session = await api('GET', `/sessions/${encodeURIComponent(code)}`);
+      applyAnswer(code, session, seqBefore);
+      if (!settled(session)) refreshUntil(code, settled, attempt + 1);
+    } catch (error) {
+      // a deleted or no longer visible code: the stream says so
+    }
+  }, 300);
+}
+
 function onStreamEvent(message) {
   let data;
   try { data = JSON.parse(message.data); } catch (error) { return; }
@@ -1068,6 +1092,7 @@ function onStreamEvent(message) {
     state.codeSeq.set(code, state.eventSeq);
     if (data.session) state.sessions.set(code, data.session); else state.sessions.delete(code);
     renderCodes();
+    if (data.session && STATE_AFTER[kind] && !STATE_AFTER[kind](data.session)) refreshUntil(code, STATE_AFTER[kind]);
     if (EVENT_NOTES[kind] && state.sessions.has(code)) note(`${code}: ${EVENT_NOTES[kind]}`);
   }
   if (code) auditLive(data);
