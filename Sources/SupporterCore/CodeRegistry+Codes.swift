@@ -213,9 +213,8 @@ extension CodeRegistry {
         }
         intents += flushRefusalWindows(now: now)
         intents += flushDeviceEventWindows(now: now)
-        if let last = contentsPrunedAt, now.timeIntervalSince(last) < Double(policy.contentPruneInterval.components.seconds) {
-            // pruned a moment ago
-        } else {
+        let pruneInterval = Double(policy.contentPruneInterval.components.seconds)
+        if contentsPrunedAt.map({ now.timeIntervalSince($0) >= pruneInterval }) ?? true {
             contentsPrunedAt = now
             intents.append(contentPrune(now: now))
         }

@@ -225,13 +225,19 @@ extension CodeRegistry {
 
     /// A supporter's chat line or application message went out to the device on `code` as message `id`: what to
     /// store (the fact by `actor` in the audit trail, the content apart), fenced by the code's presence.
+    /// A file goes the same way as `message_sent` of kind `file`, `id` its transfer id (its parts' acknowledgements are
+    /// the channel's: `file_delivered`).
     public mutating func messageSent(
         code: String, id: UInt32, content: SessionContent.Body, by actor: AuditActor, now: Date
     ) -> [StoreIntent] {
         guard codes[code] != nil else { return [] }
-        codes[code]?.messages.sent(id)
         var details = actor.details
-        details["message_id"] = "\(id)"
+        if case .file = content {
+            details["transfer_id"] = "\(id)"
+        } else {
+            codes[code]?.messages.sent(id)
+            details["message_id"] = "\(id)"
+        }
         switch content {
         case .chat(let text):
             details["kind"] = "chat"
@@ -240,10 +246,11 @@ extension CodeRegistry {
             details["kind"] = "application"
             details["content_type"] = type
             details["size"] = "\(bytes.count)"
-        case .file(let name, _, let bytes):
+        case .file(let name, let type, let bytes):
             details["kind"] = "file"
             details["name"] = name
             details["size"] = "\(bytes.count)"
+            if let type { details["content_type"] = type }
         }
         let event = AuditEvent(time: now, code: code, kind: .messageSent, details: details)
         return Self.fenced(recorded(event, SessionContent(code: code, time: now, body: content)), code: code)
@@ -263,24 +270,6 @@ extension CodeRegistry {
         let retention = policy.contentRetention.components
         let seconds = Double(retention.seconds) + Double(retention.attoseconds) / 1e18
         return .pruneContents(before: now.addingTimeInterval(-seconds), keepingBytes: policy.contentLimitBytes)
-    }
-
-    /// A supporter's file went to the device on `code` as transfer `transferID`: the `message_sent` row (kind `file`)
-    /// by `actor`, the bytes kept apart, fenced by the code's presence.
-    public mutating func fileSent(
-        code: String, transferID: UInt32, name: String, contentType: String?, bytes: [UInt8], by actor: AuditActor,
-        now: Date
-    ) -> [StoreIntent] {
-        guard codes[code] != nil else { return [] }
-        var details = actor.details
-        details["kind"] = "file"
-        details["transfer_id"] = "\(transferID)"
-        details["name"] = name
-        details["size"] = "\(bytes.count)"
-        if let contentType { details["content_type"] = contentType }
-        let event = AuditEvent(time: now, code: code, kind: .messageSent, details: details)
-        let content = SessionContent(code: code, time: now, body: .file(name: name, contentType: contentType, bytes: bytes))
-        return Self.fenced(recorded(event, content), code: code)
     }
 
     /// A supporter asked the device on `code` for `feature` (ask `askID`): the row that records it.

@@ -267,9 +267,9 @@ extension SupporterNode {
             let (id, actions) = try machine.send(.file(name: name, contentType: contentType, bytes: bytes))
             let transfer = id ?? 0
             let intents = sessions.withLock {
-                $0.registry.fileSent(
-                    code: code, transferID: transfer, name: name, contentType: contentType, bytes: bytes, by: actor,
-                    now: clock.wallTime)
+                $0.registry.messageSent(
+                    code: code, id: transfer, content: .file(name: name, contentType: contentType, bytes: bytes),
+                    by: actor, now: clock.wallTime)
             }
             return (actions, intents, transfer)
         }
