@@ -32,7 +32,7 @@ final class FreezableProxy: Sendable {
     private let sockets = Mutex<[Int32]>([])
 
     init(targetPort: UInt16) throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         listener = fd
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -65,7 +65,7 @@ final class FreezableProxy: Sendable {
     }
 
     private static func connectLoopback(port: UInt16) -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")

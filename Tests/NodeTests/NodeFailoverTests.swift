@@ -22,7 +22,7 @@ extension NodeIntegration {
     @Suite(.serialized) struct NodeFailoverTests {
         /// A loopback port nothing listens on (bound, then closed): connecting is refused.
         static func deadPort() -> UInt16 {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             defer { close(fd) }
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)

@@ -57,7 +57,7 @@ final class RawDevicePeer: @unchecked Sendable {
     /// TCP connect from `source` to 127.0.0.1:`port`, then the TLS handshake. Throws when the node refuses the
     /// connection (it closes it before or during the handshake) or nothing answers within `timeout`.
     init(port: UInt16, from source: String = "127.0.0.1", timeout: Duration = .seconds(10)) throws(Failure) {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: \(String(cString: strerror(errno)))") }
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))

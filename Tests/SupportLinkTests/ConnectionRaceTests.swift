@@ -20,7 +20,7 @@ extension TransportIntegration {
             let fd: Int32
             let port: UInt16
             init() throws {
-                let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+                let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
                 self.fd = fd
                 var address = sockaddr_in()
                 address.sin_family = sa_family_t(AF_INET)

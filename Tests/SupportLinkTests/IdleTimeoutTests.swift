@@ -52,7 +52,7 @@ extension TransportIntegration {
     @Suite struct ConnectTimeoutTests {
         @Test func connectToAFullAcceptQueueTimesOut() async throws {
             try await withTransport { fixture in
-                let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+                let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
                 defer { close(fd) }
                 var address = sockaddr_in()
                 address.sin_family = sa_family_t(AF_INET)
@@ -70,7 +70,7 @@ extension TransportIntegration {
                 var fillers: [Int32] = []
                 defer { fillers.forEach { close($0) } }
                 for _ in 0..<4 {
-                    let filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+                    let filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
                     _ = withUnsafePointer(to: &address) {
                         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(filler, $0, length) }
                     }

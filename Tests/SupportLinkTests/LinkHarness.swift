@@ -333,7 +333,7 @@ final class RawSocket {
     let fd: Int32
 
     init(port: UInt16) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else {
             isOpen = false
             throw WaitTimeout(description: "socket: \(errno)")
@@ -458,7 +458,7 @@ final class OpenSSLServer: Sendable {
 
     init(certificate: CertificateFile, arguments: [String] = ["-alpn", "rsup/1"]) async throws {
         // A port that was free a moment ago (bound to port 0, then released).
-        let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")

@@ -48,7 +48,7 @@ final class RawTLSPeer: @unchecked Sendable {
             let wire = alpn.flatMap { [UInt8($0.utf8.count)] + Array($0.utf8) }
             _ = SSL_CTX_set_alpn_protos(context, wire, UInt32(wire.count))
         }
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")

@@ -176,7 +176,7 @@ extension TransportIntegration {
                 let server = try fixture.startServer()
                 _ = try await fixture.dial(server)  // warm: the TLS stack and the loops are up
                 // A client socket made before exhaustion, connected after it (connect needs no new descriptor).
-                let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+                let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
                 try #require(client >= 0)
                 defer { close(client) }
 

@@ -103,7 +103,7 @@ import SupportWire
         defer { certificates.remove() }
         let pair = try await Self.pair(certificates, keepalive: .seconds(15))
         // A TCP client that connects and says nothing (the kernel completes the TCP handshake).
-        let silent = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let silent = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         defer { close(silent) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)

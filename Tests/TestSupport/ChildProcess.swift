@@ -129,6 +129,9 @@ public final class ChildProcess: Sendable {
         }
         let stdoutRead = try output(stdout, to: 1)
         let stderrRead = try output(stderr, to: 2)
+        // The child keeps only 0–2: a test's socket opened without close-on-exec (a raw peer, a proxy) must not live
+        // on in a program another suite starts meanwhile, or its close never reaches the server under test.
+        if let closeFrom = Self.addCloseFrom { _ = closeFrom(&actions, 3) }
         let environmentStrings = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
         var childPID: pid_t = 0
         let status = Self.withCStrings(argv) { argvPointer in
@@ -149,6 +152,16 @@ public final class ChildProcess: Sendable {
         if exitStatus == nil { kill(pid, SIGKILL) }
         closeStdin()
     }
+
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which Swift's Glibc module does not
+    /// expose (it is declared only under `_GNU_SOURCE`); nil on an older C library.
+    private static let addCloseFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else {
+            return nil
+        }
+        return unsafeBitCast(
+            symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+    }()
 
     private static func withCStrings<Result>(
         _ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> Result
