@@ -67,6 +67,18 @@ public struct AuditEvent: Sendable, Hashable {
         public static let signedIn = Kind(rawValue: "signed_in")
         public static let signedOut = Kind(rawValue: "signed_out")
         public static let signInFailed = Kind(rawValue: "sign_in_failed")
+        // Webhook endpoints (an admin's changes; deliveries are in each endpoint's delivery log, not here).
+        public static let webhookCreated = Kind(rawValue: "webhook_created")
+        public static let webhookChanged = Kind(rawValue: "webhook_changed")
+        public static let webhookDeleted = Kind(rawValue: "webhook_deleted")
+        public static let webhookRedelivered = Kind(rawValue: "webhook_redelivered")
+
+        /// Every kind a webhook endpoint may subscribe to: the session kinds of ``known`` and the administrative ones.
+        public static let subscribable: [Kind] =
+            known + [
+                .tokenIssued, .tokenRevoked, .accountCreated, .accountChanged, .signedIn, .signedOut, .signInFailed,
+                .webhookCreated, .webhookChanged, .webhookDeleted, .webhookRedelivered,
+            ]
 
         /// Every kind this version of the node writes.
         public static let known: [Kind] = [

@@ -65,6 +65,40 @@ public protocol StoreEngine: Sendable {
     /// `fileBytes`.
     func contents(auditIDs: [Int64], fileBytes: Bool) throws(StoreError) -> [Int64: StoredSessionContent]
 
+    // MARK: webhooks (blocking; see SessionStore+Webhooks for the SQLite engine's)
+
+    /// Every webhook endpoint with its pending and failed counts, oldest first.
+    func webhookEndpoints() throws(StoreError) -> [WebhookEndpoint]
+    /// Stores a new endpoint, in one transaction with `audit`.
+    func addWebhookEndpoint(_ endpoint: WebhookEndpoint, audit: AuditEvent) throws(StoreError)
+    /// Replaces the URL, kinds, enabled flag, description and secrets of endpoint `endpoint.id`, with `audit`; false
+    /// (nothing audited) when there is none.
+    func updateWebhookEndpoint(_ endpoint: WebhookEndpoint, audit: AuditEvent) throws(StoreError) -> Bool
+    /// Deletes endpoint `id` and its delivery log, with `audit`; false (nothing audited) when there is none.
+    func deleteWebhookEndpoint(id: String, audit: AuditEvent) throws(StoreError) -> Bool
+    /// Endpoint `endpointID`'s deliveries, newest first, with an id below `beforeID`, only in `state` when given.
+    func webhookDeliveries(endpointID: String, beforeID: Int64?, state: WebhookDelivery.State?, limit: Int)
+        throws(StoreError) -> [WebhookDelivery]
+    /// A new pending delivery, due at `now`, of the event that delivery `deliveryID` of `endpointID` carried, with
+    /// `audit` (its details gain `delivery`, the new id); nil (nothing audited) when there is no such delivery.
+    func redeliverWebhook(endpointID: String, deliveryID: Int64, now: Date, audit: AuditEvent) throws(StoreError)
+        -> WebhookDelivery?
+    /// Leases to `owner`, until `leaseUntil`, up to `maxEndpoints` enabled endpoints that no lease holds and whose
+    /// oldest pending delivery is due at `now`; returns each with its up to `maxDeliveries` oldest pending deliveries
+    /// in order, their events and message contents. Across a cluster, one node holds an endpoint at a time.
+    func claimWebhookWork(owner: String, now: Date, leaseUntil: Date, maxEndpoints: Int, maxDeliveries: Int)
+        throws(StoreError) -> [WebhookWork]
+    /// Records `attempt` (also when the lease was lost meanwhile) and moves `owner`'s lease on `endpointID` to
+    /// `leaseUntil`, or releases it when nil; a given-up attempt also gives up the endpoint's pending deliveries made
+    /// before its `staleBefore`.
+    func recordWebhookAttempt(_ attempt: WebhookAttempt, endpointID: String, owner: String, leaseUntil: Date?)
+        throws(StoreError)
+    /// Ends `owner`'s lease on `endpointID` (nothing when another node holds it).
+    func releaseWebhookLease(endpointID: String, owner: String) throws(StoreError)
+    /// Deletes deliveries delivered or given up before `before`; returns how many.
+    @discardableResult
+    func pruneWebhookDeliveries(finishedBefore before: Date) throws(StoreError) -> Int
+
     /// What the writer did so far.
     var statistics: StoreStatistics { get }
 

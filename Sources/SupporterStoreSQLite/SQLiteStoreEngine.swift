@@ -81,6 +81,54 @@ public final class SQLiteStoreEngine: StoreEngine {
         try store.contents(auditIDs: auditIDs, fileBytes: fileBytes)
     }
 
+    public func webhookEndpoints() throws(StoreError) -> [WebhookEndpoint] { try store.webhookEndpoints() }
+
+    public func addWebhookEndpoint(_ endpoint: WebhookEndpoint, audit: AuditEvent) throws(StoreError) {
+        try store.addWebhookEndpoint(endpoint, audit: audit)
+    }
+
+    public func updateWebhookEndpoint(_ endpoint: WebhookEndpoint, audit: AuditEvent) throws(StoreError) -> Bool {
+        try store.updateWebhookEndpoint(endpoint, audit: audit)
+    }
+
+    public func deleteWebhookEndpoint(id: String, audit: AuditEvent) throws(StoreError) -> Bool {
+        try store.deleteWebhookEndpoint(id: id, audit: audit)
+    }
+
+    public func webhookDeliveries(
+        endpointID: String, beforeID: Int64?, state: WebhookDelivery.State?, limit: Int
+    ) throws(StoreError) -> [WebhookDelivery] {
+        try store.webhookDeliveries(endpointID: endpointID, beforeID: beforeID, state: state, limit: limit)
+    }
+
+    public func redeliverWebhook(
+        endpointID: String, deliveryID: Int64, now: Date, audit: AuditEvent
+    ) throws(StoreError) -> WebhookDelivery? {
+        try store.redeliverWebhook(endpointID: endpointID, deliveryID: deliveryID, now: now, audit: audit)
+    }
+
+    public func claimWebhookWork(
+        owner: String, now: Date, leaseUntil: Date, maxEndpoints: Int, maxDeliveries: Int
+    ) throws(StoreError) -> [WebhookWork] {
+        try store.claimWebhookWork(
+            owner: owner, now: now, leaseUntil: leaseUntil, maxEndpoints: maxEndpoints, maxDeliveries: maxDeliveries)
+    }
+
+    public func recordWebhookAttempt(
+        _ attempt: WebhookAttempt, endpointID: String, owner: String, leaseUntil: Date?
+    ) throws(StoreError) {
+        try store.recordWebhookAttempt(attempt, endpointID: endpointID, owner: owner, leaseUntil: leaseUntil)
+    }
+
+    public func releaseWebhookLease(endpointID: String, owner: String) throws(StoreError) {
+        try store.releaseWebhookLease(endpointID: endpointID, owner: owner)
+    }
+
+    @discardableResult
+    public func pruneWebhookDeliveries(finishedBefore before: Date) throws(StoreError) -> Int {
+        try store.pruneWebhookDeliveries(finishedBefore: before)
+    }
+
     public var statistics: StoreStatistics {
         let counters = writer.statistics
         return StoreStatistics(

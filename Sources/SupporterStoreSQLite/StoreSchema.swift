@@ -187,6 +187,49 @@ public enum StoreSchema {
         Migration(
             version: 10, summary: "a code's default media descriptor (SPEC §15), for requests that name none",
             sql: "ALTER TABLE session_codes ADD COLUMN media_descriptor BLOB;"),
+        Migration(
+            version: 11,
+            summary: "webhooks: endpoints, and an outbox of deliveries made with each audit event an endpoint wants",
+            sql: """
+                CREATE TABLE webhook_endpoints (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    url TEXT NOT NULL,
+                    event_kinds TEXT NOT NULL,
+                    enabled INTEGER NOT NULL,
+                    description TEXT,
+                    created_at INTEGER NOT NULL,
+                    secret TEXT NOT NULL,
+                    previous_secret TEXT,
+                    previous_secret_until INTEGER,
+                    lease_owner TEXT,
+                    lease_until INTEGER
+                ) STRICT;
+                CREATE TABLE webhook_deliveries (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    endpoint_id TEXT NOT NULL,
+                    event_id INTEGER NOT NULL,
+                    event_kind TEXT NOT NULL,
+                    code TEXT,
+                    state TEXT NOT NULL CHECK (state IN ('pending', 'delivered', 'failed')),
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    created_at INTEGER NOT NULL,
+                    next_attempt_at INTEGER,
+                    last_attempt_at INTEGER,
+                    last_status INTEGER,
+                    last_error TEXT,
+                    finished_at INTEGER,
+                    redelivery_of INTEGER
+                ) STRICT;
+                CREATE INDEX webhook_deliveries_pending ON webhook_deliveries (endpoint_id, id) WHERE state = 'pending';
+                CREATE INDEX webhook_deliveries_by_endpoint ON webhook_deliveries (endpoint_id, id);
+                CREATE INDEX webhook_deliveries_finished ON webhook_deliveries (finished_at) WHERE state != 'pending';
+                CREATE TRIGGER audit_events_webhook_outbox AFTER INSERT ON audit_events
+                BEGIN
+                    INSERT INTO webhook_deliveries (endpoint_id, event_id, event_kind, code, state, created_at, next_attempt_at)
+                    SELECT id, NEW.id, NEW.kind, NEW.code, 'pending', NEW.time, NEW.time FROM webhook_endpoints
+                    WHERE enabled = 1 AND (event_kinds = '*' OR instr(event_kinds, ',' || NEW.kind || ',') > 0);
+                END;
+                """),
     ]
 
     /// The triggers that keep the audit trail append-only, by name, exactly as the store creates them;

@@ -120,6 +120,62 @@ public final class FailingStoreEngine: StoreEngine {
         try base.contents(auditIDs: auditIDs, fileBytes: fileBytes)
     }
 
+    public func webhookEndpoints() throws(StoreError) -> [WebhookEndpoint] { try base.webhookEndpoints() }
+
+    public func addWebhookEndpoint(_ endpoint: WebhookEndpoint, audit: AuditEvent) throws(StoreError) {
+        if failing { throw Self.injected }
+        try base.addWebhookEndpoint(endpoint, audit: audit)
+    }
+
+    public func updateWebhookEndpoint(_ endpoint: WebhookEndpoint, audit: AuditEvent) throws(StoreError) -> Bool {
+        if failing { throw Self.injected }
+        return try base.updateWebhookEndpoint(endpoint, audit: audit)
+    }
+
+    public func deleteWebhookEndpoint(id: String, audit: AuditEvent) throws(StoreError) -> Bool {
+        if failing { throw Self.injected }
+        return try base.deleteWebhookEndpoint(id: id, audit: audit)
+    }
+
+    public func webhookDeliveries(
+        endpointID: String, beforeID: Int64?, state: WebhookDelivery.State?, limit: Int
+    ) throws(StoreError) -> [WebhookDelivery] {
+        try base.webhookDeliveries(endpointID: endpointID, beforeID: beforeID, state: state, limit: limit)
+    }
+
+    public func redeliverWebhook(
+        endpointID: String, deliveryID: Int64, now: Date, audit: AuditEvent
+    ) throws(StoreError) -> WebhookDelivery? {
+        if failing { throw Self.injected }
+        return try base.redeliverWebhook(endpointID: endpointID, deliveryID: deliveryID, now: now, audit: audit)
+    }
+
+    public func claimWebhookWork(
+        owner: String, now: Date, leaseUntil: Date, maxEndpoints: Int, maxDeliveries: Int
+    ) throws(StoreError) -> [WebhookWork] {
+        if failing { throw Self.injected }
+        return try base.claimWebhookWork(
+            owner: owner, now: now, leaseUntil: leaseUntil, maxEndpoints: maxEndpoints, maxDeliveries: maxDeliveries)
+    }
+
+    public func recordWebhookAttempt(
+        _ attempt: WebhookAttempt, endpointID: String, owner: String, leaseUntil: Date?
+    ) throws(StoreError) {
+        if failing { throw Self.injected }
+        try base.recordWebhookAttempt(attempt, endpointID: endpointID, owner: owner, leaseUntil: leaseUntil)
+    }
+
+    public func releaseWebhookLease(endpointID: String, owner: String) throws(StoreError) {
+        if failing { throw Self.injected }
+        try base.releaseWebhookLease(endpointID: endpointID, owner: owner)
+    }
+
+    @discardableResult
+    public func pruneWebhookDeliveries(finishedBefore before: Date) throws(StoreError) -> Int {
+        if failing { throw Self.injected }
+        return try base.pruneWebhookDeliveries(finishedBefore: before)
+    }
+
     public var statistics: StoreStatistics { base.statistics }
 
     public var commitLatency: MetricHistogram { base.commitLatency }
