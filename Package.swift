@@ -118,6 +118,12 @@ let package = Package(
                 "SupporterModel", "SupportVocabulary", "SupportHTTP", "SupportUtilities", "SupportRuntime", "SupportMetrics",
             ],
             resources: [.copy("Console")], swiftSettings: settings),
+        // Webhook deliveries: the URL and address rules, signatures, the retry schedule (pure), and the dispatcher that
+        // POSTs a node's share of the store's outbox from threads of its own.
+        .target(
+            name: "SupporterWebhooks",
+            dependencies: ["SupporterModel", "SupportHTTP", "SupportRuntime", "SupportUtilities", "SupportMetrics"],
+            swiftSettings: settings),
         // libpq (Debian libpq-dev) and the PostgreSQL client built on it, for the PostgreSQL store (issue 12).
         .systemLibrary(name: "CLibPQ", path: "Sources/CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .target(name: "SupportPostgres", dependencies: ["CLibPQ"], swiftSettings: settings),
@@ -137,7 +143,7 @@ let package = Package(
             swiftSettings: settings),
         .executableTarget(
             name: "rsup-supporter",
-            dependencies: ["SupporterStore", "SupporterStores",
+            dependencies: ["SupporterStore", "SupporterStores", "SupporterWebhooks",
                 "CLIKit", "SupporterNode", "SupporterREST", "SupporterCore", "SupportSession", "SupportWire",
                 "SupportRuntime", "SupportUtilities",
             ],
@@ -161,6 +167,9 @@ let package = Package(
                 "CLinuxShims", "COpenSSL", "DeviceNode", "SupporterNode", "SupporterREST", "SupportPostgres", "CLIKit",
             ],
             path: "Benchmarks", swiftSettings: settings),
+        .testTarget(
+            name: "SupporterWebhooksTests", dependencies: ["SupporterWebhooks", "SupporterModel", "SupportUtilities"],
+            swiftSettings: settings),
         .testTarget(name: "SupportWireTests", dependencies: ["SupportWire", "TestSupport"], swiftSettings: settings),
         .testTarget(
             name: "SupportSessionTests", dependencies: ["SupportSession", "SupportWire", "SupportUtilities"],
@@ -180,6 +189,7 @@ let package = Package(
             name: "SupporterStoreSQLiteTests",
             dependencies: [
                 "SupporterStoreSQLite", "SupporterStore", "SupporterCore", "SupportSession", "SupportWire", "TestSupport",
+                "StoreTestSupport",
             ],
             swiftSettings: settings),
         // Each test starts a throwaway PostgreSQL cluster (TestSupport's ThrowawayPostgres).
@@ -187,7 +197,7 @@ let package = Package(
             name: "SupporterStorePostgresTests",
             dependencies: [
                 "SupporterStorePostgres", "SupporterStore", "SupporterCore", "SupportSession", "SupportPostgres",
-                "TestSupport",
+                "TestSupport", "StoreTestSupport",
             ],
             swiftSettings: settings),
         .testTarget(
@@ -240,7 +250,10 @@ let package = Package(
             swiftSettings: settings),
         // The two CLIs run as real processes against real TLS on loopback (SwiftPM builds them for this target).
         .testTarget(
-            name: "CLITests", dependencies: ["rsup-supporter", "rsup-device", "DeviceNode", "SupportWire", "TestSupport"],
+            name: "CLITests",
+            dependencies: [
+                "rsup-supporter", "rsup-device", "DeviceNode", "SupportWire", "SupporterWebhooks", "TestSupport",
+            ],
             path: "Tests/CLITests", swiftSettings: settings),
     ],
     swiftLanguageModes: [.v6]

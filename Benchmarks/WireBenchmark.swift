@@ -298,6 +298,7 @@ enum WireBenchmark {
         case .messageAck(let ack): UInt64(ack.messageID) &+ UInt64(ack.reason.rawValue)
         case .resume(let resume): UInt64(resume.resumeSecret.utf8.count) &+ UInt64(resume.state.rawValue)
         case .resumeResult(let result): UInt64(result.reason.rawValue) &+ UInt64(result.lastMessageID ?? 0)
+        case .featureWithdraw(let withdraw): UInt64(withdraw.askID) &* 5
         }
     }
 

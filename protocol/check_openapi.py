@@ -61,7 +61,8 @@ ERROR_CODES = {
 NODE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
 EMAIL = re.compile(r"^[^@\s]+@(?!\.)[^@\s]*\.[^@\s]*(?<!\.)$")
-TIME_MEMBERS = ("created_at", "updated_at", "valid_until", "closed_at", "revoked_at", "time")
+TIME_MEMBERS = ("created_at", "updated_at", "valid_until", "closed_at", "revoked_at", "time", "previous_secret_until",
+                "next_attempt_at", "last_attempt_at", "finished_at")
 # The security headers of every answer the API routes (info.description, "Security headers").
 SECURITY_HEADERS = {
     "content-security-policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
@@ -906,6 +907,13 @@ RAW_BODIES = (("empty body", b""), ("not JSON", b"{"), ("array", b"[]"), ("strin
               ("null", b"null"), ("not UTF-8", b"\xff\xfe"))
 BIG_BODY = b'{"description": "' + b"x" * (64 * 1024 - 18) + b'"}'  # one byte over 64 KiB
 MISSING_TOKEN_ID = "000000000000"
+MISSING_WEBHOOK_ID = "wh_0000000000000000"
+# Where the checker's webhook endpoints point: TEST-NET-1 (RFC 5737), which no host answers on. Deliveries to it stay
+# pending (each attempt fails, or waits out the node's timeout) and reach no one.
+NO_ANSWER_URL = "https://192.0.2.1/"
+WEBHOOK_LIMIT = 50  # endpoints a node keeps (createWebhook's 409)
+WEBHOOK_OPERATIONS = ("listWebhooks", "createWebhook", "getWebhook", "updateWebhook", "deleteWebhook",
+                      "rotateWebhookSecret", "listWebhookDeliveries", "redeliverWebhook")
 
 
 class Scenario:
@@ -1099,6 +1107,13 @@ class Scenario:
             "getUser": ({"login": self.args.admin_login}, None),
             "updateUser": ({"login": self.args.admin_login}, {}),
             "listTokens": ({}, None), "createToken": ({}, {}), "revokeToken": ({"id": MISSING_TOKEN_ID}, None),
+            "listWebhooks": ({}, None),
+            "createWebhook": ({}, {"url": NO_ANSWER_URL + "auth", "event_kinds": ["code_created"], "enabled": False}),
+            "getWebhook": ({"id": MISSING_WEBHOOK_ID}, None), "updateWebhook": ({"id": MISSING_WEBHOOK_ID}, {"enabled": False}),
+            "deleteWebhook": ({"id": MISSING_WEBHOOK_ID}, None),
+            "rotateWebhookSecret": ({"id": MISSING_WEBHOOK_ID}, None),
+            "listWebhookDeliveries": ({"id": MISSING_WEBHOOK_ID}, None),
+            "redeliverWebhook": ({"id": MISSING_WEBHOOK_ID, "delivery": "1"}, None),
         }
 
     def phase_authentication(self, code):
@@ -1123,7 +1138,7 @@ class Scenario:
         # Supporters may not; admins (accounts and tokens) may.
         for operation_id, (path_args, body) in self.auth_targets(self.missing_code).items():
             if operation_id in ("listUsers", "createUser", "getUser", "updateUser", "listTokens", "createToken",
-                                "revokeToken"):
+                                "revokeToken") + WEBHOOK_OPERATIONS:
                 c.call(operation_id, 403, path_args, body=body, session=s, label="supporter")
         users = (c.call("listUsers", 200).json or {}).get("users") or []
         logins = [user.get("login") for user in users]
@@ -1309,6 +1324,276 @@ class Scenario:
         if device_issued:
             c.call("listSessions", 401, token=device_issued.get("token"), label="a revoked device token")
             c.unknown_token_failures += 1
+
+    # MARK: webhook endpoints
+
+    def webhook_matches(self, what, hook, body, before=None, secret=False):
+        """The answer shows what `body` set (a list naming `*` as `["*"]`, a description `""` as null) and, when
+        `before` is given, the rest as before (else the defaults); `secret` only where it is expected."""
+        c = self.checker
+        if not isinstance(hook, dict):
+            return
+        if ("secret" in hook) != secret:
+            c.fail(what, "the answer %s the secret" % ("shows" if "secret" in hook else "does not show"))
+        for key, value in body.items():
+            if key == "event_kinds":
+                value = ["*"] if "*" in value else unique(value)
+            elif key == "description" and value == "":
+                value = None
+            if hook.get(key) != value:
+                c.fail(what, "%s is %r, not %r" % (key, hook.get(key), value))
+        if before is None:
+            for key, value in (("enabled", True), ("description", None), ("previous_secret_until", None)):
+                if key not in body and hook.get(key) != value:
+                    c.fail(what, "%s defaults to %r, not %r" % (key, hook.get(key), value))
+        else:
+            for key in ("id", "url", "event_kinds", "enabled", "description", "created_at", "previous_secret_until"):
+                if key not in body and hook.get(key) != before.get(key):
+                    c.fail(what, "%s changed from %r to %r although absent" % (key, before.get(key), hook.get(key)))
+
+    def phase_webhooks(self):
+        c = self.checker
+        spec = self.spec
+        create_schema = spec.request_schema("createWebhook")
+        update_schema = spec.request_schema("updateWebhook")
+        kinds = [kind for kind in spec.json_schema(spec.schema("WebhookEventKind"))["enum"] if kind != "*"]
+        counted = lambda hook: {k: v for k, v in (hook or {}).items() if k not in ("pending", "failed", "secret")}
+        listed = (c.call("listWebhooks", 200).json or {}).get("webhooks") or []
+        if any("secret" in hook for hook in listed):
+            c.fail("listWebhooks", "a listed endpoint shows its secret")
+        if self.admin_account.secret:
+            c.call("listWebhooks", 200, session=self.admin_account, label="admin account")
+        made = []  # the ids of the endpoints made here: every one is deleted at the end
+
+        def create(body, label="valid body", expected=201):
+            if expected == 201 and list(spec.validator(create_schema).iter_errors(body)):
+                c.fail("checker", "'valid' webhook %s is invalid by the spec" % shorten(json.dumps(body)))
+            response = c.call("createWebhook", expected, body=body, label=label)
+            if response.status != 201 or not isinstance(response.json, dict):
+                return None
+            hook = response.json
+            made.append(hook.get("id"))
+            return hook
+
+        # createWebhook: valid bodies (defaults, every member, boundaries); the secret once, GET without it.
+        bodies = [
+            {"url": NO_ANSWER_URL + "defaults", "event_kinds": ["code_created"]},
+            {"url": NO_ANSWER_URL + "full?from=check_openapi", "event_kinds": ["session_started", "session_ended"],
+             "description": "x" * 200, "enabled": False},
+            {"url": "https://hooks.example.invalid:8443/a/b?c=d", "event_kinds": kinds[:64], "enabled": False,
+             "description": "Grüße, 東京 👋"},
+            {"url": "https://[2001:db8::1]/", "event_kinds": ["*", "code_created"], "description": "", "enabled": False},
+            {"url": NO_ANSWER_URL + "one", "event_kinds": ["webhook_deleted"], "enabled": False,
+             "description": text_of_length(200, "combining")},
+        ]
+        hooks = []
+        for body in bodies:
+            hook = create(body)
+            if hook is None:
+                continue
+            what = "createWebhook body=" + shorten(json.dumps(body))
+            self.webhook_matches(what, hook, body, secret=True)
+            if hook.get("pending") != 0 and not hook.get("enabled"):
+                c.fail(what, "a new disabled endpoint has %r pending deliveries" % hook.get("pending"))
+            fetched = c.call("getWebhook", 200, {"id": hook.get("id")}).json or {}
+            if counted(fetched) != counted(hook) or "secret" in fetched:
+                c.fail("getWebhook", "GET differs from the 201 body (less the secret): %s vs %s" % (fetched, hook))
+            hooks.append(hook)
+        if len({hook.get("secret") for hook in hooks}) != len(hooks):
+            c.fail("createWebhook", "two endpoints got the same secret")
+        now = {hook.get("id"): hook for hook in (c.call("listWebhooks", 200).json or {}).get("webhooks") or []}
+        for hook in hooks:
+            if counted(now.get(hook.get("id"))) != counted(hook) or "secret" in (now.get(hook.get("id")) or {}):
+                c.fail("listWebhooks", "endpoint %s is listed as %s" % (hook.get("id"), now.get(hook.get("id"))))
+        count = len(now)
+
+        # Refused bodies: 422 (generated from the schema, and what the schema cannot say), 400, 413; none registered.
+        base = {"url": NO_ANSWER_URL + "refused", "event_kinds": ["code_created"], "enabled": False}
+        for label, body in invalid_bodies(spec, create_schema, base):
+            if check_invalid(c, spec, create_schema, label, body):
+                create(body, label, 422)
+        for label, body in (("plain http:// URL", dict(base, url="http://192.0.2.1/hook")),
+                            ("URL with a user and password", dict(base, url="https://user:pw@192.0.2.1/")),
+                            ("URL with a fragment", dict(base, url="https://192.0.2.1/#frag")),
+                            ("URL without a host", dict(base, url="https:///path")),
+                            ("URL with port 0", dict(base, url="https://192.0.2.1:0/")),
+                            ("no kinds", dict(base, event_kinds=[])),
+                            ("description of 201 characters", dict(base, description="x" * 201)),
+                            ("description with a control character", dict(base, description="a\u0085b")),
+                            ("unknown member", dict(base, secret="whsec_mine"))):
+            create(body, label, 422)
+        refusal = create(dict(base, event_kinds=["code_created", "no_such_kind"]), "unknown kind", 422)
+        answer = c.call("createWebhook", 422, body=dict(base, event_kinds=["telepathy"]), label="unknown kind, listed")
+        message = str(((answer.json if isinstance(answer.json, dict) else {}).get("error") or {}).get("message"))
+        marker = 'the kinds are "*" and '
+        if marker in message:
+            named = set(message.split(marker, 1)[1].split(", "))
+            if named != set(kinds):
+                c.fail("createWebhook unknown kind", "the node's kinds differ from WebhookEventKind: only the node's "
+                       "%s, only the spec's %s" % (sorted(named - set(kinds)), sorted(set(kinds) - named)))
+        for label, raw in RAW_BODIES:
+            c.call("createWebhook", 400, raw=raw, label=label)
+        c.call("createWebhook", 413, raw=BIG_BODY, label="body over 64 KiB")
+        after = (c.call("listWebhooks", 200).json or {}).get("webhooks") or []
+        if len(after) != count or refusal is not None:
+            c.fail("createWebhook", "refused bodies registered endpoints (%d -> %d)" % (count, len(after)))
+
+        # updateWebhook: each member alone with each value it may take, absent members stay; refusals change nothing.
+        target = hooks[1] if len(hooks) > 1 else create(dict(base, url=NO_ANSWER_URL + "target"))
+        tid = {"id": (target or {}).get("id", MISSING_WEBHOOK_ID)}
+        before = c.call("getWebhook", 200, tid).json or {}
+        sweep = [{"url": NO_ANSWER_URL + "moved?x=1"}, {"url": "https://hooks.example.invalid/back"},
+                 {"enabled": True}, {"enabled": False}, {"description": None}, {"description": ""}]
+        for name, sub in create_schema_properties(spec, update_schema).items():
+            sweep += [{name: value} for value in valid_values(name, sub) if allowed_by(sub, value)]
+        for body in sweep:
+            response = c.call("updateWebhook", 200, tid, body=body, label="valid body")
+            if response.status == 200:
+                self.webhook_matches("updateWebhook body=" + shorten(json.dumps(body)), response.json, body, before)
+                before = response.json or before
+        everything = {"url": NO_ANSWER_URL + "all", "event_kinds": ["code_deleted", "token_issued"],
+                      "description": "every member", "enabled": False}
+        response = c.call("updateWebhook", 200, tid, body=everything, label="every member")
+        self.webhook_matches("updateWebhook every member", response.json, everything, before)
+        before = response.json or before
+        for label, body in invalid_bodies(spec, update_schema, {}):
+            if check_invalid(c, spec, update_schema, label, body):
+                c.call("updateWebhook", 422, tid, body=body, label=label)
+        c.call("updateWebhook", 422, {"id": MISSING_WEBHOOK_ID}, body={}, label="nothing to change, before the id")
+        for label, body in (("plain http:// URL", {"url": "http://192.0.2.1/hook"}), ("no kinds", {"event_kinds": []}),
+                            ("unknown kind", {"event_kinds": ["no_such_kind"]}),
+                            ("description of 201 characters", {"description": "x" * 201}),
+                            ("unknown member", {"secret": "whsec_mine"}), ("null url", {"url": None}),
+                            ("null enabled", {"enabled": None})):
+            c.call("updateWebhook", 422, tid, body=body, label=label)
+        for label, raw in RAW_BODIES:
+            c.call("updateWebhook", 400, tid, raw=raw, label=label)
+            c.call("updateWebhook", 400, {"id": MISSING_WEBHOOK_ID}, raw=raw, label=label + ", before the id")
+        c.call("updateWebhook", 413, tid, raw=BIG_BODY, label="body over 64 KiB")
+        if counted(c.call("getWebhook", 200, tid).json) != counted(before):
+            c.fail("updateWebhook", "refused changes altered the endpoint")
+        c.call("updateWebhook", 404, {"id": MISSING_WEBHOOK_ID}, body={"enabled": False})
+        c.call("updateWebhook", 404, {"id": "not-an-id"}, body={"description": None})
+        c.call("getWebhook", 404, {"id": MISSING_WEBHOOK_ID})
+        c.call("getWebhook", 404, {"id": "not-an-id"})
+
+        # rotateWebhookSecret: a new secret, once; the old one signs for 24 h more.
+        old = (hooks[1] if len(hooks) > 1 else {}).get("secret")
+        rotated = c.call("rotateWebhookSecret", 200, tid).json or {}
+        self.webhook_matches("rotateWebhookSecret", rotated, {},
+                             dict(before, previous_secret_until=rotated.get("previous_secret_until")), secret=True)
+        until = parse_time(rotated.get("previous_secret_until"))
+        expected = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=24)
+        if until is None or abs((until - expected).total_seconds()) > 600:
+            c.fail("rotateWebhookSecret", "previous_secret_until %r is not 24 h from now"
+                   % rotated.get("previous_secret_until"))
+        if rotated.get("secret") in (None, old):
+            c.fail("rotateWebhookSecret", "the secret did not change")
+        again = c.call("rotateWebhookSecret", 200, tid, raw=b"{}", label="body {}").json or {}
+        if again.get("secret") in (None, rotated.get("secret")):
+            c.fail("rotateWebhookSecret", "a second rotation kept the secret")
+        fetched = c.call("getWebhook", 200, tid).json or {}
+        if "secret" in fetched or fetched.get("previous_secret_until") != again.get("previous_secret_until"):
+            c.fail("getWebhook", "after a rotation: %s" % fetched)
+        for label, raw in (("a member", b'{"secret": "whsec_mine"}'), ("an array", b"[]"), ("not JSON", b"{")):
+            c.call("rotateWebhookSecret", 422, tid, raw=raw, label=label)
+        c.call("rotateWebhookSecret", 404, {"id": MISSING_WEBHOOK_ID})
+
+        # Deliveries: an enabled endpoint of every kind gets one for its own webhook_created row at once.
+        watch = create({"url": NO_ANSWER_URL + "hook/path-secret-of-check-openapi", "event_kinds": ["*"],
+                        "description": "check_openapi: never answered"}) or {}
+        wid = {"id": watch.get("id", MISSING_WEBHOOK_ID)}
+        c.call("updateWebhook", 200, wid, body={"description": "check_openapi: an audited change"})
+        page = c.call("listWebhookDeliveries", 200, wid).json or {}
+        deliveries = page.get("deliveries") or []
+        ids = [d.get("id") for d in deliveries]
+        if ids != sorted(ids, reverse=True) or len(deliveries) < 2 or page.get("next_before_id") is not None:
+            c.fail("listWebhookDeliveries", "not the endpoint's deliveries newest first: %s" % shorten(json.dumps(page)))
+        rows = (c.call("listAudit", 200, query="?kind=webhook_created&limit=1").json or {}).get("events") or []
+        first = next((d for d in deliveries if d.get("event_kind") == "webhook_created"), None)
+        if not rows or first is None or first.get("event_id") != rows[0].get("id") or first.get("code") is not None:
+            c.fail("listWebhookDeliveries", "no delivery of the endpoint's webhook_created row %s: %s"
+                   % (rows[:1], deliveries))
+        if rows:
+            c.validate("listAudit webhook_created", "the row as WebhookEvent", spec.schema("WebhookEvent"), rows[0])
+            details = rows[0].get("details") or {}
+            if details.get("endpoint") != watch.get("id") or details.get("host") != "192.0.2.1":
+                c.fail("listAudit webhook_created", "details %s do not name the endpoint and host" % details)
+            if any("path-secret" in str(v) or "whsec_" in str(v) for v in details.values()):
+                c.fail("listAudit webhook_created", "the row shows the URL's path or the secret: %s" % details)
+        if deliveries:
+            # (The node may audit something of its own meanwhile, e.g. a count of failed tokens: a newer delivery.)
+            one = c.call("listWebhookDeliveries", 200, wid, query="?limit=1").json or {}
+            newest = [d.get("id") for d in one.get("deliveries") or []]
+            if len(newest) != 1 or newest[0] < ids[0] or one.get("next_before_id") != newest[0]:
+                c.fail("listWebhookDeliveries ?limit=1", "not the newest with next_before_id: %s" % one)
+            older = c.call("listWebhookDeliveries", 200, wid, query="?before_id=%d" % ids[0]).json or {}
+            if [d.get("id") for d in older.get("deliveries") or []] != ids[1:]:
+                c.fail("listWebhookDeliveries ?before_id", "not the older deliveries: %s" % older)
+        for state in ("pending", "delivered", "failed"):
+            got = (c.call("listWebhookDeliveries", 200, wid, query="?state=" + state).json or {}).get("deliveries")
+            if any(d.get("state") != state for d in got or []):
+                c.fail("listWebhookDeliveries ?state=" + state, "lists other states: %s" % got)
+        for query in ("?limit=0", "?limit=501", "?limit=abc", "?limit=-1", "?limit=", "?limit=1.5", "?before_id=abc",
+                      "?before_id=-1", "?before_id=1.5", "?state=bogus", "?state=PENDING", "?state=",
+                      "?limit=99999999999999999999999"):
+            c.call("listWebhookDeliveries", 400, wid, query=query, label="bad parameter")
+        c.call("listWebhookDeliveries", 400, {"id": MISSING_WEBHOOK_ID}, query="?limit=0", label="before the id")
+        c.call("listWebhookDeliveries", 404, {"id": MISSING_WEBHOOK_ID})
+        c.call("listWebhookDeliveries", 404, {"id": MISSING_WEBHOOK_ID}, query="?state=pending&limit=5")
+
+        # redeliverWebhook: a new pending delivery of the same event (202), audited; 404 for any other delivery.
+        if first is not None:
+            d = {"id": wid["id"], "delivery": first.get("id")}
+            again = c.call("redeliverWebhook", 202, d).json or {}
+            if again.get("redelivery_of") != first.get("id") or again.get("event_id") != first.get("event_id") \
+                    or again.get("state") != "pending" or not again.get("id") or again.get("id") <= max(ids):
+                c.fail("redeliverWebhook", "the new delivery is %s" % again)
+            logged = (c.call("listWebhookDeliveries", 200, wid).json or {}).get("deliveries") or []
+            if again.get("id") not in [x.get("id") for x in logged[:3]]:
+                c.fail("redeliverWebhook", "the new delivery is not among the newest of the log: %s" % logged[:3])
+            rows = (c.call("listAudit", 200, query="?kind=webhook_redelivered&limit=1").json or {}).get("events") or []
+            details = (rows[0] if rows else {}).get("details") or {}
+            if details.get("endpoint") != wid["id"] or details.get("redelivery_of") != str(first.get("id")) \
+                    or details.get("delivery") != str(again.get("id")):
+                c.fail("redeliverWebhook", "not audited as webhook_redelivered: %s" % rows[:1])
+            c.call("redeliverWebhook", 404, {"id": tid["id"], "delivery": first.get("id")},
+                   label="another endpoint's delivery")
+            c.call("redeliverWebhook", 404, {"id": MISSING_WEBHOOK_ID, "delivery": first.get("id")},
+                   label="no such endpoint")
+            c.call("redeliverWebhook", 404, {"id": wid["id"], "delivery": max(ids + [again.get("id") or 0]) + 10 ** 9})
+        else:
+            self.excuse("redeliverWebhook", 202, "no delivery was made (see the failures above)")
+        for delivery in ("x", "0", "-1", "1.5"):
+            c.call("redeliverWebhook", 404, {"id": wid["id"], "delivery": delivery}, label="not a delivery id")
+
+        # 409: the 51st endpoint (disabled fillers up to the limit, deleted at once after).
+        present = len((c.call("listWebhooks", 200).json or {}).get("webhooks") or [])
+        fillers = []
+        for index in range(max(0, WEBHOOK_LIMIT - present)):
+            filler = create({"url": NO_ANSWER_URL + "filler-%d" % index, "event_kinds": ["code_created"],
+                             "enabled": False}, "filling up to %d endpoints" % WEBHOOK_LIMIT)
+            if filler is None:
+                break
+            fillers.append(filler.get("id"))
+        create(dict(base, url=NO_ANSWER_URL + "one-too-many"), "endpoint %d" % (WEBHOOK_LIMIT + 1), 409)
+        for hook_id in fillers:
+            c.call("deleteWebhook", 204, {"id": hook_id}, label="a filler")
+            made.remove(hook_id)
+
+        # deleteWebhook: every endpoint made here; then 404, and gone from the list.
+        for hook_id in made:
+            c.call("deleteWebhook", 204, {"id": hook_id})
+        if made:
+            c.call("deleteWebhook", 404, {"id": made[0]}, label="twice")
+            c.call("getWebhook", 404, {"id": made[0]}, label="after delete")
+            c.call("listWebhookDeliveries", 404, {"id": wid["id"]}, label="after delete")
+            c.call("rotateWebhookSecret", 404, {"id": made[0]}, label="after delete")
+        c.call("deleteWebhook", 404, {"id": MISSING_WEBHOOK_ID})
+        c.call("deleteWebhook", 404, {"id": "not-an-id"})
+        left = {hook.get("id") for hook in (c.call("listWebhooks", 200).json or {}).get("webhooks") or []}
+        if left & set(made) or len(left) != len(listed):
+            c.fail("deleteWebhook", "endpoints left after deleting the checker's: %s" % sorted(left))
 
     # MARK: session codes
 
@@ -1970,10 +2255,12 @@ class Scenario:
     def phase_outside(self, code):
         c = self.checker
         for path in ("/nope", "/sessions/%s/extra" % code, "/sessions/%s/connect/x" % code, "/users/a/b", "/tokens/a/b",
-                     "/me/x", "/login/x"):
+                     "/me/x", "/login/x", "/webhooks/a/b", "/webhooks/a/deliveries/1",
+                     "/webhooks/a/deliveries/1/redeliver/x"):
             c.plain("GET", path, 404)
         c.plain("GET", "/../v2/sessions", 404, what="GET /api/v2/sessions")
-        arguments = {"code": code, "login": self.args.admin_login, "id": MISSING_TOKEN_ID, "file": "index.html"}
+        arguments = {"code": code, "login": self.args.admin_login, "id": MISSING_TOKEN_ID, "file": "index.html",
+                     "delivery": "1"}
         for template, item in self.spec.document["paths"].items():
             methods = {m.upper() for m in item if m in ("get", "put", "post", "delete", "patch")}
             base = self.spec.base_path
@@ -1982,6 +2269,8 @@ class Scenario:
                 methods.add("HEAD")  # the console's files: GET and HEAD
             path = template.format(**arguments)
             for method in ("PATCH", "OPTIONS"):
+                if method in methods:
+                    continue  # a method of the path (PATCH /webhooks/{id})
                 response = c.plain(method, path, 405, prefix=base)
                 allowed = {m.strip() for m in (response.header("Allow") or "").split(",") if m.strip()}
                 if allowed != methods:
@@ -2042,6 +2331,7 @@ class Scenario:
         self.phase_csrf()
         self.phase_users()
         self.phase_tokens()
+        self.phase_webhooks()
         self.phase_sessions(code, location)
         self.phase_visibility()
         self.phase_actions()
@@ -2052,7 +2342,7 @@ class Scenario:
         self.phase_sign_out()
         self.phase_outside(code)
         # Statuses no client can provoke on demand.
-        for operation_id in ("createUser", "updateUser", "createToken", "revokeToken"):
+        for operation_id in ("createUser", "updateUser", "createToken", "revokeToken") + WEBHOOK_OPERATIONS:
             self.excuse(operation_id, 503, "the node's worker must be saturated (too many password hashes or store "
                         "writes waiting at once)")
         self.excuse("signIn", 503, "needs more sign-ins checked at once than the node's hashing queue holds")

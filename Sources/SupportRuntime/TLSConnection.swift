@@ -128,26 +128,11 @@ package final class TLSConnection: Selectable {
     private var peerDescription: String { peerAddress?.description ?? "the peer" }
 
     private func makeSSL() -> Bool {
-        OpenSSLErrorQueue.clear()
-        guard let ssl = SSL_new(context.context), SSL_set_fd(ssl, fd) == 1 else {
-            finish(TransportError(.tls, "cannot create a TLS session", openSSLReason: OpenSSLErrorQueue.drain()))
+        do {
+            ssl = try context.makeSession(fd: fd, serverName: serverName)
+        } catch {
+            finish(error)
             return false
-        }
-        self.ssl = ssl
-        if context.configuration.isServer {
-            SSL_set_accept_state(ssl)
-        } else {
-            SSL_set_connect_state(ssl)
-            if let serverName, context.checksChain {
-                if serverName.isIPAddress {
-                    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), serverName)
-                } else {
-                    SSL_set1_host(ssl, serverName)
-                    _ = rs_SSL_set_tlsext_host_name(ssl, serverName)
-                }
-            } else if let serverName, !serverName.isIPAddress {
-                _ = rs_SSL_set_tlsext_host_name(ssl, serverName)
-            }
         }
         return true
     }
@@ -229,12 +214,8 @@ package final class TLSConnection: Selectable {
         if result == 1 {
             handshakeTimer?.cancel()
             handshakeTimer = nil
-            guard !context.configuration.requiresApplicationProtocol || context.negotiatedOurProtocol(ssl) else {
-                finish(
-                    TransportError(
-                        .alpnMismatch,
-                        "the peer did not agree on the application protocol '\(context.configuration.applicationProtocol)' (ALPN)"
-                    ))
+            if let error = context.applicationProtocolError(ssl) {
+                finish(error)
                 return
             }
             state = .open
@@ -254,29 +235,7 @@ package final class TLSConnection: Selectable {
     }
 
     private func handshakeError(code: Int32, errno savedErrno: Int32) -> TransportError {
-        let reason = OpenSSLErrorQueue.drain()
-        if let ssl {
-            let verify = SSL_get_verify_result(ssl)
-            if verify != Int(rs_X509_V_OK()) {
-                if verify == Int(rs_X509_V_ERR_APPLICATION_VERIFICATION()), context.usesPins {
-                    // OpenSSL's own reason here is only "certificate verify failed", which reads like a CA problem.
-                    return TransportError(
-                        .pinMismatch,
-                        "the public key of \(peerDescription) matches none of the \(context.configuration.pinnedPublicKeys.count) pinned key(s)")
-                }
-                let text = String(cString: X509_verify_cert_error_string(verify))
-                return TransportError(
-                    .certificateVerification, "certificate verification of \(peerDescription) failed: \(text)",
-                    openSSLReason: reason)
-            }
-        }
-        if code == SSL_ERROR_SYSCALL, reason == nil {
-            let detail = savedErrno == 0 ? "the peer closed the connection" : SystemError.describe(savedErrno)
-            return TransportError(.handshakeFailed, "TLS handshake with \(peerDescription) failed: \(detail)")
-        }
-        return TransportError(
-            .handshakeFailed, "TLS handshake with \(peerDescription) failed: \(reason ?? "unknown reason")",
-            openSSLReason: reason)
+        context.handshakeError(ssl, code: code, errno: savedErrno, peer: peerDescription)
     }
 
     // MARK: reading

@@ -16,6 +16,7 @@ public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible
             case handshakeFailed = "handshake_failed", certificateVerification = "certificate_verification"
             case pinMismatch = "pin_mismatch", alpnMismatch = "alpn_mismatch", tls
             case connectTimeout = "connect_timeout", handshakeTimeout = "handshake_timeout", idleTimeout = "idle_timeout"
+            case deadlineExceeded = "deadline_exceeded"
             case uncleanShutdown = "unclean_shutdown", connectionReset = "connection_reset"
             case writeBufferFull = "write_buffer_full", closed, protocolViolation = "protocol_violation", cancelled
             case eventLoopShutDown = "event_loop_shut_down", blockingOnEventLoop = "blocking_on_event_loop", poller
@@ -51,6 +52,9 @@ public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible
         public static let connectTimeout = Kind(.connectTimeout)
         public static let handshakeTimeout = Kind(.handshakeTimeout)
         public static let idleTimeout = Kind(.idleTimeout)
+        /// A blocking read or write (``DeadlineSocket``) did not complete before its deadline: the peer sent nothing,
+        /// or took nothing, in time.
+        public static let deadlineExceeded = Kind(.deadlineExceeded)
         // Closing and flow.
         public static let uncleanShutdown = Kind(.uncleanShutdown)
         public static let connectionReset = Kind(.connectionReset)

@@ -371,6 +371,15 @@ public struct DeviceSessionMachine: Sendable {
             return [.report(.sessionError(reason: error.reason, feature: error.feature, text: error.text))]
         case (.active, .featureRequest(let ask)):
             return featureAsked(ask, now: now)
+        case (.active, .featureWithdraw(let withdraw)):
+            // SPEC §15.3: the ask ends as refused `aborted_by_supporter` (the app's prompt goes with it); a withdrawal
+            // that crossed the answer finds no pending ask and changes nothing; one for an ask never made is an error.
+            guard withdraw.askID <= lastAskID else {
+                return [.protocolViolation("FEATURE_WITHDRAW for ask_id \(withdraw.askID), never asked (last \(lastAskID))")]
+            }
+            return answerFeature(askID: withdraw.askID, grant: false, reason: .abortedBySupporter)
+        case (_, .featureWithdraw):
+            return []  // crossed the end of the session
         case (.active, .sessionMessage), (.active, .messageAck):
             // The channel's step first, then the method on self: `actions(channel.handle(…))` would take a copy
             // of self for the call before the argument mutates the channel, so every file part would copy the

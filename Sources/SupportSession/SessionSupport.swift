@@ -31,7 +31,7 @@ extension Message {
 /// HELLO and HELLO_ACK on an open connection are a protocol error (§7 `open | HELLO or HELLO_ACK | closed`); PING,
 /// PONG and GOAWAY are the connection's business and change no session state.
 enum FrameRouting: Equatable {
-    /// A session frame (`0x10`–`0x1F`): the machine's table decides.
+    /// A session frame (`0x10`–`0x1F`, and `0x21`): the machine's table decides.
     case session
     /// PING, PONG, GOAWAY: no session action.
     case connectionOnly
@@ -46,7 +46,7 @@ enum FrameRouting: Equatable {
             self = .connectionOnly
         case .register, .registerResult, .connectionRequest, .connectionResponse, .requestAbort, .sessionStarted,
             .sessionEnd, .sessionError, .voipState, .featureRequest, .featureAnswer, .featureRevoke, .sessionMessage,
-            .messageAck, .resume, .resumeResult:
+            .messageAck, .resume, .resumeResult, .featureWithdraw:
             self = .session
         }
     }

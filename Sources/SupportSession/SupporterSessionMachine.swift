@@ -42,6 +42,8 @@ public struct SupporterSessionMachine: Sendable {
     public private(set) var channel = MessageChannel()
     /// Feature asks sent and not answered, by ask id.
     public private(set) var pendingAsks: [UInt32: Feature.ID] = [:]
+    /// Pending asks the supporter withdrew (FEATURE_WITHDRAW sent): pending until the device's answer.
+    public private(set) var withdrawnAsks: Set<UInt32> = []
     private var lastAskID: UInt32 = 0
     /// With session resume: the secret that resumes this registration; nil when it cannot be resumed.
     public private(set) var resumeSecret: String? {
@@ -193,6 +195,7 @@ public struct SupporterSessionMachine: Sendable {
         state = .idle
         granted = []
         pendingAsks = [:]
+        withdrawnAsks = []
         resumeSecret = nil
         isReconnecting = false
         mediaDescriptor = nil
@@ -232,6 +235,7 @@ public struct SupporterSessionMachine: Sendable {
             .report(.featureRefused($0.value, reason: .connectionLost))
         }
         pendingAsks = [:]
+        withdrawnAsks = []
         return [.report(.reconnecting)] + withdrawn
     }
 
@@ -260,6 +264,30 @@ public struct SupporterSessionMachine: Sendable {
         lastAskID += 1
         pendingAsks[request.askID] = feature
         return [.send(.featureRequest(request))]
+    }
+
+    /// Withdraws the pending ask for `feature` (SPEC §15.3, FEATURE_WITHDRAW): the device drops it and answers it
+    /// refused (`aborted_by_supporter`), unless its user's answer crossed the withdrawal — then that answer stands.
+    /// Refused when nothing is asked for `feature`, it was withdrawn already, or the device's protocol has no
+    /// withdrawal (extension ask_withdraw not in effect: its answer comes within its own prompt timer).
+    public mutating func withdrawAsk(_ feature: Feature.ID) throws(Refusal) -> (askID: UInt32, actions: [Action]) {
+        guard case .active = state, extensions.contains(.accessControl) else {
+            throw Refusal(.wrongState, "no active session with access control to withdraw an ask in")
+        }
+        guard !isReconnecting else { throw Refusal(.reconnecting, "the device is reconnecting; try again shortly") }
+        guard let askID = pendingAsks.first(where: { $0.value == feature })?.key else {
+            throw Refusal(.wrongState, "\(feature) is not asked for: there is no pending ask to withdraw")
+        }
+        guard !withdrawnAsks.contains(askID) else {
+            throw Refusal(.wrongState, "the ask for \(feature) was withdrawn already; the device's answer follows")
+        }
+        guard extensions.contains(.askWithdraw) else {
+            throw Refusal(
+                .wrongState,
+                "the device's protocol cannot withdraw an ask (no ask_withdraw); it answers within its own prompt time")
+        }
+        withdrawnAsks.insert(askID)
+        return (askID, [.send(.featureWithdraw(FeatureWithdraw(askID: askID)))])
     }
 
     /// Sends a chat line, an application message or a file to the device (SPEC §15.4); refused unless the session
@@ -403,6 +431,7 @@ public struct SupporterSessionMachine: Sendable {
             return []  // crossed our SESSION_END
         case (_, .featureAnswer(let answer)):
             guard let feature = pendingAsks.removeValue(forKey: answer.askID), case .active = state else { return [] }
+            withdrawnAsks.remove(answer.askID)
             if answer.decision == .grant {
                 // A grant of a capability the device never declared grants nothing (SPEC §15.3).
                 guard let version = deviceCapabilities.version(of: feature) else {

@@ -21,6 +21,7 @@ public enum FrameType: UInt8, Sendable, CaseIterable {
     case messageAck = 0x1D
     case resume = 0x1E
     case resumeResult = 0x1F
+    case featureWithdraw = 0x21
 
     /// The message's name in SPEC.md, e.g. `HELLO_ACK`.
     public var specName: String {
@@ -46,6 +47,7 @@ public enum FrameType: UInt8, Sendable, CaseIterable {
         case .messageAck: "MESSAGE_ACK"
         case .resume: "RESUME"
         case .resumeResult: "RESUME_RESULT"
+        case .featureWithdraw: "FEATURE_WITHDRAW"
         }
     }
 
@@ -55,6 +57,7 @@ public enum FrameType: UInt8, Sendable, CaseIterable {
         case .featureRequest, .featureAnswer, .featureRevoke: .accessControl
         case .sessionMessage, .messageAck: .sessionMessages
         case .resume, .resumeResult: .sessionResume
+        case .featureWithdraw: .askWithdraw
         default: nil
         }
     }

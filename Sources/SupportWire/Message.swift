@@ -21,6 +21,7 @@ public enum Message: Hashable, Sendable {
     case messageAck(MessageAck)
     case resume(Resume)
     case resumeResult(ResumeResult)
+    case featureWithdraw(FeatureWithdraw)
 
     /// The frame type that carries this message.
     public var frameType: FrameType { body.frameType }
@@ -49,6 +50,7 @@ public enum Message: Hashable, Sendable {
         case .messageAck(let message): message
         case .resume(let message): message
         case .resumeResult(let message): message
+        case .featureWithdraw(let message): message
         }
     }
 
@@ -76,6 +78,7 @@ public enum Message: Hashable, Sendable {
         case .messageAck: .messageAck(try MessageAck(reading: &reader))
         case .resume: .resume(try Resume(reading: &reader))
         case .resumeResult: .resumeResult(try ResumeResult(reading: &reader))
+        case .featureWithdraw: .featureWithdraw(try FeatureWithdraw(reading: &reader))
         }
     }
 }

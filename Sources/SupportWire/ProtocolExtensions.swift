@@ -11,15 +11,17 @@ public struct ProtocolExtensions: OptionSet, Sendable, Hashable, CustomStringCon
     public static let sessionMessages = ProtocolExtensions(rawValue: 1 << 1)
     /// Session resume (SPEC §15.5), extension id `0x0003`.
     public static let sessionResume = ProtocolExtensions(rawValue: 1 << 2)
+    /// Withdrawing a feature ask (SPEC §15.3, FEATURE_WITHDRAW), extension id `0x0004`; requires access control.
+    public static let askWithdraw = ProtocolExtensions(rawValue: 1 << 3)
 
-    /// Everything protocol 1.1 defines.
-    public static let all: ProtocolExtensions = [.accessControl, .sessionMessages, .sessionResume]
+    /// Everything protocol 1.1 defines, with revision 1.2's ask withdrawal.
+    public static let all: ProtocolExtensions = [.accessControl, .sessionMessages, .sessionResume, .askWithdraw]
     /// Nothing: a node in 1.0 mode.
     public static let none: ProtocolExtensions = []
 
     private static let table: [(ProtocolExtensions, UInt16, String)] = [
         (.accessControl, 0x0001, "access_control"), (.sessionMessages, 0x0002, "session_messages"),
-        (.sessionResume, 0x0003, "session_resume"),
+        (.sessionResume, 0x0003, "session_resume"), (.askWithdraw, 0x0004, "ask_withdraw"),
     ]
 
     /// The extensions a HELLO or HELLO_ACK `features` list names at version 1; other entries are ignored.
@@ -37,10 +39,10 @@ public struct ProtocolExtensions: OptionSet, Sendable, Hashable, CustomStringCon
     }
 
     /// What a responder supporting `self` puts in effect for an initiator that offered `offered` (SPEC §15.1): the
-    /// common extensions, without session messages unless access control is in effect too.
+    /// common extensions, without session messages or ask withdrawal unless access control is in effect too.
     public func inEffect(offered: ProtocolExtensions) -> ProtocolExtensions {
         var result = intersection(offered)
-        if !result.contains(.accessControl) { result.remove(.sessionMessages) }
+        if !result.contains(.accessControl) { result.subtract([.sessionMessages, .askWithdraw]) }
         return result
     }
 

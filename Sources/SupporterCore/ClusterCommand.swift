@@ -11,11 +11,12 @@ public import SupporterModel
 public struct ClusterCommand: Codable, Sendable, Hashable {
     /// `vacate`: a node about to register a device on the code asks the node it last saw holding it whether a device
     /// is still there; the holder answers `conflict` if so, else once everything it submitted before (the code's
-    /// release included) is committed. `ask` (a feature, in `features`, with `text`), `chat` (`text`) and `message` (an
+    /// release included) is committed. `ask` (a feature, in `features`, with `text`), `withdraw` (the pending ask for
+    /// the feature in `features`), `chat` (`text`) and `message` (an
     /// application message: `contentType` and `body`) act in a running session. A node of an older version cannot read a kind it does not know: it never takes the command,
     /// and the sender answers `busy` after ``answerTimeout`` with nothing done.
     public enum Kind: String, Codable, Sendable {
-        case request, abort, end, vacate, ask, chat, message, file
+        case request, abort, end, vacate, ask, withdraw, chat, message, file
 
         /// Whether the holder must take the command exclusively before carrying it out (docs/cluster.md, "Honest
         /// answers"): a supporter's command must be carried out or withdrawn, never both, so the holder and the

@@ -282,6 +282,17 @@ extension CodeRegistry {
         return Self.fenced([audit(.featureAsked, code, now, details)], code: code)
     }
 
+    /// The supporter withdrew its pending ask `askID` for `feature` (FEATURE_WITHDRAW sent): what to store. The
+    /// device's answer (`feature_refused`, reason `aborted_by_supporter`, or a grant that crossed it) follows.
+    public func featureAskWithdrawn(
+        code: String, feature: Feature.ID, askID: UInt32, by actor: AuditActor, now: Date
+    ) -> [StoreIntent] {
+        var details = actor.details
+        details["feature"] = "\(feature)"
+        details["ask_id"] = "\(askID)"
+        return Self.fenced([audit(.featureAskWithdrawn, code, now, details)], code: code)
+    }
+
     /// Feature names for an audit detail: `chat,remote_control`.
     static func names(_ features: FeatureSet) -> String { features.map { "\($0.id)" }.joined(separator: ",") }
 

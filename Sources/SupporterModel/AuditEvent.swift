@@ -40,6 +40,8 @@ public struct AuditEvent: Sendable, Hashable {
         public static let deviceResumed = Kind(rawValue: "device_resumed")
         /// A supporter asked the device for a feature during the session (SPEC §15.3).
         public static let featureAsked = Kind(rawValue: "feature_asked")
+        /// The supporter withdrew a pending ask (FEATURE_WITHDRAW); the device's answer follows.
+        public static let featureAskWithdrawn = Kind(rawValue: "feature_ask_withdrawn")
         /// A chat line or application message went to the device (its content is kept apart, for the retention
         /// time: ``SessionContent``).
         public static let messageSent = Kind(rawValue: "message_sent")
@@ -87,7 +89,7 @@ public struct AuditEvent: Sendable, Hashable {
             .sessionEnded, .voipState, .error, .featureDenied, .featuresGranted, .featureGranted, .featureRefused,
             .featureRevoked, .deviceReconnecting, .deviceResumed, .featureAsked, .messageSent, .messageReceived,
             .messageDelivered, .messageRefused, .messagesUndelivered, .fileProgress, .fileReceived, .fileDelivered,
-            .fileRefused,
+            .fileRefused, .featureAskWithdrawn,
         ]
 
         public var description: String { rawValue }

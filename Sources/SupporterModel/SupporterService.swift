@@ -61,6 +61,8 @@ public protocol SupporterService: AnyObject, Sendable {
     /// Asks the device on `code` for `feature` during its session (SPEC §15.3); the answer is audited.
     func askFeature(code: String, feature: Feature.ID, text: String?, by actor: AuditActor)
         async throws(SupporterNodeError)
+    /// Withdraws the pending ask for `feature` on `code` (FEATURE_WITHDRAW); the device's answer follows as an event.
+    func withdrawFeatureAsk(code: String, feature: Feature.ID, by actor: AuditActor) async throws(SupporterNodeError)
     /// Sends chat text to the device on `code` (SPEC §15.4); needs `chat` granted. Returns the message's id (its
     /// `message_sent` row names it, and its delivery); `busy` while 16 messages wait for the device.
     @discardableResult
@@ -112,6 +114,26 @@ public protocol SupporterService: AnyObject, Sendable {
     func revokeAPIToken(id: String, by actor: AuditActor) throws(SupporterNodeError)
     /// The accepted token's record, or nil.
     func tokenRecord(of token: String) -> APITokenRecord?
+
+    // MARK: webhooks (blocking)
+
+    /// Every webhook endpoint with its pending and failed counts, oldest first. Blocking.
+    func webhookEndpoints() throws(SupporterNodeError) -> [WebhookEndpoint]
+    /// Registers an endpoint (URL checked, kinds known, at most 50 endpoints); the answer carries its secret. Blocking.
+    func addWebhookEndpoint(
+        url: String, eventKinds: [String], description: String?, isEnabled: Bool, by actor: AuditActor
+    ) throws(SupporterNodeError) -> WebhookEndpoint
+    /// Changes endpoint `id` (`not_found` when there is none). Blocking.
+    func changeWebhookEndpoint(id: String, _ change: WebhookEndpointChange, by actor: AuditActor)
+        throws(SupporterNodeError) -> WebhookEndpoint
+    /// Deletes endpoint `id` and its delivery log (`not_found` when there is none). Blocking.
+    func deleteWebhookEndpoint(id: String, by actor: AuditActor) throws(SupporterNodeError)
+    /// Endpoint `endpointID`'s delivery log, newest first, below `beforeID`, only in `state` when given. Blocking.
+    func webhookDeliveries(endpointID: String, beforeID: Int64?, state: WebhookDelivery.State?, limit: Int)
+        throws(SupporterNodeError) -> [WebhookDelivery]
+    /// Delivers a delivery's event again, as a new delivery (`not_found` when there is no such delivery). Blocking.
+    func redeliverWebhook(endpointID: String, deliveryID: Int64, by actor: AuditActor)
+        throws(SupporterNodeError) -> WebhookDelivery
 
     // MARK: audit trail (blocking reads)
 

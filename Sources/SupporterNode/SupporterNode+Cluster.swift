@@ -155,6 +155,11 @@ extension SupporterNode {
                     return ClusterCommandAnswer(SupporterNodeError("the command lacks its feature", kind: .invalid))
                 }
                 try await askFeatureHere(code: command.code, feature: feature, text: command.text, by: actor)
+            case .withdraw:
+                guard let feature = command.features?.first.flatMap({ $0.first }).map(Feature.ID.init(rawValue:)) else {
+                    return ClusterCommandAnswer(SupporterNodeError("the command lacks its feature", kind: .invalid))
+                }
+                try await withdrawFeatureAskHere(code: command.code, feature: feature, by: actor)
             case .chat:
                 guard let text = command.text else {
                     return ClusterCommandAnswer(SupporterNodeError("the command lacks its text", kind: .invalid))

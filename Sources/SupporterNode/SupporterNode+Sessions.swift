@@ -180,6 +180,33 @@ extension SupporterNode {
         }
     }
 
+    /// Withdraws the pending ask for `feature` on `code` (SPEC §15.3, FEATURE_WITHDRAW), through the node holding the
+    /// device if that is another one: the device drops it and answers it refused (`aborted_by_supporter`), unless its
+    /// user's answer crossed the withdrawal. Audited `feature_ask_withdrawn`. `conflict` when nothing is asked for
+    /// `feature`, it was withdrawn already, or the device's protocol cannot withdraw (no ask_withdraw).
+    public func withdrawFeatureAsk(code: String, feature: Feature.ID, by actor: AuditActor = .local)
+        async throws(SupporterNodeError)
+    {
+        if !holdsDevice(on: code), let node = try await remoteHolder(of: code) {
+            let command = ClusterCommand(
+                kind: .withdraw, code: code, features: [[feature.rawValue, 1]], actor: ClusterCommand.Actor(actor))
+            _ = try await forward(command, to: node)
+            return
+        }
+        try await withdrawFeatureAskHere(code: code, feature: feature, by: actor)
+    }
+
+    func withdrawFeatureAskHere(code: String, feature: Feature.ID, by actor: AuditActor) async throws(SupporterNodeError) {
+        let connection = try connection(for: code)
+        try await connection.runAudited { [self] machine throws(SupporterSessionMachine.Refusal) in
+            let (askID, actions) = try machine.withdrawAsk(feature)
+            let intents = sessions.withLock { state in
+                state.registry.featureAskWithdrawn(code: code, feature: feature, askID: askID, by: actor, now: clock.wallTime)
+            }
+            return (actions, intents, ())
+        }
+    }
+
     /// Sends chat text to the device on `code` (SPEC §15.4), through the node holding the device if that is another
     /// one; needs `chat` granted. Returns the message's id once it is recorded (`message_sent`, its text kept apart for
     /// the retention time) and on its way; its delivery is recorded (`message_delivered`) when the device acknowledges

@@ -24,6 +24,8 @@ public final class SupporterNode: Sendable {
     public let configuration: SupporterNodeConfiguration
     let logger: NodeLogger
     let group: EventLoopGroup
+    /// The node's event loops, for services beside it that run timers on them (the webhook dispatcher).
+    public var loops: EventLoopGroup { group }
     /// Whether the node made ``group`` (and so shuts it down); loops given to it are the caller's.
     private let ownsLoops: Bool
     /// Where the node reads the time: wall time for records, audit rows and expiries. Deadlines of links and

@@ -34,6 +34,8 @@ public struct SupporterNodeConfiguration: Sendable {
     /// How long an accepted connection may stay without registering on a code (SPEC §13).
     public var registrationDeadline: Duration = .seconds(10)
     public var logger: NodeLogger = .disabled
+    /// Hosts a webhook endpoint's `http://` URL may name (`--webhook-allow-http`); every other endpoint is `https://`.
+    public var webhookPlainHTTPHosts: Set<String> = []
 
     public init(tls: TLSConfiguration) { self.tls = tls }
 }

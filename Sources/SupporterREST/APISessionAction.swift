@@ -49,6 +49,22 @@ struct APIFeatureAsk: Decodable {
     }
 }
 
+/// `FeatureWithdraw`: the body of `POST /sessions/{code}/ask/withdraw`.
+struct APIFeatureWithdraw: Decodable {
+    let feature: Feature.ID
+
+    init(from decoder: any Decoder) throws {
+        let object = try StrictJSON.object(decoder)
+        try object.refuseUnknownMembers(allowed: ["feature"])
+        let name = try object.string("feature", max: 32, required: true) ?? ""
+        guard APIConnect.featureNames.contains(name), let id = Feature.ID(name: name) else {
+            throw RESTError.unprocessable(
+                "feature: unknown value '\(name)' (one of \(APIConnect.featureNames.sorted().joined(separator: ", ")))")
+        }
+        feature = id
+    }
+}
+
 /// `ChatMessage`: the body of `POST /sessions/{code}/chat`.
 struct APIChat: Decodable {
     let text: String

@@ -393,11 +393,6 @@ final class EventFeed: Sendable {
         }
     }
 
-    /// One event: `id`, `event` (the audit kind) and one line of JSON data (`EventData`), with who may see it; nil
-    /// when the store failed to say what its code is. The code is read from the store when the node does not hold it:
-    /// a code's creation is durable (and its row readable here) a moment before the node applies it, and a code
-    /// another node of the cluster made reaches this one later still; taken for deleted, its row would lose its
-    /// session and reach admins only.
     /// The contents kept for the message rows of `events` (one read per page), or nil when the store failed.
     private static func contents(of events: [AuditEvent], node: any SupporterService) -> [Int64: StoredSessionContent]? {
         let ids = events.filter { APISessionContent.carried.contains($0.kind) }.map(\.id)
@@ -405,6 +400,11 @@ final class EventFeed: Sendable {
         return try? node.sessionContents(auditIDs: ids)
     }
 
+    /// One event: `id`, `event` (the audit kind) and one line of JSON data (`EventData`), with who may see it; nil
+    /// when the store failed to say what its code is. The code is read from the store when the node does not hold it:
+    /// a code's creation is durable (and its row readable here) a moment before the node applies it, and a code
+    /// another node of the cluster made reaches this one later still; taken for deleted, its row would lose its
+    /// session and reach admins only.
     private static func row(
         _ event: AuditEvent, content: StoredSessionContent?, node: any SupporterService, codes: inout CodeLookups
     ) -> Row? {
@@ -448,6 +448,8 @@ final class EventFeed: Sendable {
 struct APIEventData: Encodable {
     let event: APIAuditEvent
     let session: APISession?
+    /// False for a webhook's body, which has no `session`: the code's state when it is delivered could be much later.
+    var includesSession = true
     /// Nil: the row carries no content; `.some(nil)`: it does, and the content is no longer kept.
     var content: APISessionContent?? = nil
 
@@ -456,7 +458,7 @@ struct APIEventData: Encodable {
     func encode(to encoder: any Encoder) throws {
         try event.encode(to: encoder)
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(session, forKey: .session)
+        if includesSession { try container.encode(session, forKey: .session) }
         if let content { try container.encode(content, forKey: .content) }
     }
 }

@@ -71,6 +71,10 @@ extension RESTRouter {
         Route(.post, "/api/v1/sessions/{code}/ask", .authenticated(.caller, methodCheck: .afterAccess, "askFeature") {
             router, call, principal throws(RESTError) in try await router.askFeature(call, by: principal)
         }),
+        Route(.post, "/api/v1/sessions/{code}/ask/withdraw", .authenticated(
+            .caller, methodCheck: .afterAccess, "withdrawFeatureAsk") {
+            router, call, principal throws(RESTError) in try await router.withdrawFeatureAsk(call, by: principal)
+        }),
         Route(.get, "/api/v1/sessions/{code}/messages", .authenticated(
             .caller, methodCheck: .afterAccess, "listSessionMessages"
         ) { router, call, principal throws(RESTError) in try router.listSessionMessages(call, for: principal) }),
@@ -126,6 +130,33 @@ extension RESTRouter {
         }),
         Route(.delete, "/api/v1/tokens/{id}", .authenticated(.admin, methodCheck: .afterAccess, "revokeToken") {
             router, call, principal throws(RESTError) in try await router.revokeToken(call, by: principal)
+        }),
+        Route(.get, "/api/v1/webhooks", .authenticated(.admin, methodCheck: .afterAccess, "listWebhooks") {
+            router, call, _ throws(RESTError) in try await router.listWebhooks(call)
+        }),
+        Route(.post, "/api/v1/webhooks", .authenticated(.admin, methodCheck: .afterAccess, "createWebhook") {
+            router, call, principal throws(RESTError) in try await router.createWebhook(call, by: principal)
+        }),
+        Route(.get, "/api/v1/webhooks/{id}", .authenticated(.admin, methodCheck: .afterAccess, "getWebhook") {
+            router, call, _ throws(RESTError) in try await router.getWebhook(call)
+        }),
+        Route(.patch, "/api/v1/webhooks/{id}", .authenticated(.admin, methodCheck: .afterAccess, "updateWebhook") {
+            router, call, principal throws(RESTError) in try await router.updateWebhook(call, by: principal)
+        }),
+        Route(.delete, "/api/v1/webhooks/{id}", .authenticated(.admin, methodCheck: .afterAccess, "deleteWebhook") {
+            router, call, principal throws(RESTError) in try await router.deleteWebhook(call, by: principal)
+        }),
+        Route(.post, "/api/v1/webhooks/{id}/secret", .authenticated(
+            .admin, methodCheck: .afterAccess, "rotateWebhookSecret") {
+            router, call, principal throws(RESTError) in try await router.rotateWebhookSecret(call, by: principal)
+        }),
+        Route(.get, "/api/v1/webhooks/{id}/deliveries", .authenticated(
+            .admin, methodCheck: .afterAccess, "listWebhookDeliveries") {
+            router, call, _ throws(RESTError) in try await router.listWebhookDeliveries(call)
+        }),
+        Route(.post, "/api/v1/webhooks/{id}/deliveries/{delivery}/redeliver", .authenticated(
+            .admin, methodCheck: .afterAccess, "redeliverWebhook") {
+            router, call, principal throws(RESTError) in try await router.redeliverWebhook(call, by: principal)
         }),
     ])
 

@@ -141,6 +141,17 @@ extension RESTRouter {
         }
     }
 
+    /// `POST /sessions/{code}/ask/withdraw`: withdraws the pending ask for a feature; the device's answer (refused
+    /// `aborted_by_supporter`, or a grant that crossed the withdrawal) is audited and on the event stream.
+    func withdrawFeatureAsk(_ call: RESTCall, by principal: RESTPrincipal) async throws(RESTError) -> HTTPResponse {
+        try await act(on: call["code"], by: principal) { code throws(RESTError) in
+            let input = try StrictJSON.decode(APIFeatureWithdraw.self, from: call.request.body)
+            try await nodeCall { () throws(SupporterNodeError) in
+                try await node.withdrawFeatureAsk(code: code, feature: input.feature, by: principal.actor)
+            }
+        }
+    }
+
     /// `POST /sessions/{code}/messages`: sends an application message to the device (needs `app_messages` granted);
     /// answers its id.
     func sendApplicationMessage(_ call: RESTCall, by principal: RESTPrincipal) async throws(RESTError) -> HTTPResponse {

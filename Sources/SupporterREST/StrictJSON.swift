@@ -132,6 +132,31 @@ extension KeyedDecodingContainer where Key == JSONKey {
         return value
     }
 
+    /// A boolean member (not null); nil when absent.
+    func bool(_ name: String) throws(RESTError) -> Bool? {
+        guard has(name) else { return nil }
+        guard !isNull(name), let value = try? decode(Bool.self, forKey: JSONKey(name)) else {
+            throw RESTError.unprocessable("\(name) must be true or false")
+        }
+        return value
+    }
+
+    /// A list of 1 to `max` strings (each 1 to 64 code points), no repeats; nil when absent.
+    func strings(_ name: String, max: Int) throws(RESTError) -> [String]? {
+        guard has(name) else { return nil }
+        guard !isNull(name), let values = try? decode([String].self, forKey: JSONKey(name)) else {
+            throw RESTError.unprocessable("\(name) must be a list of strings")
+        }
+        guard (1...max).contains(values.count) else {
+            throw RESTError.unprocessable("\(name) must list 1 to \(max) values")
+        }
+        guard values.allSatisfy({ (1...64).contains($0.unicodeScalars.count) }) else {
+            throw RESTError.unprocessable("each value of \(name) has 1 to 64 characters")
+        }
+        guard Set(values).count == values.count else { throw RESTError.unprocessable("\(name) lists a value twice") }
+        return values
+    }
+
     func time(_ name: String) throws(RESTError) -> Date? {
         guard has(name) else { return nil }
         guard !isNull(name), let text = try? decode(String.self, forKey: JSONKey(name)), let date = RESTTime.parse(text)

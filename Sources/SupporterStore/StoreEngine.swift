@@ -93,8 +93,8 @@ public protocol StoreEngine: Sendable {
     /// before its `staleBefore`.
     func recordWebhookAttempt(_ attempt: WebhookAttempt, endpointID: String, owner: String, leaseUntil: Date?)
         throws(StoreError)
-    /// Ends `owner`'s lease on `endpointID` (nothing when another node holds it).
-    func releaseWebhookLease(endpointID: String, owner: String) throws(StoreError)
+    /// Ends `owner`'s lease on `endpointID`, or on every endpoint it holds when nil (nothing where another node holds it).
+    func releaseWebhookLease(endpointID: String?, owner: String) throws(StoreError)
     /// Deletes deliveries delivered or given up before `before`; returns how many.
     @discardableResult
     func pruneWebhookDeliveries(finishedBefore before: Date) throws(StoreError) -> Int

@@ -191,8 +191,9 @@ extension PostgresStoreEngine {
         }
     }
 
-    /// Runs `body` in one transaction on the engine's thread (the audit head written back before the commit).
-    private static func inTransaction<Result>(
+    /// Runs `body` in one transaction on the engine's thread (the audit head written back before the commit, so an
+    /// audit row appended in `body` commits with the change, or neither does).
+    static func inTransaction<Result>(
         _ connection: PostgresConnection, _ location: String, _ member: ClusterMember?,
         _ body: (inout PostgresStoreTransaction) throws(StoreError) -> Result
     ) throws(StoreError) -> Result {

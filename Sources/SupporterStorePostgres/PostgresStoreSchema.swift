@@ -5,8 +5,8 @@ import SupportWire
 import SupportUtilities
 
 /// The PostgreSQL store's schema: the same concepts as the SQLite one (``StoreSchema``) — session codes and their code
-/// rules, supporter accounts, login sessions, API token digests, registration back-off and the hash-chained audit
-/// trail — with its version in a `schema_version` table.
+/// rules, supporter accounts, login sessions, API token digests, registration back-off, the hash-chained audit trail
+/// and the webhook outbox — with its version in a `schema_version` table.
 ///
 /// Opening runs every migration newer than the database's version, all in one transaction, under an advisory lock so
 /// that nodes starting together migrate once. A database newer than ``currentVersion`` is refused, never changed.
@@ -237,6 +237,66 @@ package enum PostgresStoreSchema {
         Migration(
             version: 5, summary: "a code's default media descriptor (SPEC §15), for requests that name none",
             statements: ["ALTER TABLE session_codes ADD COLUMN media_descriptor bytea"]),
+        Migration(
+            version: 6,
+            summary: "webhooks: endpoints, and an outbox of deliveries made with each audit event an endpoint wants",
+            statements: [
+                // The outbox function keeps this search path (FROM CURRENT), as migration 3's guards do.
+                "SELECT set_config('search_path', quote_ident(current_schema()) || ', pg_temp', true)",
+                // Kinds as WebhookKindList stores them: '*', or ',a,b,'. Leases: one node delivers to an endpoint.
+                """
+                CREATE TABLE webhook_endpoints (
+                    id text PRIMARY KEY,
+                    url text NOT NULL,
+                    event_kinds text NOT NULL,
+                    enabled boolean NOT NULL,
+                    description text,
+                    created_at bigint NOT NULL,
+                    secret text NOT NULL,
+                    previous_secret text,
+                    previous_secret_until bigint,
+                    lease_owner text,
+                    lease_until bigint
+                )
+                """,
+                """
+                CREATE TABLE webhook_deliveries (
+                    id bigserial PRIMARY KEY,
+                    endpoint_id text NOT NULL,
+                    event_id bigint NOT NULL,
+                    event_kind text NOT NULL,
+                    code text,
+                    state text NOT NULL CHECK (state IN ('pending', 'delivered', 'failed')),
+                    attempts integer NOT NULL DEFAULT 0,
+                    created_at bigint NOT NULL,
+                    next_attempt_at bigint,
+                    last_attempt_at bigint,
+                    last_status integer,
+                    last_error text,
+                    finished_at bigint,
+                    redelivery_of bigint
+                )
+                """,
+                "CREATE INDEX webhook_deliveries_pending ON webhook_deliveries (endpoint_id, id) WHERE state = 'pending'",
+                "CREATE INDEX webhook_deliveries_by_endpoint ON webhook_deliveries (endpoint_id, id)",
+                "CREATE INDEX webhook_deliveries_finished ON webhook_deliveries (finished_at) WHERE state <> 'pending'",
+                // In the audit row's own transaction: an event is in the outbox exactly when it is in the trail.
+                """
+                CREATE FUNCTION audit_events_webhook_outbox() RETURNS trigger LANGUAGE plpgsql
+                SET search_path FROM CURRENT AS $$
+                BEGIN
+                    INSERT INTO webhook_deliveries (endpoint_id, event_id, event_kind, code, state, created_at,
+                        next_attempt_at)
+                    SELECT id, NEW.id, NEW.kind, NEW.code, 'pending', NEW.time, NEW.time FROM webhook_endpoints
+                    WHERE enabled AND (event_kinds = '*' OR strpos(event_kinds, ',' || NEW.kind || ',') > 0);
+                    RETURN NULL;
+                END $$
+                """,
+                """
+                CREATE TRIGGER audit_events_webhook_outbox AFTER INSERT ON audit_events
+                FOR EACH ROW EXECUTE FUNCTION audit_events_webhook_outbox()
+                """,
+            ]),
     ]
 
     /// What ``PostgresStoreEngine/verifyAudit()`` expects of the audit trail's guards, as the newest migration that

@@ -120,7 +120,7 @@ public final class SQLiteStoreEngine: StoreEngine {
         try store.recordWebhookAttempt(attempt, endpointID: endpointID, owner: owner, leaseUntil: leaseUntil)
     }
 
-    public func releaseWebhookLease(endpointID: String, owner: String) throws(StoreError) {
+    public func releaseWebhookLease(endpointID: String?, owner: String) throws(StoreError) {
         try store.releaseWebhookLease(endpointID: endpointID, owner: owner)
     }
 

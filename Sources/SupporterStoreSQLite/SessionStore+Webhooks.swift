@@ -152,17 +152,35 @@ extension SessionStore {
     public func claimWebhookWork(
         owner: String, now: Date, leaseUntil: Date, maxEndpoints: Int, maxDeliveries: Int
     ) throws(StoreError) -> [WebhookWork] {
+        // A read first: most looks find nothing due, and need not take the write lock the node's writer uses.
+        let anythingDue = try perform("look for due webhook deliveries") {
+            (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) -> Bool in
+            let due = try connection.prepare(
+                """
+                SELECT 1 FROM webhook_endpoints e
+                JOIN webhook_deliveries d ON d.id =
+                    (SELECT min(id) FROM webhook_deliveries WHERE endpoint_id = e.id AND state = 'pending')
+                WHERE e.enabled = 1 AND (e.lease_until IS NULL OR e.lease_until < ?1) AND d.next_attempt_at <= ?1
+                LIMIT 1
+                """)
+            try due.bind(now.unixMilliseconds, at: 1)
+            return try due.step()
+        }
+        guard anythingDue else { return [] }
         let claimed = try write("claim webhook deliveries") {
             (transaction: inout StoreTransaction) throws(StoreError) -> [WebhookWork] in
             try transaction.run("claim webhook deliveries") {
                 (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) -> [WebhookWork] in
+                // Qualified: the join's deliveries have an id, a created_at too.
+                let endpointColumns = Self.webhookEndpointColumns.split(separator: ",")
+                    .map { "e." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
                 let due = try connection.prepare(
                     """
-                    SELECT \(Self.webhookEndpointColumns) FROM webhook_endpoints e
+                    SELECT \(endpointColumns) FROM webhook_endpoints e
                     JOIN webhook_deliveries d ON d.id =
                         (SELECT min(id) FROM webhook_deliveries WHERE endpoint_id = e.id AND state = 'pending')
                     WHERE e.enabled = 1 AND (e.lease_until IS NULL OR e.lease_until < ?1) AND d.next_attempt_at <= ?1
-                    ORDER BY d.next_attempt_at LIMIT ?2
+                    ORDER BY d.next_attempt_at, e.id LIMIT ?2
                     """)
                 try due.bind(now.unixMilliseconds, at: 1)
                 try due.bind(Int64(max(0, maxEndpoints)), at: 2)
@@ -236,7 +254,7 @@ extension SessionStore {
         try write("record webhook attempt") { (transaction: inout StoreTransaction) throws(StoreError) in
             try transaction.run("record webhook attempt") {
                 (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) in
-                let (state, next, finished, staleBefore) = Self.columns(of: attempt)
+                let (state, next, finished, staleBefore) = WebhookAttemptRow.columns(of: attempt)
                 let update = try connection.prepare(
                     """
                     UPDATE webhook_deliveries SET attempts = attempts + 1, last_attempt_at = ?2, last_status = ?3,
@@ -279,13 +297,17 @@ extension SessionStore {
         }
     }
 
-    /// Ends `owner`'s lease on `endpointID` (nothing when another node holds it now).
-    public func releaseWebhookLease(endpointID: String, owner: String) throws(StoreError) {
+    /// Ends `owner`'s lease on `endpointID`, or on every endpoint when nil (a node starting again under the same owner
+    /// name: what it held when it stopped); nothing where another node holds the lease now.
+    public func releaseWebhookLease(endpointID: String?, owner: String) throws(StoreError) {
         try write("release webhook lease") { (transaction: inout StoreTransaction) throws(StoreError) in
             try transaction.run("release webhook lease") {
                 (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) in
                 let lease = try connection.prepare(
-                    "UPDATE webhook_endpoints SET lease_owner = NULL, lease_until = NULL WHERE id = ? AND lease_owner = ?")
+                    """
+                    UPDATE webhook_endpoints SET lease_owner = NULL, lease_until = NULL
+                    WHERE (?1 IS NULL OR id = ?1) AND lease_owner = ?2
+                    """)
                 try lease.bind(endpointID, at: 1)
                 try lease.bind(owner, at: 2)
                 try lease.run()
@@ -309,15 +331,6 @@ extension SessionStore {
     }
 
     // MARK: rows
-
-    /// The state, next attempt, finish time and stale bound an attempt writes (milliseconds).
-    static func columns(of attempt: WebhookAttempt) -> (String, Int64?, Int64?, Date?) {
-        switch attempt.outcome {
-        case .delivered: ("delivered", nil, attempt.at.unixMilliseconds, nil)
-        case .retry(let at): ("pending", at.unixMilliseconds, nil, nil)
-        case .failed(let staleBefore): ("failed", nil, attempt.at.unixMilliseconds, staleBefore)
-        }
-    }
 
     private static func bind(_ endpoint: WebhookEndpoint, to statement: borrowing SQLiteDatabase.Statement)
         throws(StoreError)

@@ -107,9 +107,11 @@ struct AuditStoreTests {
     }
 
     /// Puts a store of the current schema back to what version 2 had (no anchors, no gate, the guard function that
-    /// refuses everything; no message contents, no media descriptors), events kept: a database that a node of an
-    /// earlier version left.
+    /// refuses everything; no message contents, no media descriptors, no webhooks), events kept: a database that a
+    /// node of an earlier version left.
     static let backToVersion2 = """
+        DROP TRIGGER audit_events_webhook_outbox ON audit_events; DROP FUNCTION audit_events_webhook_outbox();
+        DROP TABLE webhook_deliveries; DROP TABLE webhook_endpoints;
         DROP TABLE session_contents; ALTER TABLE session_codes DROP COLUMN media_descriptor;
         DROP TABLE audit_anchors; DROP TABLE audit_prune_gate; DROP FUNCTION audit_anchors_guard();
         CREATE OR REPLACE FUNCTION audit_events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -131,7 +133,7 @@ struct AuditStoreTests {
             try await Self.psql(cluster.connectionString, Self.backToVersion2)
             let node = try await SupporterServer(certificate: certificates.server, extra: ["--store", uri])
             defer { Task { await node.close() } }
-            #expect(try await Self.psql(cluster.connectionString, "SELECT version FROM schema_version") == ["5"])
+            #expect(try await Self.psql(cluster.connectionString, "SELECT version FROM schema_version") == ["6"])
             let (before, _) = try #require(AuditCLITests.verified(try await supporter("audit", "--verify", "--store", uri)))
             let folder = try TemporaryFolder()
             defer { folder.remove() }

@@ -172,6 +172,18 @@ final class CLIProcess: Sendable {
         return found
     }
 
+    /// Waits until the JSON events on stdout so far satisfy `condition` (looked at again at each new line); false after
+    /// `timeout` or at exit.
+    func waitUntilEvents(timeout: Duration = patience, _ condition: ([[String: Any]]) -> Bool) async -> Bool {
+        var holds = false
+        _ = await wait(timeout: timeout) {
+            let objects = stdoutLines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            holds = condition(objects)
+            return holds || output.withLock { $0.open == 0 }
+        }
+        return holds
+    }
+
     /// Waits for a stdout line that satisfies `matching`; nil after `timeout` or at exit.
     func waitForLine(timeout: Duration = patience, _ matching: (String) -> Bool) async -> String? {
         await waitForLine(in: \.stdout, timeout: timeout, matching)

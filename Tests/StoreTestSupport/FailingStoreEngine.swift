@@ -165,7 +165,7 @@ public final class FailingStoreEngine: StoreEngine {
         try base.recordWebhookAttempt(attempt, endpointID: endpointID, owner: owner, leaseUntil: leaseUntil)
     }
 
-    public func releaseWebhookLease(endpointID: String, owner: String) throws(StoreError) {
+    public func releaseWebhookLease(endpointID: String?, owner: String) throws(StoreError) {
         if failing { throw Self.injected }
         try base.releaseWebhookLease(endpointID: endpointID, owner: owner)
     }

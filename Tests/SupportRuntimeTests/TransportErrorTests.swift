@@ -15,6 +15,7 @@ import Testing
         (.certificateVerification, "certificate_verification"), (.pinMismatch, "pin_mismatch"),
         (.alpnMismatch, "alpn_mismatch"), (.tls, "tls"), (.connectTimeout, "connect_timeout"),
         (.handshakeTimeout, "handshake_timeout"), (.idleTimeout, "idle_timeout"),
+        (.deadlineExceeded, "deadline_exceeded"),
         (.uncleanShutdown, "unclean_shutdown"), (.connectionReset, "connection_reset"),
         (.writeBufferFull, "write_buffer_full"), (.closed, "closed"), (.protocolViolation, "protocol_violation"),
         (.cancelled, "cancelled"), (.eventLoopShutDown, "event_loop_shut_down"),

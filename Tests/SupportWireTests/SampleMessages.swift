@@ -76,6 +76,8 @@ enum SampleMessages {
         .featureAnswer(FeatureAnswer(askID: .max, decision: .refuse, reason: .featureDenied)),
         .featureRevoke(FeatureRevoke(feature: .chat)),
         .featureRevoke(FeatureRevoke(feature: .init(rawValue: 0), text: String(repeating: "r", count: 256))),
+        .featureWithdraw(FeatureWithdraw(askID: 1)),
+        .featureWithdraw(FeatureWithdraw(askID: .max)),
         .sessionMessage(.chat(id: 1, text: "Hi")),
         .sessionMessage(
             SessionMessage(

@@ -122,6 +122,8 @@ enum VectorMessage {
                     resumeSecret: fields.optionalString("resume_secret"),
                     lastMessageID: try fields.optionalInteger("last_message_id"),
                     retryAfterMilliseconds: try fields.optionalInteger("retry_after_ms")))
+        case "FEATURE_WITHDRAW":
+            message = .featureWithdraw(FeatureWithdraw(askID: try fields.integer("ask_id")))
         default: throw FormatError(description: "unknown message type \(type)")
         }
         guard fields.unused.isEmpty else { throw FormatError(description: "unused keys \(fields.unused) in \(type)") }

@@ -26,14 +26,17 @@ import SupportHTTP
         }
     }
 
-    /// As protocol/openapi.yaml's description says: below /sessions, /users and /tokens a wrong method is refused
-    /// only once the caller is authenticated (and for /users and /tokens authorized); elsewhere first.
-    @Test func wrongMethodsAreRefusedAfterAuthenticationOnlyBelowSessionsUsersAndTokens() {
+    /// As protocol/openapi.yaml's description says: below /sessions, /users, /tokens and /webhooks a wrong method is
+    /// refused only once the caller is authenticated (and for /users, /tokens and /webhooks authorized); elsewhere
+    /// first.
+    @Test func wrongMethodsAreRefusedAfterAuthenticationOnlyBelowSessionsUsersTokensAndWebhooks() {
         for route in RESTRouter.routes.routes {
             let text = route.pattern.description
-            let late = ["/api/v1/sessions", "/api/v1/users", "/api/v1/tokens"].contains { text.hasPrefix($0) }
+            let late = ["/api/v1/sessions", "/api/v1/users", "/api/v1/tokens", "/api/v1/webhooks"].contains {
+                text.hasPrefix($0)
+            }
             #expect(route.handler.methodCheck == (late ? .afterAccess : .first), "\(text)")
-            if text.hasPrefix("/api/v1/users") || text.hasPrefix("/api/v1/tokens") {
+            if ["/api/v1/users", "/api/v1/tokens", "/api/v1/webhooks"].contains(where: { text.hasPrefix($0) }) {
                 #expect(route.handler.access == .admin, "\(text)")
             }
         }

@@ -5,9 +5,10 @@ import SupporterNode
 import SupporterCore
 @testable import SupporterREST
 
-/// One request to the router in process and what must come back. `path` may hold `{code}`, `{bobCode}`, `{login}` and
-/// `{id}` (``RouterScene/fill(_:)``). ``RouterEndpointTests/everyRouteHasAnAnswerAndARefusal`` reads these through
-/// the route table to prove every route has at least one of each.
+/// One request to the router in process and what must come back. `path` may hold `{code}`, `{bobCode}`, `{login}`,
+/// `{id}`, `{webhook}` and `{delivery}` (``RouterScene/fill(_:)``).
+/// ``RouterEndpointTests/everyRouteHasAnAnswerAndARefusal`` reads these through the route table to prove every route
+/// has at least one of each.
 struct EndpointCase: Sendable, CustomTestStringConvertible {
     var name: String
     var method: HTTPMethod
@@ -22,6 +23,8 @@ struct EndpointCase: Sendable, CustomTestStringConvertible {
     var allow: String? = nil
     /// More checks of the answer, with the scene (the node) for state.
     var check: (@Sendable (HTTPResponse, RouterScene) async throws -> Void)? = nil
+    /// What the scene needs before the request (after ``check`` so that a trailing closure stays the check).
+    var prepare: (@Sendable (RouterScene) async throws -> Void)? = nil
 
     var testDescription: String { "\(method) \(path) as \(caller) → \(status): \(name)" }
 }
@@ -518,12 +521,231 @@ struct EndpointCase: Sendable, CustomTestStringConvertible {
              caller: .alice, status: 403),
     ]
 
-    static let all = console + probes + metrics + outside + signIn + sessions + audit + users + tokens
+    /// Webhook endpoints (admins only). The scene has one endpoint of every kind, `{webhook}`, with the delivery of its
+    /// own `webhook_created` row, `{delivery}`; nothing delivers in a scene (no dispatcher runs).
+    static let webhooks: [Case] = [
+        Case(name: "lists the endpoints, never their secrets", method: .get, path: "/api/v1/webhooks", status: 200) {
+            answer, scene in
+            let hooks = try requireValue(answer.json?["webhooks"] as? [[String: Any]])
+            #expect(hooks.map { $0["id"] as? String } == [scene.webhookID])
+            #expect(hooks.first?["url"] as? String == RouterSceneTemplate.webhookURL)
+            #expect(hooks.first?["event_kinds"] as? [String] == ["*"])
+            #expect(hooks.first?["pending"] as? Int ?? 0 >= 1, "\(answer.text)")
+            #expect(hooks.first?["previous_secret_until"] is NSNull)
+            #expect(hooks.first?.keys.contains("secret") == false)
+            #expect(!answer.text.contains("whsec_"))
+        },
+        Case(name: "an admin account lists them too", method: .get, path: "/api/v1/webhooks", caller: .root,
+             status: 200),
+        Case(name: "a supporter may not", method: .get, path: "/api/v1/webhooks", caller: .alice, status: 403,
+             message: "only an admin may do this"),
+        Case(name: "a device token may not", method: .get, path: "/api/v1/webhooks", caller: .device, status: 403),
+        Case(name: "a wrong method by a supporter is 403 before 405", method: .put, path: "/api/v1/webhooks",
+             caller: .bob, status: 403),
+        Case(name: "a wrong method by an admin", method: .put, path: "/api/v1/webhooks", status: 405,
+             allow: "GET, POST"),
+
+        Case(name: "registers an endpoint, its secret shown once", method: .post, path: "/api/v1/webhooks",
+             body: #"{"url":"https://helpdesk.example.com/rs?token=abc","event_kinds":["session_ended","*"],"#
+                 + #""description":"tickets"}"#, status: 201) { answer, scene in
+            let id = try requireValue(answer.json?["id"] as? String)
+            let secret = try requireValue(answer.json?["secret"] as? String)
+            #expect(id.hasPrefix("wh_") && id.count == 19)
+            #expect(secret.hasPrefix("whsec_") && secret.count == 54)
+            #expect(answer.json?["event_kinds"] as? [String] == ["*"], "a list naming * is every kind")
+            #expect(answer.json?["enabled"] as? Bool == true)
+            #expect(answer.json?["description"] as? String == "tickets")
+            #expect(answer.headers["Location"] == nil)
+            let stored = try scene.fixture.node.webhookEndpoints().first { $0.id == id }
+            #expect(stored?.secret == secret)
+            let fetched = try await scene.send(.get, "/api/v1/webhooks/\(id)", as: .admin)
+            #expect(fetched.json?.keys.contains("secret") == false, "\(fetched.text)")
+            // Audited with the host only: never the URL's path and query, never the secret.
+            let row = try requireValue(
+                scene.fixture.node.auditEvents(code: nil).last { $0.kind.rawValue == "webhook_created" })
+            #expect(row.details["endpoint"] == id)
+            #expect(row.details["host"] == "helpdesk.example.com")
+            #expect(!row.details.values.contains { $0.contains("token=abc") || $0.contains(secret) }, "\(row.details)")
+        },
+        Case(name: "an admin account registers one, disabled", method: .post, path: "/api/v1/webhooks", caller: .root,
+             body: #"{"url":"https://192.0.2.7/","event_kinds":["signed_in"],"enabled":false,"description":""}"#,
+             status: 201) { answer, _ in
+            #expect(answer.json?["enabled"] as? Bool == false)
+            #expect(answer.json?["description"] is NSNull, "an empty description is none")
+        },
+        Case(name: "plain http:// is refused", method: .post, path: "/api/v1/webhooks",
+             body: #"{"url":"http://helpdesk.example.com/rs","event_kinds":["*"]}"#, status: 422,
+             message: "plain http://"),
+        Case(name: "an unknown kind", method: .post, path: "/api/v1/webhooks",
+             body: #"{"url":"https://192.0.2.1/","event_kinds":["telepathy"]}"#, status: 422,
+             message: "'telepathy' is not an event kind"),
+        Case(name: "no kinds", method: .post, path: "/api/v1/webhooks",
+             body: #"{"url":"https://192.0.2.1/","event_kinds":[]}"#, status: 422,
+             message: "event_kinds must list 1 to 64 values"),
+        Case(name: "an unknown member", method: .post, path: "/api/v1/webhooks",
+             body: #"{"url":"https://192.0.2.1/","event_kinds":["*"],"secret":"whsec_mine"}"#, status: 422,
+             message: "unknown member 'secret'"),
+        Case(name: "a description over 200 characters", method: .post, path: "/api/v1/webhooks",
+             body: #"{"url":"https://192.0.2.1/","event_kinds":["*"],"description":"\#(String(repeating: "x", count: 201))"#
+                 + #""}"#, status: 422, message: "description must have 0 to 200 characters"),
+        Case(name: "not JSON", method: .post, path: "/api/v1/webhooks", body: "{", status: 400,
+             message: "not valid JSON") { _, scene in
+            let endpoints = try scene.fixture.node.webhookEndpoints()
+            #expect(endpoints.count == 1, "nothing was registered")
+        },
+        Case(name: "the 51st endpoint", method: .post, path: "/api/v1/webhooks",
+             body: #"{"url":"https://192.0.2.1/51","event_kinds":["*"]}"#, status: 409,
+             message: "at most 50 webhook endpoints",
+             prepare: { scene in
+                 for index in 2...50 {
+                     _ = try scene.fixture.node.addWebhookEndpoint(
+                         url: "https://192.0.2.1/\(index)", eventKinds: ["code_created"], description: nil,
+                         isEnabled: false, by: .local)
+                 }
+             }),
+
+        Case(name: "reads an endpoint, without its secret", method: .get, path: "/api/v1/webhooks/{webhook}",
+             status: 200) { answer, scene in
+            #expect(answer.json?["id"] as? String == scene.webhookID)
+            #expect(answer.json?["description"] as? String == "scene")
+            #expect(answer.json?.keys.contains("secret") == false)
+        },
+        Case(name: "no such endpoint", method: .get, path: "/api/v1/webhooks/wh_0000000000000000", status: 404,
+             message: "no webhook endpoint has the id wh_0000000000000000"),
+        Case(name: "a supporter may not read one", method: .get, path: "/api/v1/webhooks/{webhook}", caller: .bob,
+             status: 403),
+        Case(name: "a wrong method on an endpoint", method: .post, path: "/api/v1/webhooks/{webhook}", status: 405,
+             allow: "GET, PATCH, DELETE"),
+
+        Case(name: "changes an endpoint", method: .patch, path: "/api/v1/webhooks/{webhook}",
+             body: #"{"enabled":false,"description":null}"#, status: 200) { answer, scene in
+            #expect(answer.json?["enabled"] as? Bool == false)
+            #expect(answer.json?["description"] is NSNull)
+            #expect(answer.json?["url"] as? String == RouterSceneTemplate.webhookURL, "an absent member stays")
+            #expect(answer.json?.keys.contains("secret") == false)
+            let stored = try scene.fixture.node.webhookEndpoints().first { $0.id == scene.webhookID }
+            #expect(stored?.isEnabled == false)
+            let row = try scene.fixture.node.auditEvents(code: nil).last { $0.kind.rawValue == "webhook_changed" }
+            #expect(row?.details["changed"] == "enabled,description", "\(String(describing: row))")
+        },
+        Case(name: "the cookie without CSRF token", method: .patch, path: "/api/v1/webhooks/{webhook}",
+             caller: .aliceWithoutCSRF, body: "{}", status: 403, message: "X-CSRF-Token"),
+        Case(name: "a malformed body", method: .patch, path: "/api/v1/webhooks/{webhook}", body: "{", status: 400,
+             message: "not valid JSON"),
+        Case(name: "a body that is no object, before the id is looked up", method: .patch,
+             path: "/api/v1/webhooks/wh_0000000000000000", body: "[]", status: 400,
+             message: "the body must be a JSON object"),
+        Case(name: "an unknown member in a change", method: .patch, path: "/api/v1/webhooks/{webhook}",
+             body: #"{"colour":"red"}"#, status: 422, message: "unknown member 'colour'"),
+        Case(name: "a change to plain http://", method: .patch, path: "/api/v1/webhooks/{webhook}",
+             body: #"{"url":"http://192.0.2.1/"}"#, status: 422, message: "plain http://") { _, scene in
+            let stored = try scene.fixture.node.webhookEndpoints().first { $0.id == scene.webhookID }
+            #expect(stored?.url == RouterSceneTemplate.webhookURL, "a refused change changes nothing")
+        },
+        Case(name: "nothing to change", method: .patch, path: "/api/v1/webhooks/{webhook}", body: "{}", status: 422,
+             message: "nothing to change"),
+        Case(name: "changing no such endpoint", method: .patch, path: "/api/v1/webhooks/wh_0000000000000000",
+             body: #"{"enabled":true}"#, status: 404, message: "no webhook endpoint has the id"),
+
+        Case(name: "deletes an endpoint and its log", method: .delete, path: "/api/v1/webhooks/{webhook}",
+             status: 204) { answer, scene in
+            #expect(answer.body.isEmpty)
+            let endpoints = try scene.fixture.node.webhookEndpoints()
+            #expect(endpoints.isEmpty)
+            let log = try scene.fixture.node.webhookDeliveries(
+                endpointID: scene.webhookID, beforeID: nil, state: nil, limit: 10)
+            #expect(log.isEmpty)
+        },
+        Case(name: "deleting no such endpoint", method: .delete, path: "/api/v1/webhooks/wh_0000000000000000",
+             status: 404),
+
+        Case(name: "rotates the secret, shown once; the old one signs 24 h more", method: .post,
+             path: "/api/v1/webhooks/{webhook}/secret", status: 200) { answer, scene in
+            let secret = try requireValue(answer.json?["secret"] as? String)
+            #expect(secret.hasPrefix("whsec_"))
+            let stored = try requireValue(scene.fixture.node.webhookEndpoints().first { $0.id == scene.webhookID })
+            #expect(stored.secret == secret)
+            #expect(stored.previousSecret != nil && stored.previousSecret != secret)
+            let until = try requireValue(answer.json?["previous_secret_until"] as? String)
+            #expect(RESTTime.parse(until).map { abs($0.timeIntervalSinceNow - 86_400) < 60 } == true, "\(until)")
+            let row = try scene.fixture.node.auditEvents(code: nil).last { $0.kind.rawValue == "webhook_changed" }
+            #expect(row?.details["changed"] == "secret")
+            #expect(!(row?.details.values.contains { $0.contains(secret) } ?? true))
+        },
+        Case(name: "a rotation with the body {}", method: .post, path: "/api/v1/webhooks/{webhook}/secret", body: "{}",
+             status: 200),
+        Case(name: "a rotation takes no body", method: .post, path: "/api/v1/webhooks/{webhook}/secret",
+             body: #"{"secret":"whsec_mine"}"#, status: 422, message: "rotating a secret takes no body"),
+        Case(name: "rotating no such endpoint's secret", method: .post,
+             path: "/api/v1/webhooks/wh_0000000000000000/secret", status: 404),
+        Case(name: "a secret is never read", method: .get, path: "/api/v1/webhooks/{webhook}/secret", status: 405,
+             allow: "POST"),
+
+        Case(name: "the delivery log, newest first", method: .get, path: "/api/v1/webhooks/{webhook}/deliveries",
+             status: 200) { answer, scene in
+            let deliveries = try requireValue(answer.json?["deliveries"] as? [[String: Any]])
+            let ids = deliveries.compactMap { $0["id"] as? Int }
+            #expect(ids == ids.sorted(by: >) && ids.contains(Int(scene.webhookDeliveryID)), "\(answer.text)")
+            #expect(answer.json?["next_before_id"] is NSNull)
+            let first = try requireValue(deliveries.first { $0["id"] as? Int == Int(scene.webhookDeliveryID) })
+            #expect(first["event_kind"] as? String == "webhook_created")
+            #expect(first["state"] as? String == "pending")
+            #expect(first["attempts"] as? Int == 0)
+            #expect(first["redelivery_of"] is NSNull)
+            #expect(
+                Set(first.keys) == [
+                    "id", "event_id", "event_kind", "code", "state", "attempts", "created_at", "next_attempt_at",
+                    "last_attempt_at", "last_status", "last_error", "finished_at", "redelivery_of",
+                ])
+        },
+        Case(name: "a page of one", method: .get, path: "/api/v1/webhooks/{webhook}/deliveries?limit=1&state=pending",
+             status: 200) { answer, _ in
+            let deliveries = try requireValue(answer.json?["deliveries"] as? [[String: Any]])
+            #expect(deliveries.count == 1)
+            #expect(answer.json?["next_before_id"] as? Int == deliveries.first?["id"] as? Int)
+        },
+        Case(name: "a malformed limit", method: .get, path: "/api/v1/webhooks/{webhook}/deliveries?limit=0",
+             status: 400, message: "limit must be a whole number from 1 to 500"),
+        Case(name: "an unknown state", method: .get, path: "/api/v1/webhooks/{webhook}/deliveries?state=lost",
+             status: 400, message: "state must be pending, delivered or failed"),
+        Case(name: "a malformed before_id", method: .get, path: "/api/v1/webhooks/{webhook}/deliveries?before_id=x",
+             status: 400, message: "before_id must be a whole number"),
+        Case(name: "the log of no such endpoint", method: .get,
+             path: "/api/v1/webhooks/wh_0000000000000000/deliveries", status: 404),
+        Case(name: "a supporter may not read a log", method: .get, path: "/api/v1/webhooks/{webhook}/deliveries",
+             caller: .alice, status: 403),
+
+        Case(name: "redelivers a delivery's event", method: .post,
+             path: "/api/v1/webhooks/{webhook}/deliveries/{delivery}/redeliver", status: 202) { answer, scene in
+            #expect(answer.json?["redelivery_of"] as? Int == Int(scene.webhookDeliveryID))
+            #expect(answer.json?["state"] as? String == "pending")
+            #expect(answer.json?["event_kind"] as? String == "webhook_created")
+            let id = try requireValue(answer.json?["id"] as? Int)
+            #expect(id > Int(scene.webhookDeliveryID))
+            let row = try scene.fixture.node.auditEvents(code: nil).last { $0.kind.rawValue == "webhook_redelivered" }
+            #expect(row?.details["delivery"] == "\(id)")
+            #expect(row?.details["redelivery_of"] == "\(scene.webhookDeliveryID)")
+        },
+        Case(name: "no such delivery", method: .post,
+             path: "/api/v1/webhooks/{webhook}/deliveries/99999999/redeliver", status: 404,
+             message: "has no delivery 99999999"),
+        Case(name: "a delivery id that is no number", method: .post,
+             path: "/api/v1/webhooks/{webhook}/deliveries/x1/redeliver", status: 404, message: "no delivery 'x1'"),
+        Case(name: "a delivery of no such endpoint", method: .post,
+             path: "/api/v1/webhooks/wh_0000000000000000/deliveries/{delivery}/redeliver", status: 404),
+        Case(name: "redelivering by GET", method: .get,
+             path: "/api/v1/webhooks/{webhook}/deliveries/{delivery}/redeliver", status: 405, allow: "POST"),
+        Case(name: "a device token may not redeliver", method: .post,
+             path: "/api/v1/webhooks/{webhook}/deliveries/{delivery}/redeliver", caller: .device, status: 403),
+    ]
+
+    static let all = console + probes + metrics + outside + signIn + sessions + audit + users + tokens + webhooks
 
     @Test(arguments: all)
     func endpoint(_ expected: Case) async throws {
         let scene = try await RouterScene()
         defer { scene.stop() }
+        try await expected.prepare?(scene)
         let answer = try await scene.send(
             expected.method, expected.path, as: expected.caller, body: expected.body, headers: expected.headers)
         #expect(answer.status.code == expected.status, "\(answer.text)")

@@ -46,6 +46,11 @@ struct RouterSceneTemplate: Sendable {
     let fileID: Int64
     /// A file received on ``code`` whose bytes are no longer kept (past the retention).
     let goneFileID: Int64
+    /// A webhook endpoint of every kind at ``webhookURL`` (TEST-NET-1: nothing delivers in a scene), and the delivery
+    /// of its own `webhook_created` row.
+    let webhookID: String
+    let webhookDeliveryID: Int64
+    static let webhookURL = "https://192.0.2.1/hook?token=receiver-secret"
     static let fileName = #"<script>alert(1)</script> "report";.txt"#
     static let fileBytes: [UInt8] = Array("line one\nline two\n".utf8) + [0, 255, 128]
     /// Login: the login session's secret and CSRF token.
@@ -82,6 +87,11 @@ struct RouterSceneTemplate: Sendable {
             _ = try await node.updateCode(bobCode) { $0.assignedSupporter = "bob" }
             deviceToken = try node.issueAPIToken(scope: .device)
             deviceTokenID = try requireValue(node.tokenRecord(of: deviceToken)?.id)
+            webhookID = try node.addWebhookEndpoint(
+                url: Self.webhookURL, eventKinds: ["*"], description: "scene", by: .local
+            ).id
+            webhookDeliveryID = try requireValue(
+                node.webhookDeliveries(endpointID: webhookID, beforeID: nil, state: nil, limit: 1).first?.id)
         } catch {
             node.shutdown()
             throw error
@@ -140,18 +150,22 @@ final class RouterScene: Sendable {
     var deviceToken: String { template.deviceToken }
     var deviceTokenID: String { template.deviceTokenID }
     var fileID: Int64 { template.fileID }
+    var webhookID: String { template.webhookID }
+    var webhookDeliveryID: Int64 { template.webhookDeliveryID }
 
     static func password(_ login: String) -> String { RouterSceneTemplate.password(login) }
 
     func stop() { fixture.stop() }
 
     /// `template` with `{code}`, `{bobCode}`, `{login}` (alice), `{id}` (the device token's id), `{file}` (the kept
-    /// file's id) and `{goneFile}` filled in.
+    /// file's id), `{goneFile}`, `{webhook}` (the endpoint's id) and `{delivery}` (its delivery's id) filled in.
     func fill(_ template: String) -> String {
         template.replacingOccurrences(of: "{code}", with: code).replacingOccurrences(of: "{bobCode}", with: bobCode)
             .replacingOccurrences(of: "{login}", with: "alice").replacingOccurrences(of: "{id}", with: deviceTokenID)
             .replacingOccurrences(of: "{file}", with: "\(self.template.fileID)")
             .replacingOccurrences(of: "{goneFile}", with: "\(self.template.goneFileID)")
+            .replacingOccurrences(of: "{webhook}", with: self.template.webhookID)
+            .replacingOccurrences(of: "{delivery}", with: "\(self.template.webhookDeliveryID)")
     }
 
     /// The header fields `caller` sends (see ``RouterFixture/request(_:_:body:headers:)``).

@@ -25,12 +25,13 @@ import SupporterModel
     static let everything = [
         "api_tokens", "api_tokens_by_id", "audit_anchors", "audit_anchors_no_delete", "audit_anchors_no_update",
         "audit_anchors_through_the_gate", "audit_events", "audit_events_by_code_time", "audit_events_by_time",
-        "audit_events_no_delete", "audit_events_no_replace", "audit_events_no_update", "audit_prune_gate",
-        "login_sessions", "login_sessions_by_login",
+        "audit_events_no_delete", "audit_events_no_replace", "audit_events_no_update", "audit_events_webhook_outbox",
+        "audit_prune_gate", "login_sessions", "login_sessions_by_login",
         "registration_backoff", "registration_backoff_by_last_failure", "resume_records", "session_code_feature_rules",
         "session_codes",
         "session_codes_by_assignee", "session_codes_by_created", "session_contents", "session_contents_by_time",
-        "supporter_accounts",
+        "supporter_accounts", "webhook_deliveries", "webhook_deliveries_by_endpoint", "webhook_deliveries_finished",
+        "webhook_deliveries_pending", "webhook_endpoints",
     ]
 
     @Test func migrationsCountUpFromOne() {

@@ -11,6 +11,8 @@ import SupportSession
 import SupportWire
 import SupportUtilities
 import SupporterModel
+import SupporterWebhooks
+import SupportVocabulary
 
 extension Explain {
     /// One line for a supporter node that cannot start.
@@ -59,9 +61,13 @@ enum Serve {
         "listen", "api-listen", "trusted-proxy", "cert", "key", "data", "api-token", "api-token-file", "keepalive",
         "request-timeout", "log-level", "log-format", "resume-grace", "protocol", "store", "presence-lease",
         "metrics-allow", "metrics-token", "metrics-token-file", "message-retention", "content-limit",
+        "webhook-allow-http", "webhook-allow-address", "webhook-trust", "webhook-timeout", "webhook-retry-base",
+        "webhook-concurrency",
     ]
     static let flagOptions: Set<String> = ["non-interactive", "json"]
-    static let repeatableOptions: Set<String> = ["trusted-proxy", "metrics-allow"]
+    static let repeatableOptions: Set<String> = [
+        "trusted-proxy", "metrics-allow", "webhook-allow-http", "webhook-allow-address",
+    ]
     /// Options whose values are secrets: `config show` masks them.
     static let secretOptions: Set<String> = ["api-token", "store", "metrics-token"]
     /// What each option is when nobody sets it, for `config show`.
@@ -70,8 +76,45 @@ enum Serve {
         "resume-grace": "30s", "protocol": "1.1", "presence-lease": "10s (with --store postgres)",
         "log-level": "warning", "log-format": "text", "non-interactive": "false", "json": "false",
         "store": "sqlite in the data folder", "metrics-allow": "127.0.0.0/8, ::1/128 (with --api-listen)",
-        "message-retention": "7d", "content-limit": "1GiB",
+        "message-retention": "7d", "content-limit": "1GiB", "webhook-allow-http": "(none: https:// only)",
+        "webhook-allow-address": "(none)", "webhook-trust": "the system's trusted CAs", "webhook-timeout": "10s",
+        "webhook-retry-base": "5s", "webhook-concurrency": "4",
     ]
+
+    /// The webhook settings (`--webhook-…`): plain-HTTP hosts, allowed address prefixes, trusted CAs, time, retry
+    /// base and senders.
+    static func webhookSettings(_ parsed: ParsedArguments) throws(CLIError) -> WebhookSettings {
+        var settings = WebhookSettings()
+        for text in (parsed.allOptions["webhook-allow-http"] ?? []).flatMap({ $0.split(separator: ",") }) {
+            let host = text.trimmingCharacters(in: .whitespaces).lowercased()
+            guard !host.isEmpty, !host.contains("/"), !host.contains(":") || IPAddressText.canonical(host) != nil else {
+                throw .usage("--webhook-allow-http takes a host name such as helpdesk.internal, not '\(text)'")
+            }
+            settings.plainHTTPHosts.insert(host)
+        }
+        for text in (parsed.allOptions["webhook-allow-address"] ?? []).flatMap({ $0.split(separator: ",") }) {
+            guard let prefix = IPPrefix(text.trimmingCharacters(in: .whitespaces)) else {
+                throw .usage("--webhook-allow-address takes an address or a network such as 10.1.2.3 or fd00::/8, not '\(text)'")
+            }
+            settings.addressPolicy.allowed.append(prefix)
+        }
+        if let trust = parsed.options["webhook-trust"] { settings.trustRoots = .file(trust) }
+        settings.timeout = try parsed.duration("webhook-timeout", default: .seconds(10))
+        guard settings.timeout >= .seconds(1), settings.timeout <= .seconds(60) else {
+            throw .usage("--webhook-timeout takes 1s to 60s")
+        }
+        settings.retry.base = try parsed.duration("webhook-retry-base", default: .seconds(5))
+        guard settings.retry.base >= .milliseconds(100), settings.retry.base <= .seconds(3600) else {
+            throw .usage("--webhook-retry-base takes 100ms to 1h")
+        }
+        if let text = parsed.options["webhook-concurrency"] {
+            guard let count = Int(text), (1...32).contains(count) else {
+                throw .usage("--webhook-concurrency takes 1 to 32 (endpoints delivered to at once)")
+            }
+            settings.concurrency = count
+        }
+        return settings
+    }
 
     /// Who may read `GET /metrics`: `--metrics-allow` networks (loopback when none is given; `none` for no address at
     /// all) and the metrics token (`--metrics-token-file`, or `RSUP_METRICS_TOKEN`; at least 16 characters).
@@ -189,6 +232,8 @@ enum Serve {
             "message-retention", default: .seconds(7 * 86_400), maximum: .seconds(3_650 * 86_400))
         configuration.registryPolicy.contentLimitBytes = try parsed.byteCount(
             "content-limit", default: 1 << 30, minimum: 16 << 20, maximum: 1 << 40)
+        let webhooks = try webhookSettings(parsed)
+        configuration.webhookPlainHTTPHosts = webhooks.plainHTTPHosts
         let logLevel = try Logging.level(parsed.options["log-level"])
         let logFormat = try Logging.format(parsed.options["log-format"])
         configuration.logger = Logging.logger(level: logLevel, component: "supporter", format: logFormat)
@@ -235,6 +280,10 @@ enum Serve {
             }
         }
 
+        // Before anything starts: a --webhook-trust file that does not load stops `serve` and fails `config check`.
+        do throws(TransportError) { try WebhookDispatcher.check(webhooks) } catch {
+            throw .failure("--webhook-trust: \(Explain.transport(error))")
+        }
         if mode == .check {
             // The TLS files as the node will load them: readable, a server certificate in its validity, a matching key.
             do throws(TransportError) { _ = try TLSContext(configuration.tls) } catch {
@@ -262,6 +311,21 @@ enum Serve {
         if let token = apiToken {
             do { try node.addAPIToken(token) } catch { throw .failure(error.description) }
         }
+        let dispatcher: WebhookDispatcher
+        do throws(TransportError) {
+            dispatcher = try WebhookDispatcher(
+                settings: webhooks, outbox: node,
+                // A lone node is the only one on its store: one name across restarts, so a restart takes its leases back.
+                owner: node.clusterNodeID ?? "local", clock: node.clock,
+                loop: node.loops.next(), userAgent: "RemoteSupport-Webhooks/\(ProductVersion.release)",
+                payload: { event, content in WebhookPayload.body(event, content: content) },
+                log: { line in logger.log(.warning, line) })
+        } catch {
+            node.shutdown()
+            throw .failure("webhooks cannot start: \(Explain.transport(error)) (--webhook-trust)")
+        }
+        dispatcher.register(in: node.metrics)
+        dispatcher.start()
         var restServer: RESTServer?
         if let restConfiguration {
             do {
@@ -334,6 +398,7 @@ enum Serve {
         let stopped = armStopDeadline(console)
         defer { stopped.signal() }
         // Devices first: the drain hands their sessions over while the REST API still answers (`/readyz`: 503).
+        dispatcher.stop()
         node.drain()
         if let restServer {
             // The REST API first: its last audit rows go through the node.

@@ -104,6 +104,31 @@ struct SupporterCommands: Sendable {
         ]
     }
 
+    static func describe(_ endpoint: WebhookEndpoint, secret: Bool) -> [String: Any] {
+        var object: [String: Any] = [
+            "id": endpoint.id, "url": endpoint.url, "events": endpoint.eventKinds, "enabled": endpoint.isEnabled,
+            "pending": endpoint.pendingCount, "failed": endpoint.failedCount,
+        ]
+        if let description = endpoint.description { object["description"] = description }
+        if secret { object["secret"] = endpoint.secret }
+        return object
+    }
+
+    static func describe(_ delivery: WebhookDelivery) -> [String: Any] {
+        let formatter = ISO8601DateFormatter()
+        var object: [String: Any] = [
+            "id": Int(delivery.id), "event_id": Int(delivery.eventID), "event_kind": delivery.eventKind,
+            "state": delivery.state.rawValue, "attempts": delivery.attempts,
+            "created_at": formatter.string(from: delivery.createdAt),
+        ]
+        if let code = delivery.code { object["code"] = code }
+        if let status = delivery.lastStatus { object["last_status"] = status }
+        if let error = delivery.lastError { object["last_error"] = error }
+        if let next = delivery.nextAttemptAt { object["next_attempt_at"] = formatter.string(from: next) }
+        if let of = delivery.redeliveryOf { object["redelivery_of"] = Int(of) }
+        return object
+    }
+
     /// Runs one command; the reply has `ok` and either the result or `error`.
     func run(_ request: [String: Any]) async -> [String: Any] {
         let command = request["command"] as? String ?? ""
@@ -252,6 +277,38 @@ struct SupporterCommands: Sendable {
                     password: request["password"] as? String)
                 let account = try await node.changeAccount(request["login"] as? String ?? "", change)
                 return ["ok": true, "user": Self.describe(account)]
+            case "webhook-add":
+                let endpoint = try node.addWebhookEndpoint(
+                    url: request["url"] as? String ?? "", eventKinds: request["events"] as? [String] ?? [],
+                    description: request["description"] as? String, isEnabled: true, by: .local)
+                return ["ok": true, "webhooks": [Self.describe(endpoint, secret: true)]]
+            case "webhook-list":
+                return ["ok": true, "webhooks": try node.webhookEndpoints().map { Self.describe($0, secret: false) }]
+            case "webhook-change":
+                var change = WebhookEndpointChange()
+                change.url = request["url"] as? String
+                change.eventKinds = request["events"] as? [String]
+                change.isEnabled = request["enabled"] as? Bool
+                if let description = request["description"] as? String {
+                    change.description = .some(description.isEmpty ? nil : description)
+                }
+                change.rotateSecret = request["rotate"] as? Bool ?? false
+                let endpoint = try node.changeWebhookEndpoint(id: request["id"] as? String ?? "", change, by: .local)
+                return ["ok": true, "webhooks": [Self.describe(endpoint, secret: change.rotateSecret)]]
+            case "webhook-remove":
+                try node.deleteWebhookEndpoint(id: request["id"] as? String ?? "", by: .local)
+                return ["ok": true, "webhooks": [[String: Any]]()]
+            case "webhook-deliveries":
+                let state = (request["state"] as? String).flatMap(WebhookDelivery.State.init(rawValue:))
+                let deliveries = try node.webhookDeliveries(
+                    endpointID: request["id"] as? String ?? "", beforeID: nil, state: state,
+                    limit: request["limit"] as? Int ?? 20)
+                return ["ok": true, "deliveries": deliveries.map(Self.describe)]
+            case "webhook-redeliver":
+                let made = try node.redeliverWebhook(
+                    endpointID: request["id"] as? String ?? "", deliveryID: Int64(request["delivery"] as? Int ?? 0),
+                    by: .local)
+                return ["ok": true, "deliveries": [Self.describe(made)]]
             case "token-revoke":
                 guard let id = request["id"] as? String else { return ["ok": false, "error": "--id is required"] }
                 try node.revokeAPIToken(id: id)

@@ -40,6 +40,8 @@ let usage = """
       drain     stop the node serving --data: a node of a cluster hands its sessions over to the others
                 (SPEC §15.5 "Drain"); a node alone ends them with going_away. Same as SIGTERM
       user      supporter accounts                add|list|disable|enable|passwd|role|rename
+      webhook   webhook endpoints and deliveries  add|list|change|enable|disable|rotate-secret|remove|
+                                                  deliveries|redeliver ('rsup-supporter webhook --help')
       token     issue a new API token             [--scope device|admin] [--label TEXT] (admin: for the REST API)
       token list    list tokens (ids, scopes, labels, revoked; never the tokens)
       token revoke  revoke a token at once        --id ID
@@ -98,6 +100,17 @@ let serveUsage = """
                                records each message, never its content)
       --content-limit SIZE     the most bytes of those contents kept in all, oldest dropped first (default 1GiB,
                                16MiB to 1024GiB)
+      --webhook-allow-http H   let webhook endpoints on host H use plain http:// (repeat or comma-separate);
+                               every other endpoint must be https://
+      --webhook-allow-address NET  let deliveries reach NET although it is loopback, link-local, a cloud metadata
+                               address, unspecified, multicast or broadcast (refused by default; repeat or
+                               comma-separate)
+      --webhook-trust FILE     CA certificates (PEM) that sign webhook receivers' certificates, instead of the
+                               system's trusted CAs (default: the system's)
+      --webhook-timeout DUR    the most one delivery may take, connect to the answer's head (default 10s, 1s–60s;
+                               the name lookup before it has the system resolver's own limits)
+      --webhook-retry-base DUR the first retry's wait, doubling each time up to 1h, for 24h (default 5s)
+      --webhook-concurrency N  endpoints delivered to at once, each on a thread of its own (default 4, 1–32)
       --protocol 1.0|1.1       the protocol to offer (default 1.1: access control, messages, resume; 1.0: none)
       --non-interactive        no console: run until SIGINT or SIGTERM (both drain); SIGHUP reloads --cert and --key
       --log-level LEVEL        error, warning, info, debug or trace (default warning)
@@ -281,6 +294,7 @@ func main() -> Int32 {
             }
         case "audit": try Audit.run(arguments)
         case "user": try Users.run(arguments)
+        case "webhook": try Webhooks.run(arguments)
         default:
             throw CLIError.usage("unknown command '\(command)'; see 'rsup-supporter --help'")
         }

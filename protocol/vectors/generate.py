@@ -12,6 +12,10 @@ Protocol document revision 1.1 (SPEC §15): the 1.1 vectors are appended after t
 checked against the stateless 1.1 codec; every 1.0.1 vector is also checked against the 1.0 codec and must give the
 same result with both (so the 1.0.1 vectors use only types, tags and codes that 1.1 still leaves undefined where
 they mean "undefined").
+
+Protocol document revision 1.2.0 (SPEC §15.1, §15.3: extension ask_withdraw, frame FEATURE_WITHDRAW 0x21): the 1.2
+vectors are appended after the 1.1 ones. Every earlier vector (1.0.1 and 1.1) must also give the same result with a
+decoder of revision 1.1.x, which does not know 0x21 (so no earlier vector used 0x21; 0x20 stays undefined).
 """
 
 from __future__ import annotations
@@ -663,6 +667,50 @@ NC("stream_1_1_responder_to_device", "what a device reads from a 1.1 supporter n
    [ha11, rr11, cr11, ss11, sm_hi, {"type": "MESSAGE_ACK", "message_id": 1, "reason": 0}])
 
 NEW_VALID_START = OLD_VALID_COUNT
+
+# ------------------------------------------------------------------------------------------------------------
+# Revision 1.2.0 (SPEC §15.1, §15.3: ask_withdraw, FEATURE_WITHDRAW 0x21): valid vectors, appended so that every
+# earlier line stays identical
+# ------------------------------------------------------------------------------------------------------------
+# Every vector above this line holds for a decoder of revision 1.1.x too (which does not know 0x21).
+VALID_1_1_COUNT = len(valid)
+
+FEATURE_WITHDRAW = 0x21
+ALL_EXT_1_2 = ALL_EXT + [[X["ask_withdraw"], 1]]
+
+# --- HELLO / HELLO_ACK with ask_withdraw (§15.1: extension 0x0004, requires access_control)
+V("hello_offering_all_extensions_1_2", "HELLO offering the four extensions of revision 1.2.0 (access_control 1, "
+  "session_messages 2, session_resume 3, ask_withdraw 4, each version 1) in its features", hello(features=ALL_EXT_1_2))
+V("hello_ack_with_ask_withdraw", "HELLO_ACK with access_control and ask_withdraw in effect",
+  hello_ack(features=[[X["access_control"], 1], [X["ask_withdraw"], 1]]))
+
+# --- FEATURE_WITHDRAW (0x21, §15.3): its one field is required, so the minimal vector is also the full one
+V("feature_withdraw_minimal", "FEATURE_WITHDRAW of ask 1 (its only field, required: minimal and full at once)",
+  {"type": "FEATURE_WITHDRAW", "ask_id": 1})
+V("feature_withdraw_ask_id_max", "FEATURE_WITHDRAW of ask 4294967295 (the maximum)",
+  {"type": "FEATURE_WITHDRAW", "ask_id": U32_MAX})
+V("feature_withdraw_ask_id_0x01020304", "FEATURE_WITHDRAW of ask 0x01020304 (shows byte order)",
+  {"type": "FEATURE_WITHDRAW", "ask_id": 0x01020304})
+
+# --- FEATURE_ANSWER refuse aborted_by_supporter: the device's answer to a withdrawn ask (§15.3)
+V("feature_answer_refuse_aborted_by_supporter", "FEATURE_ANSWER refuse with reason aborted_by_supporter (0x05): "
+  "the answer to an ask the supporter withdrew (revision 1.2.0)",
+  {"type": "FEATURE_ANSWER", "ask_id": 3, "decision": 2, "reason": R["aborted_by_supporter"]})
+
+# --- Non-canonical, decode-only streams (revision 1.2.0)
+fw7 = {"type": "FEATURE_WITHDRAW", "ask_id": 7}
+NC("feature_withdraw_unknown_tag_2_skipped", "FEATURE_WITHDRAW ask_id 7, then an unknown tag 2 whose value is "
+   "not inspected: skipped", frame(FEATURE_WITHDRAW, field(1, u32(7)) + field(2, b"\xc0\xaf\xff")), [fw7])
+NC("feature_withdraw_unknown_tag_0_first", "FEATURE_WITHDRAW whose first field has tag 0 (unknown, skipped), then "
+   "ask_id 7", frame(FEATURE_WITHDRAW, field(0, b"?") + field(1, u32(7))), [fw7])
+NC("ignorable_unknown_type_0x20_then_feature_withdraw", "undefined type 0x20 with IGNORABLE (0x20 stays undefined "
+   "in revision 1.2.0: discarded), then FEATURE_WITHDRAW (0x21)",
+   frame(0x20, b"\x01\x02", flags=0x01) + rsup.encode(fw7), [fw7])
+fr_file = {"type": "FEATURE_REQUEST", "ask_id": 1, "feature": F["file_share"], "confirm": 1}
+fw1 = {"type": "FEATURE_WITHDRAW", "ask_id": 1}
+NC("stream_1_2_ask_then_withdraw", "what a device reads from a supporter node of revision 1.2.0, back to back: "
+   "FEATURE_REQUEST ask 1 for file_share (confirm), then FEATURE_WITHDRAW of ask 1",
+   rsup.encode(fr_file) + rsup.encode(fw1), [fr_file, fw1])
 
 # ------------------------------------------------------------------------------------------------------------
 # Malformed vectors
@@ -1341,6 +1389,53 @@ M("string_empty_resume_result_after_hello_and_resume", "HELLO and RESUME, then a
   "empty resume_secret", st, "string_empty", offs[1], 3)
 
 # ------------------------------------------------------------------------------------------------------------
+# Revision 1.2.0 (SPEC §15.3: FEATURE_WITHDRAW 0x21): malformed vectors, appended so that every earlier line stays
+# identical
+# ------------------------------------------------------------------------------------------------------------
+MALFORMED_1_1_COUNT = len(malformed)
+
+FWD_OK = {1: u32(1)}
+assert rsup.decode_stream(frame(FEATURE_WITHDRAW, field(1, u32(1)))) == [{"type": "FEATURE_WITHDRAW", "ask_id": 1}]
+
+# --- Header (§3.3): 0x21 is defined since 1.2.0, 0x20 and 0x22 are not
+M("ignorable_known_type_feature_withdraw", "FEATURE_WITHDRAW (0x21, defined since revision 1.2.0) with the "
+  "IGNORABLE flag: ignorable_known_type (a decoder of revision 1.1.x, to which 0x21 is undefined, discards it)",
+  frame(FEATURE_WITHDRAW, field(1, u32(1)), flags=0x01), "ignorable_known_type", 1)
+M("ignorable_known_type_feature_withdraw_after_ping", "a valid PING, then FEATURE_WITHDRAW with the IGNORABLE "
+  "flag and a payload that is no field sequence (not read: the header check comes first)",
+  PING_OK + frame(FEATURE_WITHDRAW, b"\xff\xff", flags=0x01), "ignorable_known_type", 19 + 1)
+M("unknown_frame_type_0x22", "type 0x22 without IGNORABLE: undefined (revision 1.2.0 defines 0x21; 0x20 and 0x22 "
+  "stay undefined)", frame(0x22, field(1, u32(1))), "unknown_frame_type", 1)
+
+# --- Required field, range, length, layout
+M("missing_field_feature_withdraw_empty", "FEATURE_WITHDRAW with an empty payload: ask_id (tag 1) missing",
+  frame(FEATURE_WITHDRAW, b""), "missing_field", 0, 1)
+st, f0, offs = build(FEATURE_WITHDRAW, [(2, u32(1))], prefix=PING_OK)
+M("missing_field_feature_withdraw_only_unknown_tag", "a valid PING, then FEATURE_WITHDRAW holding only an unknown "
+  "tag 2: ask_id (tag 1) missing, at the second frame's first byte", st, "missing_field", 19, 1)
+bad("value_out_of_range_feature_withdraw_ask_id_0", "FEATURE_WITHDRAW ask_id 0 (the range is 1-4294967295)",
+    FEATURE_WITHDRAW, FWD_OK, "value_out_of_range", 1, t1=u32(0))
+bad("invalid_field_length_feature_withdraw_ask_id_2_bytes", "FEATURE_WITHDRAW ask_id (u32) of 2 bytes",
+    FEATURE_WITHDRAW, FWD_OK, "invalid_field_length", 1, t1=u16(1))
+bad("invalid_field_length_feature_withdraw_ask_id_8_bytes", "FEATURE_WITHDRAW ask_id (u32) of 8 bytes",
+    FEATURE_WITHDRAW, FWD_OK, "invalid_field_length", 1, t1=u64(1))
+st, f0, offs = build(FEATURE_WITHDRAW, [(1, u32(1)), (1, u32(2))])
+M("duplicate_field_feature_withdraw_ask_id", "FEATURE_WITHDRAW with tag 1 (ask_id) twice", st, "duplicate_field",
+  offs[1], 1)
+st, f0, offs = build(FEATURE_WITHDRAW, [(2, b"x"), (1, u32(1))])
+M("field_out_of_order_feature_withdraw", "FEATURE_WITHDRAW with an unknown tag 2, then ask_id (tag 1)", st,
+  "field_out_of_order", offs[1], 1)
+M("truncated_field_feature_withdraw_ask_id", "FEATURE_WITHDRAW ask_id declaring 4 bytes with 2 present",
+  frame(FEATURE_WITHDRAW, field(1, b"\x00\x01", length=4)), "truncated_field", 8, 1)
+M("trailing_bytes_feature_withdraw", "FEATURE_WITHDRAW ask_id, then 1 stray byte",
+  frame(FEATURE_WITHDRAW, field(1, u32(1)) + b"\x02"), "trailing_bytes", 8 + 7)
+FR1 = rsup.encode({"type": "FEATURE_REQUEST", "ask_id": 1, "feature": F["chat"]})
+st, f0, offs = build(FEATURE_WITHDRAW, [(1, u32(0))], prefix=FR1)
+M("value_out_of_range_feature_withdraw_after_feature_request", "a valid FEATURE_REQUEST (ask 1), then a "
+  "FEATURE_WITHDRAW with ask_id 0: offset counts from the stream start", st, "value_out_of_range", len(FR1) + 8, 1)
+assert offs[0] == len(FR1) + 8
+
+# ------------------------------------------------------------------------------------------------------------
 # GOAWAY answers (SPEC §10.1): for every malformed vector, the one GOAWAY frame a receiver sends
 # ------------------------------------------------------------------------------------------------------------
 
@@ -1391,6 +1486,12 @@ def self_check():
         want = ("messages", r["messages"]) if "messages" in r else ("error", r["error"])
         if _outcome(data, revision="1.0") != want:
             problems.append(f"1.0 vector {r['name']}: the 1.0 codec gives {_outcome(data, revision='1.0')}")
+    # --- every vector before revision 1.2.0 gives its result with a 1.1.x codec too (0x21 undefined there)
+    for r in valid[:VALID_1_1_COUNT] + malformed[:MALFORMED_1_1_COUNT]:
+        data = bytes.fromhex(r["hex"])
+        want = ("messages", r["messages"]) if "messages" in r else ("error", r["error"])
+        if _outcome(data, revision="1.1") != want:
+            problems.append(f"1.1 vector {r['name']}: the 1.1 codec gives {_outcome(data, revision='1.1')}")
     # message objects: keys in tag order
     for v in valid:
         for msg in v["messages"]:
@@ -1487,7 +1588,11 @@ def self_check():
                 {"type": "RESUME", "session_code": "1", "resume_secret": "s", "state": 5},
                 {"type": "HELLO_ACK", **{k: v for k, v in hello_ack(resume_grace_ms=999).items() if k != "type"}},
                 {"type": "CONNECTION_REQUEST", "request_id": 1, "supporter_name": "S", "connection_type": 1,
-                 "requested_features": [], "confirm_features": [[5, 1], [5, 1]]}):
+                 "requested_features": [], "confirm_features": [[5, 1], [5, 1]]},
+                # revision 1.2.0
+                {"type": "FEATURE_WITHDRAW"}, {"type": "FEATURE_WITHDRAW", "ask_id": 0},
+                {"type": "FEATURE_WITHDRAW", "ask_id": 1 << 32}, {"type": "FEATURE_WITHDRAW", "ask_id": "1"},
+                {"type": "FEATURE_WITHDRAW", "ask_id": 1, "feature": 6}):
         try:
             rsup.encode(bad)
             problems.append(f"encode accepted an invalid message: {bad!r}")

@@ -1,4 +1,4 @@
-"""Independent reference codec for the RemoteSupport signalling protocol, version 1, document revision 1.1.
+"""Independent reference codec for the RemoteSupport signalling protocol, version 1, document revision 1.2.0.
 
 Written from protocol/SPEC.md alone (sections 3, 4, 5, 6, 10.1 and 15). Python 3.11, standard library only.
 
@@ -9,15 +9,17 @@ encode(message) -> bytes
     ascending tag order, absent optional fields are omitted, flags and the reserved byte are 0.
     Raises ValueError if the message is not a valid version-1 message.
 
-decode_stream(data, max_payload=16384, revision="1.1") -> list[dict]
+decode_stream(data, max_payload=16384, revision="1.2") -> list[dict]
     Decodes a complete byte stream (that ends after `data`) into message dicts. Frames of undefined
     types carrying the IGNORABLE flag are discarded. Raises DecodeError(code, offset, field) on the
     first decoding error (SPEC §10.1); offsets count from the first byte of `data`.
 
-    revision="1.1" (the default) is the stateless 1.1 codec: it knows the frame types 0x19-0x1F and
-    every field of SPEC §15, and decodes and validates them on every connection, whatever extensions it
-    negotiated (SPEC §15.1: negotiation, and ignoring a §15 field or refusing a §15 frame whose
-    extension is not in effect, are the session layer's business, not decoding errors).
+    revision="1.2" (the default) is the stateless codec of revision 1.2.0: it knows the frame types
+    0x19-0x1F and 0x21 and every field of SPEC §15, and decodes and validates them on every connection,
+    whatever extensions it negotiated (SPEC §15.1: negotiation, and ignoring a §15 field or refusing a §15
+    frame whose extension is not in effect, are the session layer's business, not decoding errors).
+    revision="1.1" is a node of revision 1.1.x (up to 1.1.2) written before 1.2.0: as "1.2", except
+    that 0x21 (FEATURE_WITHDRAW) is an undefined type; 0x20 is undefined in every revision.
     revision="1.0" is a 1.0.1 node: §15 frame types are undefined and §15 fields are unknown tags.
 
 Message dicts: {"type": "HELLO", "<field name>": value, ...}. u8/u16/u32 and reason values are ints,
@@ -39,7 +41,7 @@ __all__ = [
     "DecodeError", "encode", "decode_stream", "header", "frame", "field",
     "MESSAGES", "TYPE_BY_NAME", "REASONS", "FEATURES", "DEFAULT_MAX_PAYLOAD",
     "MIN_MAX_PAYLOAD", "MAX_MAX_PAYLOAD", "FLAG_IGNORABLE", "EXTENSIONS", "EXTENSION_TYPES",
-    "EXTENSION_FIELDS", "REVISIONS",
+    "EXTENSION_FIELDS", "REVISIONS", "REVISION_1_2_TYPES",
 ]
 
 DEFAULT_MAX_PAYLOAD = 16384          # §3.2
@@ -79,9 +81,13 @@ REASONS = {
 FEATURES = {"screen_share": 0x0001, "assist_ar": 0x0002, "voip": 0x0003, "remote_control": 0x0004,
             "file_share": 0x0005, "chat": 0x0006, "ar_pointer": 0x0007, "app_messages": 0x0008}
 
-# §15.1 protocol extensions (the HELLO / HELLO_ACK `features` id space), all version 1
-EXTENSIONS = {"access_control": 0x0001, "session_messages": 0x0002, "session_resume": 0x0003}
-REVISIONS = ("1.0", "1.1")
+# §15.1 protocol extensions (the HELLO / HELLO_ACK `features` id space), all version 1; ask_withdraw since
+# revision 1.2.0
+EXTENSIONS = {"access_control": 0x0001, "session_messages": 0x0002, "session_resume": 0x0003,
+              "ask_withdraw": 0x0004}
+REVISIONS = ("1.0", "1.1", "1.2")
+# frame types a decoder of each revision before 1.2.0 does not know, beyond those it never knew
+REVISION_1_2_TYPES = {0x21}
 
 # Field spec: (tag, name, type, required, limit)
 #   limit for integer types: (lo, hi) inclusive range, or None = any value of the type
@@ -215,6 +221,10 @@ MESSAGES = {
         (4, "last_message_id", U32, False, None),
         (5, "retry_after_ms", U32, False, None),
     ]),
+    # ---- revision 1.2.0: extension ask_withdraw. 0x20 stays undefined.
+    0x21: ("FEATURE_WITHDRAW", [                                            # §15.3
+        (1, "ask_id", U32, True, ID_1_MAX),
+    ]),
 }
 TYPE_BY_NAME = {name: t for t, (name, _) in MESSAGES.items()}
 _INT_WIDTH = {U8: 1, U16: 2, U32: 4, U64: 8, REASON: 1}
@@ -225,6 +235,7 @@ EXTENSION_TYPES = {
     0x19: "access_control", 0x1A: "access_control", 0x1B: "access_control",
     0x1C: "session_messages", 0x1D: "session_messages",
     0x1E: "session_resume", 0x1F: "session_resume",
+    0x21: "ask_withdraw",
 }
 EXTENSION_FIELDS = {
     (0x02, 7): "session_resume",       # HELLO_ACK resume_grace_ms
@@ -282,10 +293,12 @@ def _known(revision: str) -> tuple[set[int], set[tuple[int, int]]]:
         raise ValueError(f"revision must be one of {REVISIONS}")
     if revision == "1.0":
         return set(MESSAGES) - set(EXTENSION_TYPES), set(EXTENSION_FIELDS)
+    if revision == "1.1":
+        return set(MESSAGES) - REVISION_1_2_TYPES, set()
     return set(MESSAGES), set()
 
 
-def decode_stream(data: bytes, max_payload: int = DEFAULT_MAX_PAYLOAD, revision: str = "1.1") -> list[dict]:
+def decode_stream(data: bytes, max_payload: int = DEFAULT_MAX_PAYLOAD, revision: str = "1.2") -> list[dict]:
     defined, unknown_fields = _known(revision)
     data = bytes(data)
     messages: list[dict] = []

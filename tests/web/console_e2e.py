@@ -3,18 +3,24 @@
 
 Starts everything itself: development certificates (certs/make-dev-certs.sh), `rsup-supporter serve` with the REST
 API and the console, accounts made with `rsup-supporter user add`, a device token, `rsup-device connect` processes,
-headless Chromium through chromedriver (Selenium), and a small HTTPS page on another port for the CSRF scenario.
+headless Chromium through chromedriver (Selenium), a small HTTPS page on another port for the CSRF scenario, and
+the webhook receiver (tests/webhooks/receiver.py) for the webhooks scenario.
 Prints `PASS name` or `FAIL name: why` per scenario and exits 1 if any failed. Screenshots go to
 .build/screenshots/ (console-active.png is the one docs/rest.md shows).
 
-Usage: RSUP_BIN_DIR=.build/debug python3 tests/web/console_e2e.py
+Usage: RSUP_BIN_DIR=.build/debug python3 tests/web/console_e2e.py [SCENARIO ...]
+  With names (see SCENARIOS below, e.g. `webhooks`), runs only those, in the usual order; some scenarios build on
+  earlier ones (bob-cannot-act-on-alices-code needs alice-connects-live).
 Needs Debian's chromium and chromium-driver and Python's selenium (scripts/install-deps.sh installs them).
 """
 import base64
+import hashlib
+import hmac
 import http.client
 import http.server
 import json
 import os
+import queue
 import shutil
 import signal
 import socket
@@ -82,6 +88,7 @@ class World:
         self.browsers = []
         self.attacker = None
         self.proxy = None
+        self.receiver = None     # the webhook receiver (tests/webhooks/receiver.py)
         self.supporter_bin = os.path.join(BIN_DIR, "rsup-supporter")
         self.device_bin = os.path.join(BIN_DIR, "rsup-device")
         self.codes = {}          # what scenarios leave for later ones
@@ -96,6 +103,10 @@ class World:
         self.node = Side("supporter", [
             self.supporter_bin, "serve", "--non-interactive", "--listen", "127.0.0.1:0", "--api-listen", "127.0.0.1:0",
             "--data", self.data, "--cert", f"{self.certs}/supporter.pem", "--key", f"{self.certs}/supporter.key",
+            # Webhooks to the test receiver on 127.0.0.1 (its certificate is the supporter's, from the dev CA), retried
+            # quickly: harmless for the scenarios that add no endpoint.
+            "--webhook-trust", f"{self.certs}/ca.pem", "--webhook-allow-address", "127.0.0.0/8",
+            "--webhook-retry-base", "200ms",
             "--json"])
         listening = self.node.wait_for("listening")
         self.port = listening["port"]
@@ -173,7 +184,7 @@ class World:
         if self.attacker:
             self.attacker.shutdown()
             self.attacker.server_close()
-        stop(*self.devices, self.node)
+        stop(*self.devices, self.receiver, self.node)
         shutil.rmtree(self.work, ignore_errors=True)
 
 
@@ -864,6 +875,287 @@ def scenario_stream_reconnects(world):
     check(driver.execute_script("return window.__sameDocument;") == 7, "the page reloaded")
 
 
+# ---------------------------------------------------------------- webhooks
+
+def receiver_request(receiver, what, predicate, timeout=WAIT):
+    """The first request the webhook receiver reported (now or within `timeout`) for which `predicate` holds."""
+    deadline = time.monotonic() + timeout
+    index = 0
+    while True:
+        while index < len(receiver.seen):
+            event = receiver.seen[index]
+            index += 1
+            if event.get("event") == "request" and predicate(event):
+                return event
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise Failure(f"the webhook receiver never got {what} within {timeout}s")
+        try:
+            event = receiver.events.get(timeout=min(remaining, 1))
+        except queue.Empty:
+            continue
+        if event is None:
+            receiver.events.put(None)
+            raise Failure(f"the webhook receiver ended before it got {what}: {receiver.errors[-5:]}")
+        receiver.seen.append(event)
+
+
+def signed_with(request, secret):
+    """Whether the request's RemoteSupport-Signature (t=…,v1=…) carries an HMAC-SHA256 of `t.body` under `secret`."""
+    header = request["headers"].get("remotesupport-signature", "")
+    parts = [part.split("=", 1) for part in header.split(",") if "=" in part]
+    timestamp = next((value for key, value in parts if key == "t"), None)
+    if timestamp is None:
+        return False
+    body = base64.b64decode(request["body_base64"])
+    expected = hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()
+    return any(key == "v1" and hmac.compare_digest(value, expected) for key, value in parts)
+
+
+def delivery_rows(driver):
+    """The delivery log's rows as the page shows them (read in one go: the log is rebuilt as it refreshes)."""
+    return driver.execute_script("""
+        const text = (row, selector) => { const node = row.querySelector(selector); return node ? node.textContent : ''; };
+        return [...document.querySelectorAll('#deliveries-body tr')].map((row) => ({
+          id: Number(row.dataset.id), state: row.dataset.state, shownState: text(row, '.d-state .state-badge'),
+          event: text(row, '.d-event'), kind: text(row, '.d-kind'), code: text(row, '.d-code'),
+          attempts: text(row, '.d-attempts'), status: text(row, '.d-status'), error: text(row, '.d-error'),
+          again: text(row, '.d-id .device-name'), next: text(row, '.d-next')}));
+    """)
+
+
+def webhook_row(driver, url):
+    """What the endpoints list's row of `url` shows (read in one go: the list is rebuilt as it refreshes), or None."""
+    return driver.execute_script("""
+        const text = (row, selector) => { const node = row.querySelector(selector); return node ? node.textContent : ''; };
+        for (const row of document.querySelectorAll('#webhooks-body tr')) {
+          if (text(row, '.w-url .url-value') !== arguments[0]) continue;
+          return {id: row.dataset.id, enabled: row.dataset.enabled, description: text(row, '.w-description'),
+                  kinds: text(row, '.w-kinds'), state: text(row, '.w-state'), pending: text(row, '.w-pending')};
+        }
+        return null;
+    """, url)
+
+
+def add_webhook(driver, url, description, kinds=None, enabled=True):
+    """Adds an endpoint with the console's form (Enter in the last field submits); returns the secret it shows."""
+    driver.find_element(By.ID, "new-webhook-url").send_keys(url)
+    if kinds is not None:
+        field = driver.find_element(By.ID, "new-webhook-kinds")
+        field.clear()
+        field.send_keys(kinds)
+    box = driver.find_element(By.ID, "new-webhook-enabled")
+    if box.is_selected() != enabled:
+        box.click()
+    driver.find_element(By.ID, "new-webhook-description").send_keys(description, Keys.ENTER)
+    wait(driver, lambda d: d.find_element(By.ID, "webhook-secret-result").is_displayed()
+         and d.find_element(By.ID, "webhook-secret-url").text == url, f"the secret of {url}")
+    secret = driver.find_element(By.ID, "webhook-secret-value").text
+    notice = driver.find_element(By.ID, "webhook-secret-result").text
+    check(secret.startswith("whsec_") and len(secret) > 20, f"the secret shown is {secret!r}")
+    check("will not be shown again" in notice, f"the secret's notice does not say it is shown once: {notice!r}")
+    wait(driver, lambda d: webhook_row(d, url) is not None, f"{url} in the endpoints list")
+    return secret
+
+
+def scenario_webhooks(world):
+    """An admin adds a webhook endpoint in the console, sees its secret once, and follows its delivery log: delivered,
+    failing (503), redelivered; an endpoint's markup shows as text; one is deleted after a confirmation."""
+    world.receiver = Side("webhook receiver", [
+        sys.executable, os.path.join(ROOT, "tests", "webhooks", "receiver.py"),
+        "--cert", f"{world.certs}/supporter.pem", "--key", f"{world.certs}/supporter.key"], interactive=True)
+    receiver = world.receiver
+    port = receiver.wait_for("listening")["port"]
+    url = f"https://127.0.0.1:{port}/hooks/rsup?team=7"
+    other_url = f"https://127.0.0.1:{port}/other"
+
+    driver = world.browser("webhooks")
+    sign_in(driver, world, "root")
+    driver.find_element(By.ID, "tab-webhooks").click()
+    wait(driver, lambda d: d.find_element(By.ID, "webhooks-panel").get_attribute("data-loaded") == "true",
+         "the webhooks panel")
+    check(driver.find_element(By.ID, "webhooks-empty").is_displayed(), "no empty state on a node without endpoints")
+
+    # The kinds: a box from the list, then one more typed; the field and the boxes follow each other.
+    driver.find_element(By.CSS_SELECTOR, ".kind-picker summary").click()
+    check(driver.find_element(By.ID, "new-webhook-kind-all").is_selected(), "* is not ticked for the default kinds")
+    driver.find_element(By.CSS_SELECTOR, 'label[for="new-webhook-kind-code_created"]').click()
+    kinds = driver.find_element(By.ID, "new-webhook-kinds")
+    check(kinds.get_attribute("value") == "code_created", f"ticking code_created made the kinds {kinds.get_attribute('value')!r}")
+    check(not driver.find_element(By.ID, "new-webhook-kind-all").is_selected(), "* stays ticked beside code_created")
+    kinds.send_keys(", code_closed")
+    check(driver.find_element(By.ID, "new-webhook-kind-code_closed").is_selected(), "typing code_closed did not tick its box")
+    secret = add_webhook(driver, url, "helpdesk sync")
+    shown = webhook_row(driver, url)
+    endpoint = shown["id"]
+    check(shown["kinds"] == "code_created, code_closed", f"the endpoint's kinds show as {shown['kinds']!r}")
+    check(secret not in driver.find_element(By.ID, "webhooks-table").text, "the secret is in the endpoints list")
+    listing = page_fetch(driver, "GET", "/api/v1/webhooks", csrf=False)
+    check(listing["status"] == 200 and secret not in listing["body"] and '"secret"' not in listing["body"],
+          f"the endpoints listing: {listing}")
+    driver.find_element(By.ID, "webhook-secret-hide").click()
+    wait(driver, lambda d: not d.find_element(By.ID, "webhook-secret-result").is_displayed(), "the secret to go")
+    check(driver.find_element(By.ID, "webhook-secret-value").text == "", "the secret stays in the page after Done")
+
+    # Disable and enable again; then a new secret, shown once, different.
+    selector = f'#webhooks-body tr[data-id="{endpoint}"]'
+    click(driver, f'{selector} button[data-action="disable"]', "the endpoint's Disable button")
+    wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, selector).get_attribute("data-enabled") == "false"
+         and d.find_element(By.CSS_SELECTOR, f"{selector} .w-state .state-badge").text == "disabled", "the endpoint disabled")
+    click(driver, f'{selector} button[data-action="enable"]', "the endpoint's Enable button")
+    wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, selector).get_attribute("data-enabled") == "true",
+         "the endpoint enabled again")
+    click(driver, f'{selector} button[data-action="rotate"]', "the endpoint's Rotate secret button")
+    rotated = wait(driver, lambda d: d.find_element(By.ID, "webhook-secret-result").is_displayed()
+                   and d.find_element(By.ID, "webhook-secret-value").text, "the rotated secret")
+    check(rotated.startswith("whsec_") and rotated != secret, f"the rotated secret is {rotated!r} (was {secret!r})")
+    check("will not be shown again" in driver.find_element(By.ID, "webhook-secret-result").text, "no shown-once note")
+    wait(driver, lambda d: "previous secret" in d.find_element(By.CSS_SELECTOR, f"{selector} .w-state").text,
+         "the endpoint to say the previous secret still signs")
+
+    # An endpoint whose description carries markup, added disabled: text, nothing runs.
+    add_webhook(driver, other_url, XSS_NAME, enabled=False)
+    other = webhook_row(driver, other_url)
+    check(other["description"] == XSS_NAME, f"the description shows as {other['description']!r}")
+    check(other["kinds"] == "every kind (*)", f"the default kinds show as {other['kinds']!r}")
+    check(other["enabled"] == "false", "the endpoint added disabled is enabled")
+    other_id = other["id"]
+    driver.find_element(By.ID, "webhook-secret-hide").click()
+
+    # A code: its code_created goes to the receiver, signed with the secret shown, and shows delivered in the log.
+    made = page_fetch(driver, "POST", "/api/v1/sessions", {"description": "webhook one"})
+    check(made["status"] == 201, f"creating a code: {made}")
+    first_code = json.loads(made["body"])["code"]
+    got = receiver_request(receiver, f"the code_created of {first_code}",
+                           lambda r: r["status"] == 200 and first_code in r["body"])
+    check(got["headers"].get("remotesupport-event-kind") == "code_created", f"the delivery's headers: {got['headers']}")
+    check(got["target"] == "/hooks/rsup?team=7" and got["method"] == "POST", f"the request went to {got['method']} {got['target']}")
+    check(signed_with(got, rotated), "the delivery is not signed with the secret the console showed")
+    click(driver, f'{selector} button[data-action="deliveries"]', "the endpoint's Deliveries button")
+    wait(driver, lambda d: d.find_element(By.ID, "deliveries-panel").get_attribute("data-endpoint") == endpoint,
+         "the delivery log")
+
+    def first_delivered(d):
+        rows = [r for r in delivery_rows(d) if r["code"] == first_code]
+        return rows and rows[0]["state"] == "delivered" and rows[0]["status"] == "200" and rows[0]
+
+    first = wait(driver, first_delivered, "the first delivery to show delivered with status 200")
+    check(first["kind"] == "code_created" and first["event"] == got["headers"].get("remotesupport-event-id"),
+          f"the delivered row: {first}, the receiver got event {got['headers'].get('remotesupport-event-id')}")
+    check(first["shownState"] == "delivered" and first["error"] == "—" and first["next"] == "—", f"the delivered row: {first}")
+
+    # The receiver fails: the next event's delivery shows pending with the receiver's 503 and its answer, as text.
+    receiver.send("mode fail")
+    receiver.wait_for("mode", mode="fail")
+    made = page_fetch(driver, "POST", "/api/v1/sessions", {"description": "webhook two"})
+    check(made["status"] == 201, f"creating a code: {made}")
+    second_code = json.loads(made["body"])["code"]
+    receiver_request(receiver, f"the code_created of {second_code}", lambda r: r["status"] == 503 and second_code in r["body"])
+
+    def second_failing(d):
+        rows = [r for r in delivery_rows(d) if r["code"] == second_code]
+        return rows and rows[0]["state"] == "pending" and rows[0]["status"] == "503" and rows[0]["error"] and rows[0]
+
+    failing = wait(driver, second_failing, "the second delivery to show pending with status 503")
+    check("503" in failing["error"] and "come back <b" in failing["error"], f"the error shows as {failing['error']!r}")
+    check(failing["next"] != "—", f"a pending delivery shows no next attempt: {failing}")
+    check(not driver.find_elements(By.CSS_SELECTOR, "#deliveries-table b, #webhooks-panel img"),
+          "markup from the receiver or a description became elements")
+    wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, f"{selector} .w-pending").text != "0",
+         "the endpoint's pending count")
+    driver.execute_script("document.getElementById('deliveries-panel').scrollIntoView();")
+    screenshot(driver, "console-webhooks-failing.png")
+    # The log's filter: only the pending one, then all again.
+    Select(driver.find_element(By.ID, "deliveries-state")).select_by_value("pending")
+    wait(driver, lambda d: [r["id"] for r in delivery_rows(d)] == [failing["id"]], "only the pending delivery")
+    Select(driver.find_element(By.ID, "deliveries-state")).select_by_value("")
+    wait(driver, lambda d: [r["id"] for r in delivery_rows(d)] == [failing["id"], first["id"]], "every delivery again")
+
+    # The receiver is back: Redeliver on the delivered row, from the keyboard, makes a new row; both go through.
+    receiver.send("mode ok")
+    receiver.wait_for("mode", mode="ok")
+    redeliver = f'#deliveries-body tr[data-id="{first["id"]}"] button[data-action="redeliver"]'
+
+    def press_redeliver(d):
+        d.find_element(By.CSS_SELECTOR, redeliver).send_keys(Keys.ENTER)
+        return True
+
+    wait(driver, press_redeliver, "the Redeliver button of the delivered row")
+    again = wait(driver, lambda d: [r for r in delivery_rows(d) if r["again"] == f"again of {first['id']}"],
+                 "a new row redelivering the first")[0]
+    check(again["id"] > first["id"] and again["code"] == first_code and again["kind"] == "code_created", f"the new row: {again}")
+    repeated = receiver_request(receiver, "the redelivery",
+                                lambda r: r["status"] == 200 and r["headers"].get("remotesupport-delivery-id") == str(again["id"]))
+    check(repeated["headers"].get("remotesupport-event-id") == first["event"], f"the redelivery's headers: {repeated['headers']}")
+    wait(driver, lambda d: all(r["state"] == "delivered" for r in delivery_rows(d))
+         and len(delivery_rows(d)) == 3, "every delivery in the log to show delivered")
+    wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, f"{selector} .w-pending").text == "0",
+         "the endpoint's pending count back to 0")
+    check(no_alert(driver) is None, "an alert opened")
+    check(not driver.find_elements(By.CSS_SELECTOR, "main img, main b"), "markup became elements")
+    driver.find_element(By.CSS_SELECTOR, ".kind-picker summary").click()  # the list of kinds closes
+    driver.execute_script("document.activeElement && document.activeElement.blur && document.activeElement.blur();")
+    driver.set_window_size(1280, 1700)  # the whole panel: endpoints, their secret's notice gone, the log
+    driver.execute_script("document.getElementById('webhooks-panel').scrollIntoView();")
+    screenshot(driver, "console-webhooks.png")
+
+    # A tablet's width: the tables stack, nothing scrolls sideways.
+    driver.set_window_size(800, 1100)
+    overflow = driver.execute_script("return document.documentElement.scrollWidth > document.documentElement.clientWidth;")
+    check(not overflow, "the webhooks panel scrolls sideways at 800 px")
+    screenshot(driver, "console-webhooks-tablet.png")
+    driver.set_window_size(1280, 900)
+
+    # Paging: 50 more codes, so the log reopened shows its newest page of 50 and "Older deliveries" the rest.
+    made = driver.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        (async () => {
+          const me = await (await fetch('/api/v1/me', {credentials: 'same-origin'})).json();
+          const statuses = [];
+          for (let index = 0; index < 50; index++) {
+            const answer = await fetch('/api/v1/sessions', {method: 'POST', credentials: 'same-origin',
+              headers: {'Content-Type': 'application/json', 'X-CSRF-Token': me.csrf_token},
+              body: JSON.stringify({description: `webhook paging ${index}`})});
+            statuses.push(answer.status);
+          }
+          done(statuses);
+        })().catch((error) => done([String(error)]));
+    """)
+    check(made == [201] * 50, f"creating 50 codes answered {sorted(set(map(str, made)))}")
+    log_path = f"/api/v1/webhooks/{endpoint}/deliveries?limit=500"
+
+    def all_ids(d):
+        ids = [entry["id"] for entry in json.loads(page_fetch(d, "GET", log_path, csrf=False)["body"])["deliveries"]]
+        return len(ids) == 53 and ids
+
+    ids = wait(driver, all_ids, "53 deliveries in the endpoint's log")  # newest first
+    click(driver, "#deliveries-close", "the Close log button")
+    click(driver, f'{selector} button[data-action="deliveries"]', "the endpoint's Deliveries button")
+    wait(driver, lambda d: d.find_element(By.ID, "deliveries-panel").get_attribute("data-loaded") == "true"
+         and len(delivery_rows(d)) == 50 and d.find_element(By.ID, "deliveries-more").is_displayed(),
+         "the newest 50 deliveries and an Older deliveries button")
+    check([r["id"] for r in delivery_rows(driver)] == ids[:50], f"the first page shows {[r['id'] for r in delivery_rows(driver)]}")
+    driver.find_element(By.ID, "deliveries-more").send_keys(Keys.ENTER)
+    wait(driver, lambda d: [r["id"] for r in delivery_rows(d)] == ids
+         and not d.find_element(By.ID, "deliveries-more").is_displayed(), "all 53 deliveries after Older deliveries")
+    wait(driver, lambda d: all(r["state"] == "delivered" for r in delivery_rows(d)) and len(delivery_rows(d)) == 53,
+         "all 53 deliveries delivered, the older page kept as the log refreshes")
+
+    # Delete asks for a confirmation first.
+    other_selector = f'#webhooks-body tr[data-id="{other_id}"]'
+    click(driver, f'{other_selector} button[data-action="delete"]', "the Delete button")
+    check(driver.find_element(By.CSS_SELECTOR, f'{other_selector} button[data-action="delete"]').text == "Confirm delete",
+          "Delete did not ask for a confirmation")
+    check(webhook_row(driver, other_url) is not None, "the first click on Delete deleted")
+    click(driver, f'{other_selector} button[data-action="delete"]', "the Confirm delete button")
+    wait(driver, lambda d: not d.find_elements(By.CSS_SELECTOR, other_selector), "the deleted endpoint to leave the list")
+    answer = page_fetch(driver, "GET", f"/api/v1/webhooks/{other_id}", csrf=False)
+    check(answer["status"] == 404, f"the deleted endpoint answered {answer['status']}")
+    check(webhook_row(driver, url) is not None, "the other endpoint went too")
+    problems = browser_problems(driver)
+    check(not problems, f"the browser logged: {problems[:3]}")
+
+
 SCENARIOS = [
     ("security-headers", scenario_security_headers),
     ("alice-connects-live", scenario_alice_session),
@@ -874,6 +1166,7 @@ SCENARIOS = [
     ("csrf-cross-origin", scenario_csrf),
     ("admin-users-and-tokens", scenario_admin),
     ("event-stream-reconnects", scenario_stream_reconnects),
+    ("webhooks", scenario_webhooks),
 ]
 
 
@@ -888,7 +1181,12 @@ def missing_tools():
     return missing
 
 
-def main():
+def main(names):
+    unknown = [name for name in names if name not in dict(SCENARIOS)]
+    if unknown:
+        print(f"FAIL setup: no scenario {', '.join(unknown)}; the scenarios are {', '.join(n for n, _ in SCENARIOS)}")
+        return 1
+    scenarios = [(name, scenario) for name, scenario in SCENARIOS if not names or name in names]
     missing = missing_tools()
     if missing:
         print(f"FAIL setup: missing {', '.join(missing)}; run scripts/install-deps.sh")
@@ -911,7 +1209,7 @@ def main():
             if world.node:
                 print("\n".join(world.node.errors[-10:]), file=sys.stderr)
             return 1
-        for name, scenario in SCENARIOS:
+        for name, scenario in scenarios:
             began = time.monotonic()
             try:
                 scenario(world)
@@ -931,7 +1229,7 @@ def main():
                     except WebDriverException:
                         pass
     except RunTimeout as error:
-        for name, _ in SCENARIOS:
+        for name, _ in scenarios:
             if name not in results:
                 results[name] = False
                 print(f"FAIL {name}: {error}", flush=True)
@@ -945,4 +1243,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

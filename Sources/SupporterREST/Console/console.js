@@ -19,6 +19,7 @@ const EVENT_KINDS = [
   'file_progress', 'file_received', 'file_delivered', 'file_refused',
   'token_issued', 'token_revoked',
   'account_created', 'account_changed', 'signed_in', 'signed_out', 'sign_in_failed',
+  'webhook_created', 'webhook_changed', 'webhook_deleted', 'webhook_redelivered',
 ];
 
 const LIVE_STATE_LABELS = {
@@ -68,6 +69,14 @@ const state = {
   panel: { code: null, request: 0, ids: new Set(), sent: new Map(), unread: 0, timers: {} },
   connectCode: null,
   passwordLogin: null,
+  // Webhooks (admins): the endpoints panel polls while it is shown (deliveries change without an audit row); the
+  // delivery log of one endpoint holds its rows by id, the next older page, and a generation that a reopen or a new
+  // filter moves on (answers of an older generation are dropped).
+  webhooks: {
+    pollTimer: null,
+    request: 0,
+    log: { id: null, url: '', filter: '', items: new Map(), nextBefore: null, generation: 0 },
+  },
   currentPanel: 'codes-panel',
 };
 
@@ -231,9 +240,15 @@ function signedOut(message, options) {
   $('codes-body').replaceChildren();
   $('users-body').replaceChildren();
   $('tokens-body').replaceChildren();
+  $('webhooks-body').replaceChildren();
   delete $('codes-panel').dataset.loaded;
+  delete $('webhooks-panel').dataset.loaded;
   closeAudit();
+  closeDeliveries();
+  stopWebhookPoll();
   hideNewToken();
+  hideWebhookSecret();
+  webhookNote('');
   show($('new-code-result'), false);
   show($('stream-status'), false);
   for (const dialog of document.querySelectorAll('dialog')) if (dialog.open) dialog.close();
@@ -292,9 +307,16 @@ function selectPanel(id) {
     const current = tab.dataset.panel === id;
     if (current) tab.setAttribute('aria-current', 'page'); else tab.removeAttribute('aria-current');
   }
-  for (const panel of ['codes-panel', 'users-panel', 'tokens-panel']) show($(panel), panel === id);
+  for (const panel of ['codes-panel', 'users-panel', 'tokens-panel', 'webhooks-panel']) show($(panel), panel === id);
   if (id === 'users-panel') loadUsers();
   if (id === 'tokens-panel') loadTokens();
+  if (id === 'webhooks-panel') {
+    loadWebhooks();
+    if (state.webhooks.log.id) loadDeliveries('refresh');
+    scheduleWebhookPoll();
+  } else {
+    stopWebhookPoll();
+  }
 }
 
 // ---------------------------------------------------------------- codes
@@ -1099,6 +1121,7 @@ function onStreamEvent(message) {
   if (code && code === state.panel.code) sessionLive(data);
   if (kind && kind.startsWith('token_') && state.currentPanel === 'tokens-panel') loadTokens();
   if (kind && kind.startsWith('account_') && state.currentPanel === 'users-panel') loadUsers();
+  if (kind && kind.startsWith('webhook_') && state.currentPanel === 'webhooks-panel') loadWebhooks({ quiet: true });
 }
 
 // ---------------------------------------------------------------- users (admins)
@@ -1317,20 +1340,432 @@ function hideNewToken() {
   show($('new-token-result'), false);
 }
 
-async function onCopyToken() {
-  const value = $('new-token-value').textContent;
+/** Copies what `output` shows (a token, a secret), or selects it when the clipboard is not available. */
+async function copyOutput(output, control) {
   try {
-    await navigator.clipboard.writeText(value);
-    setText($('new-token-copy'), 'Copied');
+    await navigator.clipboard.writeText(output.textContent);
+    setText(control, 'Copied');
   } catch (error) {
     const selection = window.getSelection();
     const range = document.createRange();
-    range.selectNodeContents($('new-token-value'));
+    range.selectNodeContents(output);
     selection.removeAllRanges();
     selection.addRange(range);
-    setText($('new-token-copy'), 'Selected — press Ctrl+C');
+    setText(control, 'Selected — press Ctrl+C');
   }
-  setTimeout(() => { setText($('new-token-copy'), 'Copy'); }, 3000);
+  setTimeout(() => { setText(control, 'Copy'); }, 3000);
+}
+
+function onCopyToken() {
+  return copyOutput($('new-token-value'), $('new-token-copy'));
+}
+
+// ---------------------------------------------------------------- webhooks (admins)
+
+const WEBHOOK_POLL_MS = 2500;
+const DELIVERY_PAGE = 50;
+const DELIVERY_STATE_LABELS = { pending: 'pending', delivered: 'delivered', failed: 'failed' };
+
+/** The kinds in `text`: separated by commas or spaces, each once, in order; `*` alone when it is among them. */
+function parseKinds(text) {
+  const kinds = [];
+  for (const part of String(text).split(/[\s,]+/)) if (part && !kinds.includes(part)) kinds.push(part);
+  return kinds.includes('*') ? ['*'] : kinds;
+}
+
+function describeKinds(kinds) {
+  if (!kinds || kinds.length === 0) return '—';
+  return kinds.includes('*') ? 'every kind (*)' : kinds.join(', ');
+}
+
+/** Puts `items` into `body` as rows, in order: a row whose item did not change stays as it is (and so does the
+ * keyboard focus on it); a changed row is rebuilt by `build`, and the focus goes back to the same action on it. */
+function syncRows(body, items, keyOf, build) {
+  const active = document.activeElement;
+  const focusedRow = active && body.contains(active) ? active.closest('tr') : null;
+  const focus = focusedRow ? { key: focusedRow.dataset.key, action: active.dataset.action } : null;
+  const existing = new Map();
+  for (const row of body.children) existing.set(row.dataset.key, row);
+  const rows = items.map((item) => {
+    const key = String(keyOf(item));
+    const fingerprint = JSON.stringify(item);
+    const old = existing.get(key);
+    if (old && old.dataset.fingerprint === fingerprint) return old;
+    const row = build(item);
+    row.dataset.key = key;
+    row.dataset.fingerprint = fingerprint;
+    return row;
+  });
+  let cursor = body.firstElementChild;
+  for (const row of rows) {
+    if (row === cursor) { cursor = cursor.nextElementSibling; continue; }
+    body.insertBefore(row, cursor);
+  }
+  while (cursor) {
+    const next = cursor.nextElementSibling;
+    cursor.remove();
+    cursor = next;
+  }
+  if (focus && (!document.activeElement || document.activeElement === document.body)) {
+    const row = body.querySelector(`tr[data-key="${CSS.escape(focus.key)}"]`);
+    if (row) {
+      const target = (focus.action && row.querySelector(`button[data-action="${CSS.escape(focus.action)}"]`))
+        || row.querySelector('button');
+      if (target) target.focus();
+    }
+  }
+}
+
+function webhookNote(text) {
+  setText($('webhooks-note'), text);
+  show($('webhooks-note'), Boolean(text));
+}
+
+function scheduleWebhookPoll(delay = WEBHOOK_POLL_MS) {
+  stopWebhookPoll();
+  state.webhooks.pollTimer = setTimeout(async () => {
+    state.webhooks.pollTimer = null;
+    if (!state.account || state.currentPanel !== 'webhooks-panel') return;
+    if (!document.hidden) {
+      await Promise.all([loadWebhooks({ quiet: true }),
+        state.webhooks.log.id ? loadDeliveries('refresh', { quiet: true }) : null]);
+    }
+    if (state.account && state.currentPanel === 'webhooks-panel') scheduleWebhookPoll();
+  }, delay);
+}
+
+function stopWebhookPoll() {
+  clearTimeout(state.webhooks.pollTimer);
+  state.webhooks.pollTimer = null;
+}
+
+/** Loads the endpoints; `quiet` (a poll) keeps a failure out of the banner — the next poll tries again. */
+async function loadWebhooks({ quiet = false } = {}) {
+  if (!state.account || state.account.role !== 'admin') return;
+  const request = ++state.webhooks.request;
+  try {
+    const answer = await api('GET', '/webhooks');
+    if (request !== state.webhooks.request || !state.account) return;
+    renderWebhooks(answer.webhooks || []);
+    $('webhooks-panel').dataset.loaded = 'true';
+  } catch (error) {
+    if (!quiet) reportError(error);
+  }
+}
+
+function renderWebhooks(webhooks) {
+  show($('webhooks-empty'), webhooks.length === 0);
+  show($('webhooks-table'), webhooks.length > 0);
+  const sorted = [...webhooks].sort((a, b) => String(a.created_at || '').localeCompare(String(b.created_at || '')));
+  syncRows($('webhooks-body'), sorted, (webhook) => webhook.id, webhookRow);
+  const log = state.webhooks.log;
+  for (const row of $('webhooks-body').children) row.classList.toggle('highlight', row.dataset.id === log.id);
+  const current = log.id && webhooks.find((webhook) => webhook.id === log.id);
+  if (log.id && !current) closeDeliveries();
+  if (current && current.url !== log.url) {
+    log.url = current.url;
+    setText($('deliveries-url'), current.url);
+  }
+}
+
+function webhookRow(webhook) {
+  const who = webhook.description ? `${webhook.url} (${webhook.description})` : webhook.url;
+  const urlParts = [el('span', { className: 'url-value', text: webhook.url })];
+  if (webhook.description) urlParts.push(el('span', { className: 'device-name muted w-description', text: webhook.description }));
+  const stateParts = [el('span', {
+    className: `state-badge state-${webhook.enabled ? 'online' : 'closed'}`,
+    text: webhook.enabled ? 'enabled' : 'disabled',
+  })];
+  if (webhook.previous_secret_until && new Date(webhook.previous_secret_until) > new Date()) {
+    stateParts.push(el('span', { className: 'device-name muted' },
+      ['previous secret signs too until ', timeElement(webhook.previous_secret_until)]));
+  }
+  const actions = el('div', { className: 'actions' });
+  actions.append(button('Deliveries', 'deliveries', 'small', { 'aria-label': `Delivery log of ${who}` }));
+  if (webhook.enabled) {
+    actions.append(button('Disable', 'disable', 'secondary small', { 'aria-label': `Disable ${who}` }));
+  } else {
+    actions.append(button('Enable', 'enable', 'secondary small', { 'aria-label': `Enable ${who}` }));
+  }
+  actions.append(button('Rotate secret', 'rotate', 'secondary small', { 'aria-label': `Rotate the secret of ${who}` }));
+  actions.append(button('Delete', 'delete', 'danger small', { 'aria-label': `Delete ${who}` }));
+  const count = (value, kind) => el('span', { className: Number(value) > 0 ? `count-${kind}` : 'muted', text: String(value ?? 0) });
+  return el('tr', { data: { id: webhook.id, enabled: String(Boolean(webhook.enabled)) } }, [
+    cell('URL', urlParts, 'w-url'),
+    cell('Event kinds', [describeKinds(webhook.event_kinds)], 'w-kinds'),
+    cell('State', stateParts, 'w-state'),
+    cell('Pending', [count(webhook.pending, 'pending')], 'w-pending'),
+    cell('Failed', [count(webhook.failed, 'failed')], 'w-failed'),
+    cell('Created', [timeElement(webhook.created_at)], 'w-created'),
+    cell('Actions', [actions], 'w-actions'),
+  ]);
+}
+
+async function onWebhooksClick(event) {
+  const target = event.target.closest('button[data-action]');
+  if (!target) return;
+  const row = target.closest('tr');
+  const id = row && row.dataset.id;
+  if (!id) return;
+  const action = target.dataset.action;
+  const url = row.querySelector('.url-value') ? row.querySelector('.url-value').textContent : id;
+  const path = `/webhooks/${encodeURIComponent(id)}`;
+  if (action === 'deliveries') return openDeliveries(id, url);
+  if (action === 'delete' && !target.classList.contains('confirming')) {
+    target.classList.add('confirming');
+    setText(target, 'Confirm delete');
+    setTimeout(() => {
+      if (target.isConnected && target.classList.contains('confirming')) {
+        target.classList.remove('confirming');
+        setText(target, 'Delete');
+      }
+    }, 5000);
+    return;
+  }
+  target.disabled = true;
+  try {
+    if (action === 'enable' || action === 'disable') {
+      await api('PATCH', path, { enabled: action === 'enable' });
+      webhookNote(`${url}: ${action === 'enable' ? 'enabled' : 'disabled'}.`);
+    } else if (action === 'rotate') {
+      const answer = await api('POST', `${path}/secret`);
+      showWebhookSecret(answer, true);
+      webhookNote(`${url}: secret rotated.`);
+    } else if (action === 'delete') {
+      await api('DELETE', path);
+      if (state.webhooks.log.id === id) closeDeliveries();
+      webhookNote(`${url}: deleted, with its delivery log.`);
+      $('webhooks-title').focus();
+    } else {
+      return;
+    }
+    hideBanner();
+    await loadWebhooks();
+  } catch (error) {
+    reportError(error);
+  } finally {
+    if (target.isConnected) target.disabled = false;
+  }
+}
+
+/** The new endpoint's (or the new) secret, shown this once. */
+function showWebhookSecret(webhook, rotated) {
+  setText($('webhook-secret-what'), rotated ? 'New signing secret of' : 'Signing secret of the new endpoint');
+  setText($('webhook-secret-url'), webhook.url);
+  setText($('webhook-secret-value'), webhook.secret || '');
+  setText($('webhook-secret-hint'), rotated && webhook.previous_secret_until
+    ? `The previous secret signs each delivery too until ${formatTime(webhook.previous_secret_until)}: `
+      + 'give the receiver the new one before then.'
+    : 'The receiver checks the RemoteSupport-Signature header of each delivery with it.');
+  show($('webhook-secret-result'), true);
+  $('webhook-secret-copy').focus();
+}
+
+function hideWebhookSecret() {
+  setText($('webhook-secret-value'), '');
+  show($('webhook-secret-result'), false);
+}
+
+async function onNewWebhook(event) {
+  event.preventDefault();
+  const url = $('new-webhook-url').value.trim();
+  const kinds = parseKinds($('new-webhook-kinds').value);
+  if (!url) {
+    showBanner('A webhook endpoint needs a URL (https://…).');
+    $('new-webhook-url').focus();
+    return;
+  }
+  if (kinds.length === 0) {
+    showBanner('Name at least one event kind, or * for every kind.');
+    $('new-webhook-kinds').focus();
+    return;
+  }
+  const body = { url, event_kinds: kinds, enabled: $('new-webhook-enabled').checked };
+  const description = $('new-webhook-description').value.trim();
+  if (description) body.description = description;
+  const submit = $('new-webhook-submit');
+  submit.disabled = true;
+  try {
+    const answer = await api('POST', '/webhooks', body);
+    hideBanner();
+    $('new-webhook-form').reset();
+    kindsToBoxes();
+    webhookNote(`${answer.url}: added${answer.enabled ? '' : ' (disabled)'}.`);
+    showWebhookSecret(answer, false);
+    await loadWebhooks();
+  } catch (error) {
+    reportError(error);
+  } finally {
+    submit.disabled = false;
+  }
+}
+
+/** The kind picker: a checkbox per kind, kept in step with the text field (kinds it does not list stay typed). */
+function buildKindBoxes() {
+  const boxes = $('new-webhook-kind-boxes');
+  for (const kind of ['*', ...EVENT_KINDS]) {
+    const id = `new-webhook-kind-${kind === '*' ? 'all' : kind}`;
+    const box = el('input', { attrs: { type: 'checkbox', id, value: kind, name: 'kind' } });
+    const label = el('label', { attrs: { for: id } }, [el('code', { text: kind })]);
+    if (kind === '*') label.append(' every kind');
+    boxes.append(el('span', { className: 'checkbox-row' }, [box, label]));
+  }
+  kindsToBoxes();
+}
+
+function kindsToBoxes() {
+  const kinds = new Set(parseKinds($('new-webhook-kinds').value));
+  for (const box of $('new-webhook-kind-boxes').querySelectorAll('input[type="checkbox"]')) box.checked = kinds.has(box.value);
+}
+
+function boxesToKinds(event) {
+  const changed = event.target;
+  const boxes = [...$('new-webhook-kind-boxes').querySelectorAll('input[type="checkbox"]')];
+  if (changed.checked) {
+    for (const box of boxes) if ((changed.value === '*') !== (box.value === '*')) box.checked = false;
+  }
+  const listed = new Set(boxes.map((box) => box.value));
+  const typed = String($('new-webhook-kinds').value).split(/[\s,]+/).filter((kind) => kind && !listed.has(kind));
+  const field = $('new-webhook-kinds');
+  field.value = [...boxes.filter((box) => box.checked).map((box) => box.value), ...typed].join(', ');
+}
+
+// -- the delivery log of one endpoint
+
+function openDeliveries(id, url) {
+  const log = state.webhooks.log;
+  log.id = id;
+  log.url = url;
+  log.generation++;
+  log.items = new Map();
+  log.nextBefore = null;
+  setText($('deliveries-url'), url);
+  $('deliveries-body').replaceChildren();
+  show($('deliveries-table'), false);
+  show($('deliveries-empty'), false);
+  show($('deliveries-more'), false);
+  $('deliveries-panel').dataset.endpoint = id;
+  delete $('deliveries-panel').dataset.loaded;
+  show($('deliveries-panel'), true);
+  for (const row of $('webhooks-body').children) row.classList.toggle('highlight', row.dataset.id === id);
+  $('deliveries-panel').focus();
+  $('deliveries-panel').scrollIntoView({ block: 'nearest' });
+  return loadDeliveries('reset');
+}
+
+function closeDeliveries() {
+  const log = state.webhooks.log;
+  log.id = null;
+  log.generation++;
+  log.items = new Map();
+  show($('deliveries-panel'), false);
+  delete $('deliveries-panel').dataset.loaded;
+  delete $('deliveries-panel').dataset.endpoint;
+  for (const row of $('webhooks-body').children) row.classList.remove('highlight');
+}
+
+/** Loads the log: `reset` its newest page afresh, `refresh` the newest page into what is shown (rows that no longer
+ * match the filter leave), `older` the page before the oldest shown. */
+async function loadDeliveries(mode, { quiet = false } = {}) {
+  const log = state.webhooks.log;
+  const id = log.id;
+  if (!id || (mode === 'older' && log.nextBefore === null)) return;
+  const generation = log.generation;
+  const params = new URLSearchParams({ limit: String(DELIVERY_PAGE) });
+  if (log.filter) params.set('state', log.filter);
+  if (mode === 'older') params.set('before_id', String(log.nextBefore));
+  const more = $('deliveries-more');
+  if (mode === 'older') more.disabled = true;
+  try {
+    const answer = await api('GET', `/webhooks/${encodeURIComponent(id)}/deliveries?${params}`);
+    if (generation !== log.generation || log.id !== id) return;
+    const deliveries = answer.deliveries || [];
+    const next = answer.next_before_id ?? null;
+    const returned = new Set(deliveries.map((delivery) => delivery.id));
+    if (mode === 'reset') {
+      log.items = new Map();
+      log.nextBefore = next;
+    } else if (mode === 'older') {
+      log.nextBefore = next;
+    } else if (next !== null && !deliveries.some((delivery) => log.items.has(delivery.id))) {
+      // Nothing shown yet, or more arrived since the last look than a page holds: start again from this page.
+      log.items = new Map();
+      log.nextBefore = next;
+    } else {
+      // The answer holds every matching delivery from its oldest row up (all of them when there is no next page):
+      // the shown rows in that range it lacks no longer match; the older rows shown below it stay.
+      const floor = next === null ? -Infinity : Math.min(...deliveries.map((delivery) => delivery.id));
+      for (const known of [...log.items.keys()]) if (known >= floor && !returned.has(known)) log.items.delete(known);
+      if (next === null) log.nextBefore = null;
+    }
+    for (const delivery of deliveries) log.items.set(delivery.id, delivery);
+    renderDeliveries();
+    $('deliveries-panel').dataset.loaded = 'true';
+  } catch (error) {
+    if (!quiet) reportError(error);
+  } finally {
+    more.disabled = false;
+  }
+}
+
+function renderDeliveries() {
+  const log = state.webhooks.log;
+  const deliveries = [...log.items.values()].sort((a, b) => b.id - a.id);
+  show($('deliveries-empty'), deliveries.length === 0);
+  show($('deliveries-table'), deliveries.length > 0);
+  show($('deliveries-more'), log.nextBefore !== null);
+  syncRows($('deliveries-body'), deliveries, (delivery) => delivery.id, deliveryRow);
+}
+
+function deliveryRow(delivery) {
+  const idParts = [el('span', { className: 'code-value', text: String(delivery.id) })];
+  if (delivery.redelivery_of !== null && delivery.redelivery_of !== undefined) {
+    idParts.push(el('span', { className: 'device-name muted', text: `again of ${delivery.redelivery_of}` }));
+  }
+  const stateParts = [el('span', {
+    className: `state-badge state-${delivery.state}`, text: DELIVERY_STATE_LABELS[delivery.state] || delivery.state,
+  })];
+  if (delivery.finished_at) stateParts.push(el('span', { className: 'device-name muted' }, [timeElement(delivery.finished_at)]));
+  const hasStatus = delivery.last_status !== null && delivery.last_status !== undefined;
+  const actions = el('div', { className: 'actions' }, [
+    button('Redeliver', 'redeliver', 'secondary small', { 'aria-label': `Redeliver event ${delivery.event_id} (delivery ${delivery.id})` }),
+  ]);
+  return el('tr', { className: 'delivery-row', data: { id: delivery.id, state: delivery.state } }, [
+    cell('Delivery', idParts, 'd-id'),
+    cell('Event', [el('span', { className: 'code-value', text: String(delivery.event_id) })], 'd-event'),
+    cell('Kind', [el('code', { text: delivery.event_kind })], 'd-kind'),
+    cell('Code', [delivery.code ? el('span', { className: 'code-value', text: delivery.code }) : '—'], 'd-code'),
+    cell('State', stateParts, 'd-state'),
+    cell('Attempts', [String(delivery.attempts ?? 0)], 'd-attempts'),
+    cell('Last status', [hasStatus ? String(delivery.last_status) : '—'], 'd-status'),
+    cell('Last error', [delivery.last_error || '—'], 'd-error'),
+    cell('Next attempt', [delivery.state === 'pending' ? timeElement(delivery.next_attempt_at) : '—'], 'd-next'),
+    cell('Actions', [actions], 'd-actions'),
+  ]);
+}
+
+async function onDeliveriesClick(event) {
+  const target = event.target.closest('button[data-action="redeliver"]');
+  if (!target) return;
+  const log = state.webhooks.log;
+  const endpoint = log.id;
+  const deliveryId = target.closest('tr').dataset.id;
+  if (!endpoint || !deliveryId) return;
+  target.disabled = true;
+  try {
+    const made = await api('POST',
+      `/webhooks/${encodeURIComponent(endpoint)}/deliveries/${encodeURIComponent(deliveryId)}/redeliver`);
+    hideBanner();
+    webhookNote(`Delivery ${deliveryId} queued again as delivery ${made.id}.`);
+    if (made && log.id === endpoint && (!log.filter || log.filter === made.state)) {
+      log.items.set(made.id, made);
+      renderDeliveries();
+    }
+  } catch (error) {
+    reportError(error);
+  } finally {
+    if (target.isConnected) target.disabled = false;
+  }
 }
 
 // ---------------------------------------------------------------- start
@@ -1372,6 +1807,26 @@ function wire() {
   $('tokens-body').addEventListener('click', onTokensClick);
   $('new-token-copy').addEventListener('click', onCopyToken);
   $('new-token-hide').addEventListener('click', hideNewToken);
+
+  buildKindBoxes();
+  $('new-webhook-form').addEventListener('submit', onNewWebhook);
+  $('new-webhook-kinds').addEventListener('input', kindsToBoxes);
+  $('new-webhook-kind-boxes').addEventListener('change', boxesToKinds);
+  $('webhooks-body').addEventListener('click', onWebhooksClick);
+  $('webhook-secret-copy').addEventListener('click', () => copyOutput($('webhook-secret-value'), $('webhook-secret-copy')));
+  $('webhook-secret-hide').addEventListener('click', () => { hideWebhookSecret(); $('new-webhook-url').focus(); });
+  $('deliveries-body').addEventListener('click', onDeliveriesClick);
+  $('deliveries-close').addEventListener('click', () => { closeDeliveries(); $('webhooks-title').focus(); });
+  $('deliveries-refresh').addEventListener('click', () => loadDeliveries('refresh'));
+  $('deliveries-more').addEventListener('click', () => loadDeliveries('older'));
+  $('deliveries-state').addEventListener('change', () => {
+    state.webhooks.log.filter = $('deliveries-state').value;
+    loadDeliveries('reset');
+  });
+  document.addEventListener('visibilitychange', () => {
+    if (!document.hidden && state.currentPanel === 'webhooks-panel' && state.account) scheduleWebhookPoll(0);
+  });
+  $('webhooks-title').tabIndex = -1;
   $('codes-title').tabIndex = -1;
 }
 
