@@ -1096,7 +1096,8 @@ class Scenario:
             "deleteSession": ({"code": code}, None),
             "connectSession": ({"code": code}, {}), "cancelRequest": ({"code": code}, None),
             "endSession": ({"code": code}, None),
-            "askFeature": ({"code": code}, {"feature": "chat"}), "sendChat": ({"code": code}, {"text": "hi"}),
+            "askFeature": ({"code": code}, {"feature": "chat"}),
+            "withdrawFeatureAsk": ({"code": code}, {"feature": "chat"}), "sendChat": ({"code": code}, {"text": "hi"}),
             "sendApplicationMessage": ({"code": code}, {"content_type": "application/json", "body": "e30="}),
             "getSessionReport": ({"code": code}, None), "listSessionReports": ({}, None),
             "listSessionMessages": ({"code": code}, None), "listSessionFiles": ({"code": code}, None),
@@ -1783,6 +1784,8 @@ class Scenario:
         c.call("connectSession", 403, t, body={}, session=s, label="another supporter's code")
         c.call("cancelRequest", 403, t, session=s, label="another supporter's code")
         c.call("endSession", 403, t, session=s, label="another supporter's code")
+        c.call("askFeature", 403, t, body={"feature": "chat"}, session=s, label="another supporter's code")
+        c.call("withdrawFeatureAsk", 403, t, body={"feature": "chat"}, session=s, label="another supporter's code")
         c.call("listAudit", 403, query="?code=" + self.theirs, session=s, label="another supporter's code")
         for operation_id in ("getSessionReport", "listSessionMessages", "listSessionFiles"):
             c.call(operation_id, 403, t, session=s, label="another supporter's code")
@@ -1865,7 +1868,8 @@ class Scenario:
             c.fail("connectSession", "a refused connection request assigned the code")
         # Acting in a session (issue 24): without a device 409 once the body is valid, 422 for a body the schema
         # refuses, 404 for no such code; the admin token may act too.
-        bases = {"askFeature": {"feature": "chat"}, "sendChat": {"text": "hello"},
+        bases = {"askFeature": {"feature": "chat"}, "withdrawFeatureAsk": {"feature": "chat"},
+                 "sendChat": {"text": "hello"},
                  "sendApplicationMessage": {"content_type": "application/json", "body": "e30="}}
         for operation_id, base in bases.items():
             schema = spec.request_schema(operation_id)
@@ -1885,8 +1889,17 @@ class Scenario:
             for label, raw in RAW_BODIES:
                 c.call(operation_id, 400, n, raw=raw, session=s, label=label)
             c.call(operation_id, 413, n, raw=BIG_BODY, session=s, label="body over 64 KiB")
-            self.excuse(operation_id, 202, "needs a session with the feature granted by the device's user: "
-                        "SupporterNodeClusterTests asks and chats across nodes, RouterEndpointTests checks the bodies")
+            if operation_id == "withdrawFeatureAsk":
+                self.excuse(operation_id, 202, "needs a session with an ask its device's user leaves unanswered (the "
+                            "--online-code device answers asks at once, the --pending-code device never starts a "
+                            "session): Protocol11Tests and AskWithdrawalTests withdraw one, the console's end-to-end "
+                            "session-panel scenario through this route, RouterEndpointTests checks the bodies")
+            else:
+                self.excuse(operation_id, 202, "needs a session with the feature granted by the device's user: "
+                            "SupporterNodeClusterTests asks and chats across nodes, RouterEndpointTests checks the "
+                            "bodies")
+        self.excuse("withdrawFeatureAsk", 503, "needs another node of a cluster, holding the device, that does not "
+                    "take the command in time")
 
         report = c.call("getSessionReport", 200, n, session=s, label="no sessions").json or {}
         if report.get("sessions") != [] or report.get("code") != n["code"]:
@@ -1942,6 +1955,8 @@ class Scenario:
         if self.args.online_code:
             o = {"code": self.args.online_code}
             c.call("connectSession", 403, o, body={}, label="admin token")
+            c.call("withdrawFeatureAsk", 409, o, body={"feature": "chat"}, session=s,
+                   label="a device online, no session")
             sent = c.call("connectSession", 202, o,
                           body={"connection_type": "screen_share", "features": ["voip", "chat"]}, session=s).json or {}
             if sent.get("live_state") not in ("request_pending", "active") or sent.get("online") is not True \
@@ -1954,6 +1969,11 @@ class Scenario:
                 c.fail("connectSession", "the device (--auto-accept) did not start the session: %s" % active)
             c.call("connectSession", 409, o, body={}, session=s, label="session active")
             c.call("cancelRequest", 409, o, session=s, label="no request pending")
+            # Nothing is asked for file_share (chat was granted with the connection): nothing to withdraw.
+            refused = c.call("withdrawFeatureAsk", 409, o, body={"feature": "file_share"}, session=s,
+                             label="session active, nothing asked").json or {}
+            if "no pending ask" not in str((refused.get("error") or {}).get("message")):
+                c.fail("withdrawFeatureAsk", "the refusal does not say nothing is asked: %s" % refused)
             c.call("endSession", 202, o, session=s)
             gone = self.wait_for(self.args.online_code, s, lambda x: x.get("live_state") != "active")
             if gone.get("live_state") == "active":

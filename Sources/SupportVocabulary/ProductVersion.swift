@@ -5,5 +5,6 @@ public enum ProductVersion {
     public static let release = "1.2.0-dev"
     /// The wire protocol: version 1 (the frame header's), the 1.0.1 errata and the 1.1 extensions, and the
     /// revision of `protocol/SPEC.md` this build implements.
-    public static let protocolText = "1 (1.0.1, and 1.1 with access_control, session_messages, session_resume; SPEC revision 1.1.2)"
+    public static let protocolText =
+        "1 (1.0.1, and 1.1 with access_control, session_messages, session_resume, ask_withdraw; SPEC revision 1.2.0)"
 }

@@ -66,6 +66,47 @@ extension NodeIntegration {
             }
         }
 
+        /// Revision 1.2 (ask_withdraw): the supporter withdraws an ask its user has not answered; the app's prompt
+        /// goes (the SDK reports the ask refused `aborted_by_supporter`), and the node audits both steps. A device
+        /// without the extension keeps its ask: the withdrawal is refused, saying why.
+        @Test func aSupporterWithdrawsAnAskTheUserHasNotAnswered() async throws {
+            let harness = try NodeHarness(extensions: [.accessControl, .sessionMessages, .askWithdraw])
+            defer { harness.shutdown() }
+            let code = try await harness.supporter.createCode().code
+            let device = try await Self.activeSession(harness, code: code, rules: .deviceDefault, features: [])
+            try await harness.supporter.askFeature(code: code, feature: .fileShare, text: "to send your logs")
+            #expect(await device.event { if case .featureRequested = $0 { true } else { false } } != nil)
+            try await harness.supporter.withdrawFeatureAsk(code: code, feature: .fileShare)
+            #expect(await device.event { $0 == .featureRefused(.fileShare, reason: .abortedBySupporter) } != nil)
+            #expect(
+                await harness.supporterEvent(on: code) { $0 == .featureRefused(.fileShare, reason: .abortedBySupporter) }
+                    != nil)
+            await #expect(throws: SupporterNodeError.self, "nothing is pending any more") {
+                try await harness.supporter.withdrawFeatureAsk(code: code, feature: .fileShare)
+            }
+            let rows = try harness.supporter.auditEvents(code: code)
+            let withdrawn = try #require(rows.first { $0.kind == .featureAskWithdrawn })
+            #expect(withdrawn.details["feature"] == "file_share" && withdrawn.details["ask_id"] == "1", "\(withdrawn)")
+            let refused = try #require(rows.last { $0.kind == .featureRefused })
+            #expect(refused.details["reason"] == "aborted_by_supporter" && refused.id > withdrawn.id, "\(refused)")
+            device.session.leave()
+
+            // A device of revision 1.1 (no ask_withdraw): its ask stays; the node says why it cannot withdraw it.
+            let other = try await harness.supporter.createCode().code
+            let old = try await Self.activeSession(
+                harness, code: other, rules: .deviceDefault, features: [],
+                extensions: [.accessControl, .sessionMessages])
+            try await harness.supporter.askFeature(code: other, feature: .fileShare)
+            #expect(await old.event { if case .featureRequested = $0 { true } else { false } } != nil)
+            do {
+                try await harness.supporter.withdrawFeatureAsk(code: other, feature: .fileShare)
+                Issue.record("withdrew on a 1.1 device")
+            } catch {
+                #expect(error.kind == .conflict && error.message.contains("ask_withdraw"), "\(error)")
+            }
+            old.session.leave()
+        }
+
         @Test func codeRulesAndDeviceRulesDecideTheGrantAndChatFlowsBothWays() async throws {
             let harness = try NodeHarness()
             defer { harness.shutdown() }

@@ -302,6 +302,32 @@ struct EndpointCase: Sendable, CustomTestStringConvertible {
              body: #"{"feature":"chat"}"#, status: 403),
         Case(name: "ask by GET", method: .get, path: "/api/v1/sessions/{code}/ask", status: 405, allow: "POST"),
 
+        Case(name: "withdrawing an ask needs a device in a session", method: .post,
+             path: "/api/v1/sessions/{code}/ask/withdraw", caller: .alice, body: #"{"feature":"remote_control"}"#,
+             status: 409, message: "no device is online") { _, scene in
+            let rows = try scene.fixture.node.auditEvents(code: scene.code)
+            #expect(!rows.contains { $0.kind.rawValue == "feature_ask_withdrawn" }, "a refusal is not audited")
+        },
+        Case(name: "withdrawing with the admin token needs a device too", method: .post,
+             path: "/api/v1/sessions/{code}/ask/withdraw", body: #"{"feature":"chat"}"#, status: 409,
+             message: "no device is online"),
+        Case(name: "withdrawing an unknown feature", method: .post, path: "/api/v1/sessions/{code}/ask/withdraw",
+             body: #"{"feature":"mind_reading"}"#, status: 422, message: "feature: unknown value 'mind_reading'"),
+        Case(name: "withdrawing without a feature", method: .post, path: "/api/v1/sessions/{code}/ask/withdraw",
+             body: "{}", status: 422, message: "feature is required"),
+        Case(name: "a withdrawal takes no text", method: .post, path: "/api/v1/sessions/{code}/ask/withdraw",
+             body: #"{"feature":"chat","text":"never mind"}"#, status: 422, message: "unknown member 'text'"),
+        Case(name: "a withdrawal that is no JSON", method: .post, path: "/api/v1/sessions/{code}/ask/withdraw",
+             body: "{", status: 400, message: "not valid JSON"),
+        Case(name: "withdrawing on another's code", method: .post, path: "/api/v1/sessions/{bobCode}/ask/withdraw",
+             caller: .alice, body: #"{"feature":"chat"}"#, status: 403),
+        Case(name: "withdrawing on no such code", method: .post, path: "/api/v1/sessions/000000000/ask/withdraw",
+             body: #"{"feature":"chat"}"#, status: 404),
+        Case(name: "withdrawing without CSRF token", method: .post, path: "/api/v1/sessions/{code}/ask/withdraw",
+             caller: .aliceWithoutCSRF, body: #"{"feature":"chat"}"#, status: 403, message: "X-CSRF-Token"),
+        Case(name: "withdrawing by GET", method: .get, path: "/api/v1/sessions/{code}/ask/withdraw", status: 405,
+             allow: "POST"),
+
         Case(name: "chat needs a device in a session", method: .post, path: "/api/v1/sessions/{code}/chat",
              caller: .alice, body: #"{"text":"Hello <b>there</b>"}"#, status: 409, message: "no device is online"),
         Case(name: "chat text over 4096 bytes", method: .post, path: "/api/v1/sessions/{code}/chat",
@@ -766,11 +792,11 @@ struct EndpointCase: Sendable, CustomTestStringConvertible {
     /// The routes whose 202 needs a device connected to the node (a TLS socket, so not here): their answer in
     /// process is the node's 409 "no device is online", reached past every check of the router; the 202s are driven
     /// by the curl tests (Tests/CLITests/RESTAPITests.swift) and protocol/check_openapi.py (`--online-code`,
-    /// `--pending-code`).
+    /// `--pending-code`); an ask's withdrawal by Protocol11Tests (on the node) and tests/web/console_e2e.py.
     static let needADevice: Set<String> = [
         "/api/v1/sessions/{code}/connect", "/api/v1/sessions/{code}/cancel", "/api/v1/sessions/{code}/end",
-        "/api/v1/sessions/{code}/ask", "/api/v1/sessions/{code}/chat", "/api/v1/sessions/{code}/messages",
-        "/api/v1/sessions/{code}/files",
+        "/api/v1/sessions/{code}/ask", "/api/v1/sessions/{code}/ask/withdraw", "/api/v1/sessions/{code}/chat",
+        "/api/v1/sessions/{code}/messages", "/api/v1/sessions/{code}/files",
     ]
 
     /// Every route of the table, for each of its methods, has at least one case it answers (2xx; for the
