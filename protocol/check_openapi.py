@@ -913,7 +913,7 @@ MISSING_WEBHOOK_ID = "wh_0000000000000000"
 NO_ANSWER_URL = "https://192.0.2.1/"
 WEBHOOK_LIMIT = 50  # endpoints a node keeps (createWebhook's 409)
 WEBHOOK_OPERATIONS = ("listWebhooks", "createWebhook", "getWebhook", "updateWebhook", "deleteWebhook",
-                      "rotateWebhookSecret", "listWebhookDeliveries", "redeliverWebhook")
+                      "rotateWebhookSecret", "listWebhookDeliveries", "redeliverWebhook", "retryWebhookDeliveries")
 
 
 class Scenario:
@@ -1115,6 +1115,7 @@ class Scenario:
             "rotateWebhookSecret": ({"id": MISSING_WEBHOOK_ID}, None),
             "listWebhookDeliveries": ({"id": MISSING_WEBHOOK_ID}, None),
             "redeliverWebhook": ({"id": MISSING_WEBHOOK_ID, "delivery": "1"}, None),
+            "retryWebhookDeliveries": ({"id": MISSING_WEBHOOK_ID}, None),
         }
 
     def phase_authentication(self, code):
@@ -1568,6 +1569,16 @@ class Scenario:
         for delivery in ("x", "0", "-1", "1.5"):
             c.call("redeliverWebhook", 404, {"id": wid["id"], "delivery": delivery}, label="not a delivery id")
 
+        # retryWebhookDeliveries: the endpoint's pending deliveries due now (202, how many), audited with the count.
+        self.check_webhook_retry(wid)
+        c.call("retryWebhookDeliveries", 202, tid, raw=b"{}", label="body {}")
+        for label, raw in (("a member", b'{"retried": 1}'), ("an array", b"[]"), ("not JSON", b"{"),
+                           ("a string", b'"x"')):
+            c.call("retryWebhookDeliveries", 422, wid, raw=raw, label=label)
+        c.call("retryWebhookDeliveries", 422, {"id": MISSING_WEBHOOK_ID}, raw=b"[]", label="before the id")
+        c.call("retryWebhookDeliveries", 404, {"id": MISSING_WEBHOOK_ID})
+        c.call("retryWebhookDeliveries", 404, {"id": "not-an-id"})
+
         # 409: the 51st endpoint (disabled fillers up to the limit, deleted at once after).
         present = len((c.call("listWebhooks", 200).json or {}).get("webhooks") or [])
         fillers = []
@@ -1590,11 +1601,43 @@ class Scenario:
             c.call("getWebhook", 404, {"id": made[0]}, label="after delete")
             c.call("listWebhookDeliveries", 404, {"id": wid["id"]}, label="after delete")
             c.call("rotateWebhookSecret", 404, {"id": made[0]}, label="after delete")
+            c.call("retryWebhookDeliveries", 404, {"id": wid["id"]}, label="after delete")
         c.call("deleteWebhook", 404, {"id": MISSING_WEBHOOK_ID})
         c.call("deleteWebhook", 404, {"id": "not-an-id"})
         left = {hook.get("id") for hook in (c.call("listWebhooks", 200).json or {}).get("webhooks") or []}
         if left & set(made) or len(left) != len(listed):
             c.fail("deleteWebhook", "endpoints left after deleting the checker's: %s" % sorted(left))
+
+    def check_webhook_retry(self, wid):
+        """`POST /webhooks/{id}/retry` on endpoint `wid` (its deliveries go to TEST-NET-1: they fail, or are under
+        way, or wait out a back-off): 202 with `retried`, the `webhook_changed` row saying `changed: retry` and the
+        count, and afterwards no pending delivery waiting past the retry's time unless it was tried since (the row's
+        time is the node's own: no clock of this host is compared)."""
+        c = self.checker
+        answer = c.call("retryWebhookDeliveries", 202, wid).json or {}
+        retried = answer.get("retried")
+        if not isinstance(retried, int) or isinstance(retried, bool) or retried < 0:
+            c.fail("retryWebhookDeliveries", "retried is %r, not a count" % (retried,))
+        rows = (c.call("listAudit", 200, query="?kind=webhook_changed&limit=1").json or {}).get("events") or []
+        row = rows[0] if rows else {}
+        details = row.get("details") or {}
+        if details.get("endpoint") != wid["id"] or details.get("changed") != "retry" \
+                or details.get("retried") != str(retried):
+            c.fail("retryWebhookDeliveries", "not audited as webhook_changed (changed: retry, retried: %r): %s"
+                   % (retried, rows[:1]))
+        at = parse_time(row.get("time"))
+        if at is None:
+            return
+        slack = datetime.timedelta(seconds=1)  # the row's time and the log's times are each rounded to milliseconds
+        page = c.call("listWebhookDeliveries", 200, wid, query="?state=pending&limit=500",
+                      label="after a retry").json or {}
+        for delivery in page.get("deliveries") or []:
+            due = parse_time(delivery.get("next_attempt_at"))
+            tried = parse_time(delivery.get("last_attempt_at"))
+            if due is not None and due > at + slack and (tried is None or tried < at - slack):
+                c.fail("retryWebhookDeliveries", "pending delivery %s still waits until %s after the retry at %s "
+                       "and was not tried since: %s" % (delivery.get("id"), delivery.get("next_attempt_at"),
+                                                        row.get("time"), delivery))
 
     # MARK: session codes
 

@@ -50,7 +50,8 @@ public protocol DeviceSessionDelegate: AnyObject, Sendable {
     /// The supporter asks for a feature the user must confirm: answer with
     /// ``DeviceSession/answerFeature(askID:grant:)`` (SPEC §15.3).
     func session(_ session: DeviceSession, didAskFor ask: FeatureAsk)
-    /// A feature was granted, refused or revoked (the event says which).
+    /// A feature was granted, refused or revoked (the event says which). A refusal of a pending ask also ends its
+    /// prompt: timed out (`request_timed_out`), or withdrawn by the supporter (`aborted_by_supporter`).
     func session(_ session: DeviceSession, accessDidChange event: DeviceSessionEvent)
     /// A chat line, application message, file progress or whole file from the supporter (SPEC §15.4).
     func session(_ session: DeviceSession, didReceive message: MessageChannel.Delivery)

@@ -36,7 +36,7 @@ public enum IPAddressText {
     }
 
     /// The address's bytes (4 for IPv4, an IPv4-mapped IPv6 address included; 16 for IPv6), or nil.
-    static func bytes(_ text: String) -> [UInt8]? {
+    public static func bytes(_ text: String) -> [UInt8]? {
         switch parse(text) {
         case .v4(let address): withUnsafeBytes(of: address) { Array($0) }
         case .v6(let address): withUnsafeBytes(of: address) { Array($0) }

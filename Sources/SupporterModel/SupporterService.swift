@@ -131,6 +131,9 @@ public protocol SupporterService: AnyObject, Sendable {
     /// Endpoint `endpointID`'s delivery log, newest first, below `beforeID`, only in `state` when given. Blocking.
     func webhookDeliveries(endpointID: String, beforeID: Int64?, state: WebhookDelivery.State?, limit: Int)
         throws(SupporterNodeError) -> [WebhookDelivery]
+    /// Makes an endpoint's pending deliveries due now, without waiting out their back-off; returns how many
+    /// (`not_found` when there is no such endpoint). Blocking.
+    func retryWebhookDeliveries(endpointID: String, by actor: AuditActor) throws(SupporterNodeError) -> Int
     /// Delivers a delivery's event again, as a new delivery (`not_found` when there is no such delivery). Blocking.
     func redeliverWebhook(endpointID: String, deliveryID: Int64, by actor: AuditActor)
         throws(SupporterNodeError) -> WebhookDelivery

@@ -3,12 +3,18 @@ import SupporterCore
 public import SupporterModel
 import SupporterStore
 import SupportUtilities
+import Synchronization
 
 /// Webhook endpoints (an admin's, over REST, the CLI or the console) and the outbox the dispatcher delivers from. All
 /// blocking: call from an API handler's worker or a sender thread, never from an event loop.
 extension SupporterNode: WebhookOutbox {
     /// The most endpoints a node keeps: each costs a row per event of its kinds, and a sender while it is delivered.
     public static let maxWebhookEndpoints = 50
+
+    /// Serializes this process's read-change-write of endpoints, so a rotation and a change at the same moment cannot
+    /// write back each other's old secret, nor two additions pass the limit together. (Two nodes of a cluster can
+    /// still cross; the later write wins there.)
+    private static let endpointChanges = Mutex<Void>(())
 
     /// Every endpoint with its pending and failed counts, oldest first (secrets included: the caller shows them only
     /// when made or rotated).
@@ -23,18 +29,22 @@ extension SupporterNode: WebhookOutbox {
         let checkedURL = try checkWebhookURL(url)
         let kinds = try Self.checkWebhookKinds(eventKinds)
         let description = try Self.checkWebhookDescription(description)
-        guard try webhookEndpoints().count < Self.maxWebhookEndpoints else {
-            throw SupporterNodeError(
-                "a node keeps at most \(Self.maxWebhookEndpoints) webhook endpoints; delete one first", kind: .conflict)
-        }
-        let now = clock.wallTime
-        let endpoint = WebhookEndpoint(
-            id: "wh_" + Self.randomHex(8), url: checkedURL.text, eventKinds: kinds, isEnabled: isEnabled,
-            description: description, createdAt: now, secret: Self.makeWebhookSecret())
-        do throws(StoreError) {
-            try store.addWebhookEndpoint(endpoint, audit: Self.webhookAudit(.webhookCreated, endpoint, checkedURL, actor, now))
-        } catch {
-            throw SupporterNodeError(store: error)
+        let endpoint = try Self.endpointChanges.withLock { _ throws(SupporterNodeError) -> WebhookEndpoint in
+            guard try webhookEndpoints().count < Self.maxWebhookEndpoints else {
+                throw SupporterNodeError(
+                    "a node keeps at most \(Self.maxWebhookEndpoints) webhook endpoints; delete one first", kind: .conflict)
+            }
+            let now = clock.wallTime
+            let endpoint = WebhookEndpoint(
+                id: "wh_" + Self.randomHex(8), url: checkedURL.text, eventKinds: kinds, isEnabled: isEnabled,
+                description: description, createdAt: now, secret: Self.makeWebhookSecret())
+            do throws(StoreError) {
+                try store.addWebhookEndpoint(
+                    endpoint, audit: Self.webhookAudit(.webhookCreated, endpoint, checkedURL, actor, now))
+            } catch {
+                throw SupporterNodeError(store: error)
+            }
+            return endpoint
         }
         logger.log(.info, "webhook endpoint \(endpoint.id) registered for \(checkedURL.host)")
         return endpoint
@@ -42,6 +52,14 @@ extension SupporterNode: WebhookOutbox {
 
     /// Changes endpoint `id`; with ``WebhookEndpointChange/rotateSecret`` the answer carries its new secret.
     public func changeWebhookEndpoint(id: String, _ change: WebhookEndpointChange, by actor: AuditActor)
+        throws(SupporterNodeError) -> WebhookEndpoint
+    {
+        try Self.endpointChanges.withLock { _ throws(SupporterNodeError) -> WebhookEndpoint in
+            try changeWebhookEndpointLocked(id: id, change, by: actor)
+        }
+    }
+
+    private func changeWebhookEndpointLocked(id: String, _ change: WebhookEndpointChange, by actor: AuditActor)
         throws(SupporterNodeError) -> WebhookEndpoint
     {
         guard change != WebhookEndpointChange() else {
@@ -128,6 +146,24 @@ extension SupporterNode: WebhookOutbox {
         return made
     }
 
+    /// Makes endpoint `endpointID`'s pending deliveries due now — its receiver is back, and waiting out the back-off
+    /// (up to an hour) is not wanted; returns how many. Audited `webhook_changed` (`changed: retry`).
+    public func retryWebhookDeliveries(endpointID: String, by actor: AuditActor) throws(SupporterNodeError) -> Int {
+        var details = actor.details
+        details["endpoint"] = endpointID
+        details["changed"] = "retry"
+        let now = clock.wallTime
+        let retried: Int?
+        do throws(StoreError) {
+            retried = try store.retryWebhookDeliveries(
+                endpointID: endpointID, now: now, audit: AuditEvent(time: now, kind: .webhookChanged, details: details))
+        } catch {
+            throw SupporterNodeError(store: error)
+        }
+        guard let retried else { throw SupporterNodeError("no webhook endpoint has the id \(endpointID)", kind: .notFound) }
+        return retried
+    }
+
     // MARK: the outbox (WebhookOutbox)
 
     public func claimWebhookWork(owner: String, now: Date, leaseUntil: Date, maxEndpoints: Int, maxDeliveries: Int)
@@ -141,11 +177,11 @@ extension SupporterNode: WebhookOutbox {
         }
     }
 
-    public func recordWebhookAttempt(_ attempt: WebhookAttempt, endpointID: String, owner: String, leaseUntil: Date?)
-        throws(SupporterNodeError)
-    {
+    public func recordWebhookAttempt(
+        _ attempt: WebhookAttempt, endpoint: WebhookEndpoint, owner: String, leaseUntil: Date?
+    ) throws(SupporterNodeError) -> Bool {
         do throws(StoreError) {
-            try store.recordWebhookAttempt(attempt, endpointID: endpointID, owner: owner, leaseUntil: leaseUntil)
+            return try store.recordWebhookAttempt(attempt, endpoint: endpoint, owner: owner, leaseUntil: leaseUntil)
         } catch {
             throw SupporterNodeError(store: error)
         }

@@ -101,6 +101,11 @@ struct APIWebhookDelivery: Encodable {
     }
 }
 
+/// `WebhookRetry`: the answer of `POST /webhooks/{id}/retry`: how many pending deliveries were made due now.
+struct APIWebhookRetry: Encodable {
+    let retried: Int
+}
+
 /// `WebhookDeliveryPage`: the answer of `GET /webhooks/{id}/deliveries`, newest first.
 struct APIWebhookDeliveryPage: Encodable {
     let deliveries: [APIWebhookDelivery]

@@ -150,6 +150,10 @@ extension RESTRouter {
             .admin, methodCheck: .afterAccess, "rotateWebhookSecret") {
             router, call, principal throws(RESTError) in try await router.rotateWebhookSecret(call, by: principal)
         }),
+        Route(.post, "/api/v1/webhooks/{id}/retry", .authenticated(
+            .admin, methodCheck: .afterAccess, "retryWebhookDeliveries") {
+            router, call, principal throws(RESTError) in try await router.retryWebhookDeliveries(call, by: principal)
+        }),
         Route(.get, "/api/v1/webhooks/{id}/deliveries", .authenticated(
             .admin, methodCheck: .afterAccess, "listWebhookDeliveries") {
             router, call, _ throws(RESTError) in try await router.listWebhookDeliveries(call)

@@ -130,6 +130,22 @@ extension RESTRouter {
         }
     }
 
+    /// `POST /webhooks/{id}/retry`: the endpoint's pending deliveries due now (its receiver is back); 202 with how many.
+    func retryWebhookDeliveries(_ call: RESTCall, by principal: RESTPrincipal) async throws(RESTError) -> HTTPResponse {
+        guard call.request.body.isEmpty || call.request.body == Array("{}".utf8) else {
+            throw RESTError.unprocessable("a retry takes no body")
+        }
+        let id = call["id"]
+        do {
+            let retried = try await node.run { [node] () throws(SupporterNodeError) in
+                try node.retryWebhookDeliveries(endpointID: id, by: principal.actor)
+            }
+            return .api(.accepted, encoding: APIWebhookRetry(retried: retried))
+        } catch {
+            throw RESTError(any: error)
+        }
+    }
+
     /// Endpoint `id`, or 404.
     private func webhook(_ id: String) async throws(RESTError) -> WebhookEndpoint {
         let endpoints: [WebhookEndpoint]

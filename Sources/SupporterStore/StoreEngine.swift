@@ -88,16 +88,22 @@ public protocol StoreEngine: Sendable {
     /// in order, their events and message contents. Across a cluster, one node holds an endpoint at a time.
     func claimWebhookWork(owner: String, now: Date, leaseUntil: Date, maxEndpoints: Int, maxDeliveries: Int)
         throws(StoreError) -> [WebhookWork]
-    /// Records `attempt` (also when the lease was lost meanwhile) and moves `owner`'s lease on `endpointID` to
-    /// `leaseUntil`, or releases it when nil; a given-up attempt also gives up the endpoint's pending deliveries made
-    /// before its `staleBefore`.
-    func recordWebhookAttempt(_ attempt: WebhookAttempt, endpointID: String, owner: String, leaseUntil: Date?)
-        throws(StoreError)
+    /// Records `attempt` (also when the lease was lost meanwhile: what happened, happened) and moves `owner`'s lease
+    /// on `endpoint` to `leaseUntil`, or releases it when nil; a given-up attempt also gives up the endpoint's pending
+    /// deliveries made before its `staleBefore`. True when the sender may go on with the next delivery of its lease:
+    /// `owner` still holds it, and the endpoint is still enabled with the URL and secret it was leased with (a
+    /// changed, disabled or deleted endpoint ends the lease at once).
+    func recordWebhookAttempt(_ attempt: WebhookAttempt, endpoint: WebhookEndpoint, owner: String, leaseUntil: Date?)
+        throws(StoreError) -> Bool
     /// Ends `owner`'s lease on `endpointID`, or on every endpoint it holds when nil (nothing where another node holds it).
     func releaseWebhookLease(endpointID: String?, owner: String) throws(StoreError)
     /// Deletes deliveries delivered or given up before `before`; returns how many.
     @discardableResult
     func pruneWebhookDeliveries(finishedBefore before: Date) throws(StoreError) -> Int
+    /// Makes endpoint `endpointID`'s pending deliveries due at `now` (the receiver is back: no waiting out the
+    /// back-off), with `audit` (its details gain `retried`, how many); nil (nothing audited) when there is no such
+    /// endpoint.
+    func retryWebhookDeliveries(endpointID: String, now: Date, audit: AuditEvent) throws(StoreError) -> Int?
 
     /// What the writer did so far.
     var statistics: StoreStatistics { get }

@@ -242,24 +242,24 @@ extension PostgresStoreEngine {
         }
     }
 
-    /// Records `attempt` and moves `owner`'s lease on `endpointID`: to `leaseUntil`, or released when nil. The attempt
+    /// Records `attempt` and moves `owner`'s lease on `endpoint`: to `leaseUntil`, or released when nil. The attempt
     /// is recorded also when the lease was lost meanwhile (what happened, happened); the lease moves only while
-    /// `owner` holds it.
+    /// `owner` holds it, and ends when the endpoint changed since it was leased. True when the sender may go on.
     public func recordWebhookAttempt(
-        _ attempt: WebhookAttempt, endpointID: String, owner: String, leaseUntil: Date?
-    ) throws(StoreError) {
+        _ attempt: WebhookAttempt, endpoint: WebhookEndpoint, owner: String, leaseUntil: Date?
+    ) throws(StoreError) -> Bool {
         let (location, member) = (self.location, self.member)
-        try perform("record webhook attempt") { (connection: PostgresConnection) throws(StoreError) in
+        let endpointID = endpoint.id
+        return try perform("record webhook attempt") { (connection: PostgresConnection) throws(StoreError) -> Bool in
             try Self.inTransaction(connection, location, member) {
-                (transaction: inout PostgresStoreTransaction) throws(StoreError) in
+                (transaction: inout PostgresStoreTransaction) throws(StoreError) -> Bool in
                 // The endpoint's row first, as a delete of the endpoint takes it: the two never wait for each other
                 // crosswise.
-                try transaction.run(
-                    """
-                    UPDATE webhook_endpoints SET lease_until = $3::bigint,
-                        lease_owner = CASE WHEN $3::bigint IS NULL THEN NULL ELSE $2 END
-                    WHERE id = $1 AND lease_owner = $2
-                    """, [endpointID, owner, leaseUntil.map { String($0.unixMilliseconds) }], "move the webhook lease")
+                let lease = try transaction.run(
+                    WebhookLeaseSQL.moveLease(parameter: { $0 == 3 ? "$3::bigint" : "$\($0)" }, enabled: "enabled"),
+                    [endpointID, owner, leaseUntil.map { String($0.unixMilliseconds) }, endpoint.url, endpoint.secret],
+                    "move the webhook lease")
+                let goesOn = lease.count == 1 && lease[0, "lease_owner"] == owner
                 let (state, next, finished, staleBefore) = WebhookAttemptRow.columns(of: attempt)
                 let at = String(attempt.at.unixMilliseconds)
                 try transaction.run(
@@ -285,11 +285,13 @@ extension PostgresStoreEngine {
                         [endpointID, at, String(staleBefore.unixMilliseconds), WebhookAttempt.givenUpWithOlder],
                         "give up older webhook deliveries")
                 }
+                return goesOn
             }
         }
     }
 
-    /// Ends `owner`'s lease on `endpointID` (nothing when another node holds it now).
+    /// Ends `owner`'s lease on `endpointID`, or on every endpoint it holds when nil (nothing where another node holds
+    /// it now).
     public func releaseWebhookLease(endpointID: String?, owner: String) throws(StoreError) {
         let location = self.location
         try perform("release webhook lease") { (connection: PostgresConnection) throws(StoreError) in
@@ -302,6 +304,32 @@ extension PostgresStoreEngine {
         }
     }
 
+    /// Makes endpoint `endpointID`'s pending deliveries due at `now`, with `audit` (details gain `retried`); nil when
+    /// there is no such endpoint.
+    public func retryWebhookDeliveries(endpointID: String, now: Date, audit: AuditEvent) throws(StoreError) -> Int? {
+        let (location, member) = (self.location, self.member)
+        return try perform("retry webhook deliveries") { (connection: PostgresConnection) throws(StoreError) -> Int? in
+            try Self.inTransaction(connection, location, member) {
+                (transaction: inout PostgresStoreTransaction) throws(StoreError) -> Int? in
+                let exists = try transaction.run(
+                    "SELECT 1 FROM webhook_endpoints WHERE id = $1 FOR UPDATE", [endpointID], "find webhook endpoint")
+                guard exists.count == 1 else { return nil }
+                let rows = try transaction.run(
+                    """
+                    WITH due AS (
+                        UPDATE webhook_deliveries SET next_attempt_at = $2::bigint
+                        WHERE endpoint_id = $1 AND state = 'pending' AND next_attempt_at > $2::bigint RETURNING 1
+                    ) SELECT count(*) FROM due
+                    """, [endpointID, String(now.unixMilliseconds)], "retry webhook deliveries")
+                let retried = rows.rows.first?[0].flatMap { Int($0) } ?? 0
+                var audit = audit
+                audit.details["retried"] = String(retried)
+                try transaction.append(audit)
+                return retried
+            }
+        }
+    }
+
     /// Deletes deliveries delivered or given up before `before`; returns how many.
     @discardableResult
     public func pruneWebhookDeliveries(finishedBefore before: Date) throws(StoreError) -> Int {
@@ -310,7 +338,11 @@ extension PostgresStoreEngine {
             let rows = try PostgresStoreTransaction(connection, location: location).run(
                 """
                 WITH pruned AS (
-                    DELETE FROM webhook_deliveries WHERE state <> 'pending' AND finished_at < $1::bigint RETURNING 1
+                    DELETE FROM webhook_deliveries
+                    WHERE (state <> 'pending' AND finished_at < $1::bigint)
+                        -- a delivery an audit row made while its endpoint was being deleted (READ COMMITTED)
+                        OR NOT EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = endpoint_id)
+                    RETURNING 1
                 ) SELECT count(*) FROM pruned
                 """, [String(before.unixMilliseconds)], "prune webhook deliveries")
             return rows.rows.first?[0].flatMap { Int($0) } ?? 0

@@ -115,13 +115,17 @@ public final class SQLiteStoreEngine: StoreEngine {
     }
 
     public func recordWebhookAttempt(
-        _ attempt: WebhookAttempt, endpointID: String, owner: String, leaseUntil: Date?
-    ) throws(StoreError) {
-        try store.recordWebhookAttempt(attempt, endpointID: endpointID, owner: owner, leaseUntil: leaseUntil)
+        _ attempt: WebhookAttempt, endpoint: WebhookEndpoint, owner: String, leaseUntil: Date?
+    ) throws(StoreError) -> Bool {
+        try store.recordWebhookAttempt(attempt, endpoint: endpoint, owner: owner, leaseUntil: leaseUntil)
     }
 
     public func releaseWebhookLease(endpointID: String?, owner: String) throws(StoreError) {
         try store.releaseWebhookLease(endpointID: endpointID, owner: owner)
+    }
+
+    public func retryWebhookDeliveries(endpointID: String, now: Date, audit: AuditEvent) throws(StoreError) -> Int? {
+        try store.retryWebhookDeliveries(endpointID: endpointID, now: now, audit: audit)
     }
 
     @discardableResult

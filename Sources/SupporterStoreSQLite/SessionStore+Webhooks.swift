@@ -245,15 +245,17 @@ extension SessionStore {
         }
     }
 
-    /// Records `attempt` and moves `owner`'s lease on `endpointID`: to `leaseUntil`, or released when nil. The attempt
+    /// Records `attempt` and moves `owner`'s lease on `endpoint`: to `leaseUntil`, or released when nil. The attempt
     /// is recorded also when the lease was lost meanwhile (what happened, happened); the lease moves only while
-    /// `owner` holds it.
+    /// `owner` holds it, and ends when the endpoint changed since it was leased (disabled, another URL or secret).
+    /// True when the sender may go on.
     public func recordWebhookAttempt(
-        _ attempt: WebhookAttempt, endpointID: String, owner: String, leaseUntil: Date?
-    ) throws(StoreError) {
-        try write("record webhook attempt") { (transaction: inout StoreTransaction) throws(StoreError) in
+        _ attempt: WebhookAttempt, endpoint: WebhookEndpoint, owner: String, leaseUntil: Date?
+    ) throws(StoreError) -> Bool {
+        let endpointID = endpoint.id
+        return try write("record webhook attempt") { (transaction: inout StoreTransaction) throws(StoreError) -> Bool in
             try transaction.run("record webhook attempt") {
-                (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) in
+                (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) -> Bool in
                 let (state, next, finished, staleBefore) = WebhookAttemptRow.columns(of: attempt)
                 let update = try connection.prepare(
                     """
@@ -284,15 +286,14 @@ extension SessionStore {
                     try stale.bind(WebhookAttempt.givenUpWithOlder, at: 4)
                     try stale.run()
                 }
-                let lease = try connection.prepare(
-                    """
-                    UPDATE webhook_endpoints SET lease_until = ?3, lease_owner = CASE WHEN ?3 IS NULL THEN NULL ELSE ?2 END
-                    WHERE id = ?1 AND lease_owner = ?2
-                    """)
+                let lease = try connection.prepare(WebhookLeaseSQL.moveLease(parameter: { "?\($0)" }, enabled: "enabled = 1"))
                 try lease.bind(endpointID, at: 1)
                 try lease.bind(owner, at: 2)
                 try lease.bind(leaseUntil?.unixMilliseconds, at: 3)
-                try lease.run()
+                try lease.bind(endpoint.url, at: 4)
+                try lease.bind(endpoint.secret, at: 5)
+                guard try lease.step() else { return false }
+                return lease.text(at: 0) == owner
             }
         }
     }
@@ -315,6 +316,33 @@ extension SessionStore {
         }
     }
 
+    /// Makes endpoint `endpointID`'s pending deliveries due at `now`, with `audit` (details gain `retried`); nil when
+    /// there is no such endpoint.
+    public func retryWebhookDeliveries(endpointID: String, now: Date, audit: AuditEvent) throws(StoreError) -> Int? {
+        try write("retry webhook deliveries") { (transaction: inout StoreTransaction) throws(StoreError) -> Int? in
+            let retried = try transaction.run("retry webhook deliveries") {
+                (connection: borrowing SQLiteDatabase.Connection) throws(StoreError) -> Int? in
+                let exists = try connection.prepare("SELECT 1 FROM webhook_endpoints WHERE id = ?")
+                try exists.bind(endpointID, at: 1)
+                guard try exists.step() else { return nil }
+                let due = try connection.prepare(
+                    """
+                    UPDATE webhook_deliveries SET next_attempt_at = ?2
+                    WHERE endpoint_id = ?1 AND state = 'pending' AND next_attempt_at > ?2
+                    """)
+                try due.bind(endpointID, at: 1)
+                try due.bind(now.unixMilliseconds, at: 2)
+                try due.run()
+                return connection.changes
+            }
+            guard let retried else { return nil }
+            var audit = audit
+            audit.details["retried"] = String(retried)
+            _ = try transaction.append(audit)
+            return retried
+        }
+    }
+
     /// Deletes deliveries delivered or given up before `before`; returns how many.
     @discardableResult
     public func pruneWebhookDeliveries(finishedBefore before: Date) throws(StoreError) -> Int {
@@ -325,7 +353,12 @@ extension SessionStore {
                     "DELETE FROM webhook_deliveries WHERE state != 'pending' AND finished_at < ?")
                 try prune.bind(before.unixMilliseconds, at: 1)
                 try prune.run()
-                return connection.changes
+                let pruned = connection.changes
+                // Rows of endpoints deleted meanwhile (another engine's race; here for the same cleanup everywhere).
+                let orphans = try connection.prepare(
+                    "DELETE FROM webhook_deliveries WHERE endpoint_id NOT IN (SELECT id FROM webhook_endpoints)")
+                try orphans.run()
+                return pruned + connection.changes
             }
         }
     }

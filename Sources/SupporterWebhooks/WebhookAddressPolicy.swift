@@ -29,11 +29,34 @@ public struct WebhookAddressPolicy: Sendable, Hashable {
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.allowed == rhs.allowed }
     public func hash(into hasher: inout Hasher) { hasher.combine(allowed) }
 
-    /// Nil when a delivery may go to `address` (IP text; an IPv4-mapped IPv6 address counts as its IPv4 address),
-    /// else what the address is.
+    /// Nil when a delivery may go to `address` (IP text), else what the address is. An IPv6 address that carries an
+    /// IPv4 address — IPv4-mapped (`::ffff:a.b.c.d`), NAT64 (`64:ff9b::/96`, `64:ff9b:1::/48`), 6to4 (`2002::/16`) or
+    /// IPv4-compatible (`::a.b.c.d`) — is judged by that IPv4 address too, so `64:ff9b::a9fe:a9fe` does not reach
+    /// the metadata service.
     public func refusal(of address: String) -> String? {
         let canonical = IPAddressText.canonical(address) ?? address
         if allowed.contains(where: { $0.contains(canonical) }) { return nil }
-        return Self.refused.first(where: { $0.prefix.contains(canonical) })?.what
+        if let what = Self.refused.first(where: { $0.prefix.contains(canonical) })?.what { return what }
+        guard let embedded = Self.embeddedIPv4(canonical) else { return nil }
+        if allowed.contains(where: { $0.contains(embedded) }) { return nil }
+        return Self.refused.first(where: { $0.prefix.contains(embedded) }).map { "\($0.what) (inside \(canonical))" }
+    }
+
+    private static let nat64 = [IPPrefix("64:ff9b::/96")!, IPPrefix("64:ff9b:1::/48")!]  // safe: literals
+    private static let sixToFour = IPPrefix("2002::/16")!  // safe: literal
+    private static let compatible = IPPrefix("::/96")!  // safe: literal
+
+    /// The IPv4 address inside an IPv6 address of the forms above, as text; nil otherwise.
+    static func embeddedIPv4(_ address: String) -> String? {
+        guard address.contains(":"), let bytes = IPAddressText.bytes(address), bytes.count == 16 else { return nil }
+        let four: ArraySlice<UInt8>
+        if nat64.contains(where: { $0.contains(address) }) || compatible.contains(address) {
+            four = bytes[12..<16]
+        } else if sixToFour.contains(address) {
+            four = bytes[2..<6]
+        } else {
+            return nil
+        }
+        return four.map(String.init).joined(separator: ".")
     }
 }

@@ -17,8 +17,9 @@ public import SupportMetrics
 /// endpoint's deliveries. A delivery is recorded after its answer: a node that dies in between delivers it again
 /// (at least once, with the same event id), as does another node once the lease lapses.
 public final class WebhookDispatcher: @unchecked Sendable {
-    // @unchecked: `inFlight`, `claiming`, `timer` and `stopped` are read and written only on `loop` (each use begins
-    // with `loop.preconditionInLoop()`); everything else is immutable and Sendable.
+    // @unchecked: `inFlight`, `sendingTo`, `claiming`, `timer`, `stopped` and `lastPrune` are read and written only on
+    // `loop` (each use is in a function that begins with `loop.preconditionInLoop()`, or in a closure `loop` runs);
+    // everything else is immutable and Sendable, or Atomic / Mutex.
     private let settings: WebhookSettings
     private let outbox: any WebhookOutbox
     private let owner: String
@@ -30,6 +31,8 @@ public final class WebhookDispatcher: @unchecked Sendable {
     private let userAgent: String
 
     private var inFlight = 0
+    /// The endpoints a sender thread of this node delivers to now.
+    private var sendingTo: Set<String> = []
     private var claiming = false
     private var stopped = false
     private var timer: LoopTimer?
@@ -133,18 +136,21 @@ public final class WebhookDispatcher: @unchecked Sendable {
         let free = settings.concurrency - inFlight
         guard free > 0 else { return schedule(after: settings.pollInterval) }
         claiming = true
-        let now = clock.wallTime
-        let leaseUntil = now.addingTimeInterval(WebhookRetrySchedule.seconds(leaseDuration))
-        let pruneDue = lastPrune.map { now.timeIntervalSince($0) >= 3600 } ?? true
-        if pruneDue { lastPrune = now }
-        let (outbox, owner, batch, retention, log) = (outbox, owner, settings.batch, settings.logRetention, log)
+        let pollTime = clock.wallTime
+        let pruneDue = lastPrune.map { pollTime.timeIntervalSince($0) >= 3600 } ?? true
+        if pruneDue { lastPrune = pollTime }
+        let (outbox, owner, batch, retention, log, clock) = (outbox, owner, settings.batch, settings.logRetention, log, clock)
+        let lease = WebhookRetrySchedule.seconds(leaseDuration)
         Self.thread("rsup-webhooks") { [self] in
             var work: [WebhookWork] = []
             do throws(SupporterNodeError) {
                 if pruneDue {
                     _ = try outbox.pruneWebhookDeliveries(
-                        finishedBefore: now.addingTimeInterval(-WebhookRetrySchedule.seconds(retention)))
+                        finishedBefore: pollTime.addingTimeInterval(-WebhookRetrySchedule.seconds(retention)))
                 }
+                // The time read after the prune, however long it took: a lease granted now runs its whole length.
+                let now = clock.wallTime
+                let leaseUntil = now.addingTimeInterval(lease)
                 work = try outbox.claimWebhookWork(
                     owner: owner, now: now, leaseUntil: leaseUntil, maxEndpoints: free, maxDeliveries: batch)
             } catch {
@@ -158,12 +164,25 @@ public final class WebhookDispatcher: @unchecked Sendable {
     private func claimed(_ work: [WebhookWork], asked: Int) {
         loop.preconditionInLoop()
         claiming = false
+        guard !stopped else {
+            // Stopped while the claim ran: hand the leases back rather than start senders during the drain.
+            let (outbox, owner) = (outbox, owner)
+            Self.thread("rsup-webhooks") {
+                for item in work { try? outbox.releaseWebhookLease(endpointID: item.endpoint.id, owner: owner) }
+            }
+            return
+        }
         for item in work {
+            // This node sends to it already (its lease lapsed during a slow attempt and came back to the same owner):
+            // one sender per endpoint, or two would send the same events at once and out of order.
+            guard !sendingTo.contains(item.endpoint.id) else { continue }
+            sendingTo.insert(item.endpoint.id)
             inFlight += 1
             Self.thread("rsup-webhook") { [self] in
                 self.deliver(item)
                 self.loop.execute {
                     self.inFlight -= 1
+                    self.sendingTo.remove(item.endpoint.id)
                     self.schedule(after: .zero)
                 }
             }
@@ -183,11 +202,12 @@ public final class WebhookDispatcher: @unchecked Sendable {
             let isLast = index == work.items.count - 1
             let now = clock.wallTime
             guard let event = item.event else {
-                record(
+                let goesOn = record(
                     WebhookAttempt(
                         deliveryID: item.delivery.id, at: now, status: nil,
                         error: "the event was archived (audit retention) before it could be delivered",
                         outcome: .failed(staleBefore: .distantPast)), endpoint, last: isLast)
+                guard goesOn else { return }
                 continue
             }
             let body = payload(event, item.content)
@@ -229,15 +249,16 @@ public final class WebhookDispatcher: @unchecked Sendable {
                 outcome: settings.retry.outcome(of: first.delivery, failedAt: now)), work.endpoint, last: true)
     }
 
-    /// Records `attempt`, extending the lease unless it is the `last` of the lease. False when the outbox failed
-    /// (the lease then lapses, and the delivery is sent again: at least once).
+    /// Records `attempt`, extending the lease unless it is the `last` of the lease. False when the sender must stop:
+    /// the lease is no longer this node's, or the endpoint changed (disabled, deleted, another URL or secret: the rest
+    /// of the batch waits for a lease taken with the endpoint as it is now), or the outbox failed (the lease then
+    /// lapses, and the delivery is sent again: at least once).
     @discardableResult
     private func record(_ attempt: WebhookAttempt, _ endpoint: WebhookEndpoint, last: Bool) -> Bool {
         let leaseUntil = last ? nil : clock.wallTime.addingTimeInterval(WebhookRetrySchedule.seconds(leaseDuration))
         count(attempt.outcome)
         do throws(SupporterNodeError) {
-            try outbox.recordWebhookAttempt(attempt, endpointID: endpoint.id, owner: owner, leaseUntil: leaseUntil)
-            return true
+            return try outbox.recordWebhookAttempt(attempt, endpoint: endpoint, owner: owner, leaseUntil: leaseUntil)
         } catch {
             log("webhooks: cannot record delivery \(attempt.deliveryID) to endpoint \(endpoint.id): \(error)")
             return false

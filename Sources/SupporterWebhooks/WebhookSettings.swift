@@ -23,7 +23,7 @@ public struct WebhookSettings: Sendable {
     public var batch = 20
     /// How long an endpoint's lease lasts without an attempt recorded (another node takes it over after); at least
     /// three times ``timeout``.
-    public var lease: Duration = .seconds(30)
+    public var lease: Duration = .seconds(60)
     /// How often the node looks for due deliveries when it was not woken.
     public var pollInterval: Duration = .seconds(1)
     /// The retry schedule (`--webhook-retry-base`, default 5 s, doubling to 1 h, for 24 h).

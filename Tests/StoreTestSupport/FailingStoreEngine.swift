@@ -159,15 +159,20 @@ public final class FailingStoreEngine: StoreEngine {
     }
 
     public func recordWebhookAttempt(
-        _ attempt: WebhookAttempt, endpointID: String, owner: String, leaseUntil: Date?
-    ) throws(StoreError) {
+        _ attempt: WebhookAttempt, endpoint: WebhookEndpoint, owner: String, leaseUntil: Date?
+    ) throws(StoreError) -> Bool {
         if failing { throw Self.injected }
-        try base.recordWebhookAttempt(attempt, endpointID: endpointID, owner: owner, leaseUntil: leaseUntil)
+        return try base.recordWebhookAttempt(attempt, endpoint: endpoint, owner: owner, leaseUntil: leaseUntil)
     }
 
     public func releaseWebhookLease(endpointID: String?, owner: String) throws(StoreError) {
         if failing { throw Self.injected }
         try base.releaseWebhookLease(endpointID: endpointID, owner: owner)
+    }
+
+    public func retryWebhookDeliveries(endpointID: String, now: Date, audit: AuditEvent) throws(StoreError) -> Int? {
+        if failing { throw Self.injected }
+        return try base.retryWebhookDeliveries(endpointID: endpointID, now: now, audit: audit)
     }
 
     @discardableResult

@@ -19,6 +19,8 @@ public enum WebhookStoreCases {
         case anAuditRowMakesAPendingDeliveryForEachEnabledEndpointThatWantsItsKind
         case aClaimLeasesDueEndpointsWithTheirOldestPendingDeliveriesInOrder
         case aRetriedDeliveryWaitsForItsNextAttempt
+        case aRetryNowMakesTheBackedOffDeliveriesDue
+        case aSenderGoesOnOnlyWhileItHoldsTheLeaseOfAnUnchangedEndpoint
         case aDeliveredAttemptFinishesTheDeliveryAndTheLeaseMovesOnlyForItsOwner
         case aGivenUpDeliveryGivesUpTheOlderBacklogOfItsEndpointOnly
         case aRedeliveryIsANewPendingDeliveryNamedByItsAuditRow
@@ -34,6 +36,10 @@ public enum WebhookStoreCases {
                 try await WebhookStoreCases.aClaimLeasesDueEndpointsWithTheirOldestPendingDeliveriesInOrder(engine)
             case .aRetriedDeliveryWaitsForItsNextAttempt:
                 try await WebhookStoreCases.aRetriedDeliveryWaitsForItsNextAttempt(engine)
+            case .aSenderGoesOnOnlyWhileItHoldsTheLeaseOfAnUnchangedEndpoint:
+                try await WebhookStoreCases.aSenderGoesOnOnlyWhileItHoldsTheLeaseOfAnUnchangedEndpoint(engine)
+            case .aRetryNowMakesTheBackedOffDeliveriesDue:
+                try await WebhookStoreCases.aRetryNowMakesTheBackedOffDeliveriesDue(engine)
             case .aDeliveredAttemptFinishesTheDeliveryAndTheLeaseMovesOnlyForItsOwner:
                 try await WebhookStoreCases.aDeliveredAttemptFinishesTheDeliveryAndTheLeaseMovesOnlyForItsOwner(engine)
             case .aGivenUpDeliveryGivesUpTheOlderBacklogOfItsEndpointOnly:
@@ -137,10 +143,10 @@ public enum WebhookStoreCases {
         _ = try await Self.audit(.sessionStarted, at: Self.at(1), on: engine)
         let work = try Self.claim(engine, "node-a", now: Self.at(2), leaseUntil: Self.at(32))
         let delivery = try #require(work.first?.items.first?.delivery)
-        try engine.recordWebhookAttempt(
+        _ = try engine.recordWebhookAttempt(
             WebhookAttempt(
                 deliveryID: delivery.id, at: Self.at(3), status: 503, error: "503 Service Unavailable",
-                outcome: .retry(at: Self.at(63))), endpointID: endpoint.id, owner: "node-a", leaseUntil: nil)
+                outcome: .retry(at: Self.at(63))), endpoint: endpoint, owner: "node-a", leaseUntil: nil)
 
         let stored = try #require(try Self.deliveries(of: endpoint, on: engine).first)
         #expect(stored.state == .pending && stored.attempts == 1)
@@ -156,6 +162,71 @@ public enum WebhookStoreCases {
         #expect(again.first?.items.first?.delivery.attempts == 1)
     }
 
+    static func aSenderGoesOnOnlyWhileItHoldsTheLeaseOfAnUnchangedEndpoint(_ engine: any StoreEngine) async throws {
+        let endpoint = Self.endpoint(1, ["session_started"])
+        try Self.add(endpoint, to: engine)
+        for second in 1...4 { _ = try await Self.audit(.sessionStarted, at: Self.at(Int64(second)), on: engine) }
+        let work = try #require(try Self.claim(engine, "node-a", now: Self.at(5), leaseUntil: Self.at(35)).first)
+        #expect(work.items.count == 4)
+        func delivered(_ index: Int, by owner: String = "node-a", leased: WebhookEndpoint) throws -> Bool {
+            try engine.recordWebhookAttempt(
+                WebhookAttempt(
+                    deliveryID: work.items[index].delivery.id, at: Self.at(6), status: 200, error: nil,
+                    outcome: .delivered), endpoint: leased, owner: owner, leaseUntil: Self.at(40))
+        }
+        #expect(try delivered(0, leased: work.endpoint), "unchanged and still leased: go on")
+        #expect(!(try delivered(1, by: "node-b", leased: work.endpoint)), "another owner never goes on")
+        // The admin rotates the secret: the batch leased with the old one stops, and the lease ends at once.
+        var rotated = work.endpoint
+        rotated.secret = "whsec_rotated"
+        _ = try engine.updateWebhookEndpoint(rotated, audit: AuditEvent(time: Self.at(6), kind: .webhookChanged))
+        #expect(!(try delivered(1, leased: work.endpoint)), "a sender holding the old secret stops")
+        #expect(try Self.deliveries(of: endpoint, on: engine).filter { $0.state == .delivered }.count == 2,
+            "what was sent is recorded all the same")
+        let next = try #require(
+            try Self.claim(engine, "node-b", now: Self.at(7), leaseUntil: Self.at(37)).first, "the lease ended at once")
+        #expect(next.endpoint.secret == "whsec_rotated")
+        #expect(next.items.map(\.delivery.id) == work.items[2...].map(\.delivery.id))
+        // Disabled: the holder stops too.
+        var disabled = rotated
+        disabled.isEnabled = false
+        _ = try engine.updateWebhookEndpoint(disabled, audit: AuditEvent(time: Self.at(8), kind: .webhookChanged))
+        #expect(
+            !(try engine.recordWebhookAttempt(
+                WebhookAttempt(
+                    deliveryID: next.items[0].delivery.id, at: Self.at(9), status: 200, error: nil, outcome: .delivered),
+                endpoint: next.endpoint, owner: "node-b", leaseUntil: Self.at(40))))
+    }
+
+    static func aRetryNowMakesTheBackedOffDeliveriesDue(_ engine: any StoreEngine) async throws {
+        let endpoint = Self.endpoint(1, ["session_started"])
+        try Self.add(endpoint, to: engine)
+        _ = try await Self.audit(.sessionStarted, at: Self.at(1), on: engine)
+        let work = try Self.claim(engine, "node-a", now: Self.at(2), leaseUntil: Self.at(32))
+        let delivery = try #require(work.first?.items.first?.delivery)
+        _ = try engine.recordWebhookAttempt(
+            WebhookAttempt(
+                deliveryID: delivery.id, at: Self.at(3), status: nil, error: "connection refused",
+                outcome: .retry(at: Self.at(3600))), endpoint: endpoint, owner: "node-a", leaseUntil: nil)
+        #expect(try Self.claim(engine, "node-a", now: Self.at(10), leaseUntil: Self.at(40)).isEmpty)
+        let retried = try engine.retryWebhookDeliveries(
+            endpointID: endpoint.id, now: Self.at(10),
+            audit: AuditEvent(time: Self.at(10), kind: .webhookChanged, details: ["endpoint": endpoint.id]))
+        #expect(retried == 1)
+        let due = try Self.claim(engine, "node-a", now: Self.at(10), leaseUntil: Self.at(40))
+        #expect(due.first?.items.map(\.delivery.id) == [delivery.id], "due at once after the retry")
+        let rows = try engine.auditEvents(
+            code: nil, from: nil, to: nil, limit: 10, afterID: nil, beforeID: nil, newestFirst: true)
+        #expect(rows.first?.kind == .webhookChanged && rows.first?.details["retried"] == "1", "\(rows)")
+        #expect(
+            try engine.retryWebhookDeliveries(
+                endpointID: "wh_missing", now: Self.at(11),
+                audit: AuditEvent(time: Self.at(11), kind: .webhookChanged)) == nil)
+        #expect(try engine.auditEvents(
+            code: nil, from: nil, to: nil, limit: 10, afterID: nil, beforeID: nil, newestFirst: true).count == rows.count,
+            "an unknown endpoint is not audited")
+    }
+
     static func aDeliveredAttemptFinishesTheDeliveryAndTheLeaseMovesOnlyForItsOwner(
         _ engine: any StoreEngine
     ) async throws {
@@ -166,9 +237,9 @@ public enum WebhookStoreCases {
         let work = try Self.claim(engine, "node-a", now: Self.at(5), leaseUntil: Self.at(35))
         let items = try #require(work.first?.items)
         #expect(items.map(\.delivery.eventID) == [first, second])
-        try engine.recordWebhookAttempt(
+        _ = try engine.recordWebhookAttempt(
             WebhookAttempt(deliveryID: items[0].delivery.id, at: Self.at(6), status: 204, error: nil, outcome: .delivered),
-            endpointID: endpoint.id, owner: "node-a", leaseUntil: nil)
+            endpoint: endpoint, owner: "node-a", leaseUntil: nil)
 
         let stored = try Self.deliveries(of: endpoint, on: engine)
         #expect(stored.map(\.state) == [.delivered, .pending])
@@ -182,14 +253,14 @@ public enum WebhookStoreCases {
         #expect(taken.first?.items.map(\.delivery.id) == [items[1].delivery.id])
         // node-b moves its lease forward with an attempt; node-a, which lost it, records a late attempt of its
         // own: recorded, but the lease stays node-b's.
-        try engine.recordWebhookAttempt(
+        _ = try engine.recordWebhookAttempt(
             WebhookAttempt(
                 deliveryID: items[1].delivery.id, at: Self.at(7), status: 500, error: "500", outcome: .retry(at: Self.at(8))),
-            endpointID: endpoint.id, owner: "node-b", leaseUntil: Self.at(100))
-        try engine.recordWebhookAttempt(
+            endpoint: endpoint, owner: "node-b", leaseUntil: Self.at(100))
+        _ = try engine.recordWebhookAttempt(
             WebhookAttempt(
                 deliveryID: items[1].delivery.id, at: Self.at(9), status: nil, error: "timeout", outcome: .retry(at: Self.at(10))),
-            endpointID: endpoint.id, owner: "node-a", leaseUntil: nil)
+            endpoint: endpoint, owner: "node-a", leaseUntil: nil)
         #expect(try Self.deliveries(of: endpoint, on: engine).last?.attempts == 2)
         #expect(try Self.claim(engine, "node-a", now: Self.at(50), leaseUntil: Self.at(80)).isEmpty)
         #expect(try Self.claim(engine, "node-a", now: Self.at(101), leaseUntil: Self.at(131)).count == 1)
@@ -204,10 +275,10 @@ public enum WebhookStoreCases {
         let work = try Self.claim(engine, "node-a", now: Self.at(11), leaseUntil: Self.at(41))
         #expect(Set(work.map(\.endpoint.id)) == [endpoint.id, other.id])
         let oldest = try #require(work.first { $0.endpoint.id == endpoint.id }?.items.first?.delivery)
-        try engine.recordWebhookAttempt(
+        _ = try engine.recordWebhookAttempt(
             WebhookAttempt(
                 deliveryID: oldest.id, at: Self.at(20), status: nil, error: "connect: connection refused",
-                outcome: .failed(staleBefore: Self.at(5))), endpointID: endpoint.id, owner: "node-a", leaseUntil: nil)
+                outcome: .failed(staleBefore: Self.at(5))), endpoint: endpoint, owner: "node-a", leaseUntil: nil)
 
         let stored = try Self.deliveries(of: endpoint, on: engine)
         #expect(stored.map(\.state) == [.failed, .failed, .failed, .pending])
@@ -232,9 +303,9 @@ public enum WebhookStoreCases {
         let event = try await Self.audit(.sessionStarted, at: Self.at(1), on: engine)
         let work = try Self.claim(engine, "node-a", now: Self.at(2), leaseUntil: Self.at(32))
         let original = try #require(work.first?.items.first?.delivery)
-        try engine.recordWebhookAttempt(
+        _ = try engine.recordWebhookAttempt(
             WebhookAttempt(deliveryID: original.id, at: Self.at(3), status: 200, error: nil, outcome: .delivered),
-            endpointID: endpoint.id, owner: "node-a", leaseUntil: nil)
+            endpoint: endpoint, owner: "node-a", leaseUntil: nil)
 
         let made = try #require(
             try engine.redeliverWebhook(
@@ -276,10 +347,10 @@ public enum WebhookStoreCases {
         for second in [1, 2, 3] { _ = try await Self.audit(.sessionStarted, at: Self.at(Int64(second)), on: engine) }
         let work = try Self.claim(engine, "node-a", now: Self.at(4), leaseUntil: Self.at(34))
         let oldest = try #require(work.first?.items.first?.delivery)
-        try engine.recordWebhookAttempt(
+        _ = try engine.recordWebhookAttempt(
             WebhookAttempt(
                 deliveryID: oldest.id, at: Self.at(5), status: 410, error: "410 Gone",
-                outcome: .failed(staleBefore: Self.at(0))), endpointID: endpoint.id, owner: "node-a", leaseUntil: nil)
+                outcome: .failed(staleBefore: Self.at(0))), endpoint: endpoint, owner: "node-a", leaseUntil: nil)
         var listed = try engine.webhookEndpoints()
         #expect(listed.map(\.id) == [endpoint.id, other.id])
         #expect(listed.map(\.pendingCount) == [2, 0] && listed.map(\.failedCount) == [1, 0])
@@ -333,9 +404,9 @@ public enum WebhookStoreCases {
             (10, .delivered), (20, .failed(staleBefore: Self.at(0))), (30, .delivered),
         ]
         for (index, (second, outcome)) in outcomes.enumerated() {
-            try engine.recordWebhookAttempt(
+            _ = try engine.recordWebhookAttempt(
                 WebhookAttempt(deliveryID: ids[index], at: Self.at(second), status: nil, error: nil, outcome: outcome),
-                endpointID: endpoint.id, owner: "node-a", leaseUntil: Self.at(1000))
+                endpoint: endpoint, owner: "node-a", leaseUntil: Self.at(1000))
         }
         #expect(try Self.deliveries(of: endpoint, on: engine).map(\.state) == [.delivered, .failed, .delivered, .pending])
         #expect(try engine.pruneWebhookDeliveries(finishedBefore: Self.at(30)) == 2)

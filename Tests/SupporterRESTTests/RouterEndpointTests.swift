@@ -3,6 +3,7 @@ import Testing
 import SupportHTTP
 import SupporterNode
 import SupporterCore
+import SupporterModel
 @testable import SupporterREST
 
 /// One request to the router in process and what must come back. `path` may hold `{code}`, `{bobCode}`, `{login}`,
@@ -763,6 +764,68 @@ struct EndpointCase: Sendable, CustomTestStringConvertible {
              path: "/api/v1/webhooks/{webhook}/deliveries/{delivery}/redeliver", status: 405, allow: "POST"),
         Case(name: "a device token may not redeliver", method: .post,
              path: "/api/v1/webhooks/{webhook}/deliveries/{delivery}/redeliver", caller: .device, status: 403),
+
+        Case(name: "makes the backed-off deliveries due now", method: .post, path: "/api/v1/webhooks/{webhook}/retry",
+             status: 202) { answer, scene in
+            #expect(answer.json.map { Set($0.keys) } == ["retried"], "\(answer.text)")
+            let pending = try scene.fixture.node.webhookDeliveries(
+                endpointID: scene.webhookID, beforeID: nil, state: .pending, limit: 100)
+            // Those the scene backed off (one failed attempt each), and the delivery of the retry's own audit row.
+            let backedOff = pending.filter { $0.attempts == 1 }
+            #expect(!backedOff.isEmpty)
+            #expect(answer.json?["retried"] as? Int == backedOff.count, "every backed-off delivery: \(answer.text)")
+            #expect(pending.filter { $0.attempts != 1 }.map(\.eventKind) == ["webhook_changed"], "\(pending)")
+            let now = Date()
+            #expect(pending.allSatisfy { ($0.nextAttemptAt ?? .distantFuture) <= now }, "due now: \(pending)")
+            let row = try requireValue(
+                scene.fixture.node.auditEvents(code: nil).last { $0.kind.rawValue == "webhook_changed" })
+            #expect(row.details["endpoint"] == scene.webhookID)
+            #expect(row.details["changed"] == "retry")
+            #expect(row.details["retried"] == "\(backedOff.count)", "\(row.details)")
+        } prepare: { scene in
+            // Each pending delivery failed once and waits an hour, as a sender leaves them for a receiver that is down.
+            let node = scene.fixture.node
+            let now = Date()
+            let work = try node.claimWebhookWork(
+                owner: "scene", now: now, leaseUntil: now.addingTimeInterval(30), maxEndpoints: 50, maxDeliveries: 100)
+            let leased = try requireValue(work.first { $0.endpoint.id == scene.webhookID })
+            let items = leased.items
+            for (index, item) in items.enumerated() {
+                _ = try node.recordWebhookAttempt(
+                    WebhookAttempt(
+                        deliveryID: item.delivery.id, at: now, status: 503, error: "the receiver answered 503",
+                        outcome: .retry(at: now.addingTimeInterval(3600))),
+                    endpoint: leased.endpoint, owner: "scene",
+                    leaseUntil: index == items.count - 1 ? nil : now.addingTimeInterval(30))
+            }
+            let waiting = try node.webhookDeliveries(
+                endpointID: scene.webhookID, beforeID: nil, state: .pending, limit: 100)
+            #expect(waiting.count == items.count && waiting.allSatisfy { ($0.nextAttemptAt ?? now) > now })
+        },
+        Case(name: "a retry with nothing waiting, the body {}", method: .post,
+             path: "/api/v1/webhooks/{webhook}/retry", caller: .root, body: "{}", status: 202) { answer, scene in
+            #expect(answer.json?["retried"] as? Int == 0, "the scene's deliveries are due already: \(answer.text)")
+            let row = try scene.fixture.node.auditEvents(code: nil).last { $0.kind.rawValue == "webhook_changed" }
+            #expect(row?.details["changed"] == "retry" && row?.details["retried"] == "0", "\(String(describing: row))")
+            #expect(row?.details["actor_account"] == "root", "\(String(describing: row))")
+        },
+        Case(name: "retrying no such endpoint", method: .post, path: "/api/v1/webhooks/wh_0000000000000000/retry",
+             status: 404, message: "no webhook endpoint has the id wh_0000000000000000") { _, scene in
+            let row = try scene.fixture.node.auditEvents(code: nil).last { $0.kind.rawValue == "webhook_changed" }
+            #expect(row == nil, "an unknown endpoint is not audited")
+        },
+        Case(name: "a retry takes no body", method: .post, path: "/api/v1/webhooks/{webhook}/retry",
+             body: #"{"retried":1}"#, status: 422, message: "a retry takes no body"),
+        Case(name: "a retry's body is checked before the id", method: .post,
+             path: "/api/v1/webhooks/wh_0000000000000000/retry", body: "[]", status: 422,
+             message: "a retry takes no body"),
+        Case(name: "a supporter may not retry", method: .post, path: "/api/v1/webhooks/{webhook}/retry", caller: .alice,
+             status: 403, message: "only an admin may do this") { _, scene in
+            let row = try scene.fixture.node.auditEvents(code: nil).last { $0.kind.rawValue == "webhook_changed" }
+            #expect(row == nil, "nothing was retried")
+        },
+        Case(name: "retrying by GET", method: .get, path: "/api/v1/webhooks/{webhook}/retry", status: 405,
+             allow: "POST"),
     ]
 
     static let all = console + probes + metrics + outside + signIn + sessions + audit + users + tokens + webhooks

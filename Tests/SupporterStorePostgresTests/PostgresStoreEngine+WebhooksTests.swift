@@ -78,9 +78,9 @@ import SupporterModel
         let item = try #require(work.first?.items.first)
         #expect(item.event?.id == event && item.event?.details == ["device": "Pixel 8"])
         #expect(try Cases.claim(nodeA, "node-a", now: Cases.at(2), leaseUntil: Cases.at(32)).isEmpty)
-        try nodeB.recordWebhookAttempt(
+        _ = try nodeB.recordWebhookAttempt(
             WebhookAttempt(deliveryID: item.delivery.id, at: Cases.at(3), status: 200, error: nil, outcome: .delivered),
-            endpointID: endpoint.id, owner: "node-b", leaseUntil: nil)
+            endpoint: endpoint, owner: "node-b", leaseUntil: nil)
         #expect(try Cases.deliveries(of: endpoint, on: nodeA).map(\.state) == [.delivered])
         #expect(try nodeA.verifyAudit().isVerified)
     }

@@ -21,6 +21,18 @@ import Testing
         #expect(WebhookAddressPolicy().refusal(of: "169.254.7.7") == "a link-local address")
     }
 
+    /// NAT64, 6to4 and IPv4-compatible addresses carry an IPv4 address: judged by it too.
+    @Test(arguments: ["64:ff9b::a9fe:a9fe", "64:ff9b:1::a9fe:a9fe", "2002:a9fe:a9fe::1", "::169.254.169.254", "64:ff9b::7f00:1"])
+    func anIPv4AddressInsideAnIPv6OneIsJudgedToo(address: String) {
+        let refusal = WebhookAddressPolicy().refusal(of: address)
+        #expect(refusal?.contains("inside") == true, "\(address): \(String(describing: refusal))")
+    }
+
+    @Test func aNAT64AddressOfAPublicHostIsAllowed() {
+        #expect(WebhookAddressPolicy().refusal(of: "64:ff9b::5db8:d822") == nil)  // 93.184.216.34
+        #expect(WebhookAddressPolicy(allowed: [IPPrefix("127.0.0.0/8")!]).refusal(of: "64:ff9b::7f00:1") == nil)
+    }
+
     @Test func anOperatorAllowsAPrefix() {
         let policy = WebhookAddressPolicy(allowed: [IPPrefix("127.0.0.0/8")!])
         #expect(policy.refusal(of: "127.0.0.1") == nil)

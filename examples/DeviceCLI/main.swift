@@ -38,7 +38,8 @@ let usage = """
       --rule FEATURE=RULE      this device's access rule for a feature: allow, confirm or deny (repeatable; default
                                confirm: you decide at the prompt). Features: screen_share, assist_ar, voip,
                                remote_control, file_share, chat, ar_pointer, app_messages
-      --protocol 1.0|1.1       the protocol to speak (default 1.1; 1.0 offers no extension)
+      --protocol 1.0|1.1|1.2   the protocol to speak (default 1.2; 1.1 without ask withdrawal; 1.0 offers no
+                               extension)
       --log-level LEVEL        error, warning, info, debug or trace (default error: failures are the one 'error:' line)
       --log-format text|json   log lines as text (default) or one JSON object each (time, level, component, message)
       --json                   events as JSON lines
@@ -117,10 +118,11 @@ func run() throws(CLIError) -> Int32 {
         Feature(.appMessages),
     ]
     configuration.accessRules = try accessRules(parsed.allOptions["rule"] ?? [])
-    switch parsed.options["protocol"] ?? "1.1" {
-    case "1.1": configuration.extensions = .all
+    switch parsed.options["protocol"] ?? "1.2" {
+    case "1.2": configuration.extensions = .all
+    case "1.1": configuration.extensions = ProtocolExtensions.all.subtracting(.askWithdraw)
     case "1.0": configuration.extensions = .none
-    case let other: throw .usage("--protocol '\(other)': say 1.0 or 1.1")
+    case let other: throw .usage("--protocol '\(other)': say 1.0, 1.1 or 1.2")
     }
     configuration.logger = Logging.logger(
         level: try Logging.level(parsed.options["log-level"], default: .error), component: "device",

@@ -73,7 +73,7 @@ enum Serve {
     /// What each option is when nobody sets it, for `config show`.
     static let defaults: [String: String] = [
         "listen": "127.0.0.1:7443", "data": "supporter-data", "keepalive": "15s", "request-timeout": "90s",
-        "resume-grace": "30s", "protocol": "1.1", "presence-lease": "10s (with --store postgres)",
+        "resume-grace": "30s", "protocol": "1.2", "presence-lease": "10s (with --store postgres)",
         "log-level": "warning", "log-format": "text", "non-interactive": "false", "json": "false",
         "store": "sqlite in the data folder", "metrics-allow": "127.0.0.0/8, ::1/128 (with --api-listen)",
         "message-retention": "7d", "content-limit": "1GiB", "webhook-allow-http": "(none: https:// only)",
@@ -214,10 +214,11 @@ enum Serve {
             throw .usage("--keepalive takes 1s to 120s (the most a supporter node accepts from a device, SPEC §13.1)")
         }
         configuration.requestTimeout = try parsed.duration("request-timeout", default: .seconds(90))
-        switch parsed.options["protocol"] ?? "1.1" {
-        case "1.1": configuration.extensions = .all
+        switch parsed.options["protocol"] ?? "1.2" {
+        case "1.2": configuration.extensions = .all
+        case "1.1": configuration.extensions = ProtocolExtensions.all.subtracting(.askWithdraw)
         case "1.0": configuration.extensions = .none
-        case let other: throw .usage("--protocol '\(other)': say 1.0 or 1.1")
+        case let other: throw .usage("--protocol '\(other)': say 1.0, 1.1 or 1.2")
         }
         if parsed.options["resume-grace"] == "0" || parsed.options["resume-grace"] == "off" {
             configuration.extensions.remove(.sessionResume)

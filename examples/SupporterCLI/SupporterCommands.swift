@@ -304,6 +304,9 @@ struct SupporterCommands: Sendable {
                     endpointID: request["id"] as? String ?? "", beforeID: nil, state: state,
                     limit: request["limit"] as? Int ?? 20)
                 return ["ok": true, "deliveries": deliveries.map(Self.describe)]
+            case "webhook-retry":
+                let retried = try node.retryWebhookDeliveries(endpointID: request["id"] as? String ?? "", by: .local)
+                return ["ok": true, "retried": retried]
             case "webhook-redeliver":
                 let made = try node.redeliverWebhook(
                     endpointID: request["id"] as? String ?? "", deliveryID: Int64(request["delivery"] as? Int ?? 0),

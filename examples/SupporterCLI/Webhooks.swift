@@ -15,12 +15,14 @@ enum Webhooks {
                rsup-supporter webhook remove ID
                rsup-supporter webhook deliveries ID [--state pending|delivered|failed] [--limit N]
                rsup-supporter webhook redeliver ID DELIVERY
+               rsup-supporter webhook retry ID
         common options: [--data DIR] [--json]
 
         The node POSTs each audit event of the KINDS (comma-separated audit kinds such as session_started,session_ended,
         or '*' for every kind) to URL, signed with the endpoint's secret (shown by add and rotate-secret only; the old
         secret keeps signing for 24 hours after a rotation). URL is https://, or http:// for a host the node allows
-        (serve --webhook-allow-http). Deliveries are retried for 24 hours, in order per endpoint; see docs/webhooks.md.
+        (serve --webhook-allow-http). Deliveries are retried for 24 hours, in order per endpoint; retry makes an
+        endpoint's pending deliveries due at once (its receiver is back); see docs/webhooks.md.
         """
 
     static func run(_ arguments: [String]) throws(CLIError) {
@@ -71,6 +73,8 @@ enum Webhooks {
                 guard let limit = Int(text), (1...500).contains(limit) else { throw .usage("--limit takes 1 to 500") }
                 request["limit"] = limit
             }
+        case "retry":
+            request = ["command": "webhook-retry", "id": try one("ID")]
         case "redeliver":
             guard rest.count == 2, let delivery = Int(rest[1]), delivery > 0 else {
                 throw .usage("usage: rsup-supporter webhook redeliver ID DELIVERY (a delivery's number)")
@@ -79,10 +83,13 @@ enum Webhooks {
         default:
             throw .usage(
                 "unknown webhook subcommand '\(TerminalText.escaped(subcommand))' (add, list, change, enable, disable, "
-                    + "rotate-secret, remove, deliveries, redeliver)")
+                    + "rotate-secret, remove, deliveries, redeliver, retry)")
         }
         guard let (reply, console) = try sendCommand(request, parsed) else { return }
         if subcommand == "remove" { return console.line("removed") }
+        if subcommand == "retry" {
+            return console.line("\(reply["retried"] ?? 0) pending deliveries are due now")
+        }
         if let endpoints = reply["webhooks"] as? [[String: Any]] {
             if endpoints.isEmpty { console.line("no webhook endpoints; add one with 'rsup-supporter webhook add'") }
             for endpoint in endpoints {

@@ -41,7 +41,7 @@ let usage = """
                 (SPEC §15.5 "Drain"); a node alone ends them with going_away. Same as SIGTERM
       user      supporter accounts                add|list|disable|enable|passwd|role|rename
       webhook   webhook endpoints and deliveries  add|list|change|enable|disable|rotate-secret|remove|
-                                                  deliveries|redeliver ('rsup-supporter webhook --help')
+                                                  deliveries|redeliver|retry ('rsup-supporter webhook --help')
       token     issue a new API token             [--scope device|admin] [--label TEXT] (admin: for the REST API)
       token list    list tokens (ids, scopes, labels, revoked; never the tokens)
       token revoke  revoke a token at once        --id ID
@@ -111,7 +111,8 @@ let serveUsage = """
                                the name lookup before it has the system resolver's own limits)
       --webhook-retry-base DUR the first retry's wait, doubling each time up to 1h, for 24h (default 5s)
       --webhook-concurrency N  endpoints delivered to at once, each on a thread of its own (default 4, 1–32)
-      --protocol 1.0|1.1       the protocol to offer (default 1.1: access control, messages, resume; 1.0: none)
+      --protocol 1.0|1.1|1.2   the protocol to offer (default 1.2: access control, messages, resume, ask withdrawal;
+                               1.1: without ask withdrawal; 1.0: none)
       --non-interactive        no console: run until SIGINT or SIGTERM (both drain); SIGHUP reloads --cert and --key
       --log-level LEVEL        error, warning, info, debug or trace (default warning)
       --log-format text|json   log lines on stderr as text (default) or one JSON object each (time, level, component,

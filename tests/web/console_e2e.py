@@ -21,6 +21,7 @@ import http.server
 import json
 import os
 import queue
+import re
 import shutil
 import signal
 import socket
@@ -131,11 +132,14 @@ class World:
             capture_output=True, text=True, timeout=30)
         check(result.returncode == 0, f"rsup-supporter user add {login}: {(result.stderr or result.stdout).strip()}")
 
-    def start_device(self, code, name, port=None, interactive=False):
+    def start_device(self, code, name, port=None, interactive=False, auto_accept=True):
+        """`rsup-device connect` on `code`. With `auto_accept` it allows every request and grants every feature ask
+        at once; without it (then `interactive`) it prompts for each, and the scenario answers with `send("y")`."""
         device = Side(f"device '{name}'", [
             self.device_bin, "connect", f"127.0.0.1:{port or self.port}", "--code", code, "--token-file",
-            self.token_file, "--ca", f"{self.certs}/ca.pem", "--name", name, "--auto-accept", "--json"],
-            interactive=interactive)
+            self.token_file, "--ca", f"{self.certs}/ca.pem", "--name", name,
+            *(["--auto-accept"] if auto_accept else []), "--json"],
+            interactive=interactive or not auto_accept)
         self.devices.append(device)
         device.wait_for("online")
         return device
@@ -437,15 +441,18 @@ def panel_feature_state(driver, feature):
 
 def scenario_session_panel(world):
     """Issue 24: inside a live session the supporter chats both ways and sees delivery, asks for a feature and sees it
-    granted then revoked, receives a file and downloads it byte-identical, sees markup as text, and follows the device
-    through a resume."""
+    granted then revoked, withdraws an ask the device's user has not answered (protocol 1.2, ask_withdraw), receives a
+    file and downloads it byte-identical, sees markup as text, and follows the device through a resume.
+
+    The device prompts (no --auto-accept): the scenario answers its request and the file_share ask with "y", and
+    leaves the app_messages ask unanswered so that the supporter can withdraw it."""
     driver = world.alice
     driver.get(world.base + "/")
     wait(driver, lambda d: d.find_element(By.ID, "codes-panel").get_attribute("data-loaded") == "true", "the console")
     code = create_code(driver, "Crash on start", "Grace Hopper", assign=True)
     relay = CuttableProxy(world.port)  # the device's link, to cut for a resume
     try:
-        device = world.start_device(code, "Grace's Galaxy", port=relay.port, interactive=True)
+        device = world.start_device(code, "Grace's Galaxy", port=relay.port, auto_accept=False)
         wait(driver, lambda d: row_state(d, code) == "online", "the row to show online")
         click_action(driver, code, "connect")
         wait(driver, lambda d: d.find_element(By.ID, "connect-dialog").is_displayed(), "the connect dialog")
@@ -455,6 +462,8 @@ def scenario_session_panel(world):
             if box.is_selected() != (feature == "chat"):
                 box.click()
         driver.find_element(By.ID, "connect-submit").click()
+        device.wait_for("hint", text="allow? [y/N] ")  # the request waits for the device's user
+        device.send("y")
         wait(driver, lambda d: row_state(d, code) == "active", "the row to show active", timeout=40)
         device.wait_for("connected")
         click_action(driver, code, "session")
@@ -484,11 +493,65 @@ def scenario_session_panel(world):
         wait(driver, lambda d: not d.find_element(By.ID, "chat-unread").is_displayed(), "the unread count to clear")
         check(line[0].text.endswith("done"), f"the device's line reads {line[0].text!r}")
 
-        # Ask for file sharing: the device's user (auto-accept) grants it; the panel shows it granted.
+        # Ask for file sharing: the device's user grants it; the panel shows it granted.
         check(panel_feature_state(driver, "file_share") == "none", "file_share is not 'not granted' at first")
         click(driver, '#session-features li[data-feature="file_share"] button[data-action="ask"]', "the Ask button")
+        device.wait_for("feature_ask", feature="file_share")
+        device.send("y")
         device.wait_for("feature_granted", feature="file_share")
         wait(driver, lambda d: panel_feature_state(d, "file_share") == "granted", "file_share to show granted")
+
+        # Ask for app messages and withdraw the ask before the device's user answers: the device drops it and
+        # answers it refused (aborted_by_supporter); the panel shows "withdrawing…", then "withdrawn".
+        click(driver, '#session-features li[data-feature="app_messages"] button[data-action="ask"]',
+              "the Ask button of app_messages")
+        device.wait_for("feature_ask", feature="app_messages")
+        wait(driver, lambda d: panel_feature_state(d, "app_messages") == "pending", "app_messages to show asked")
+        check(not driver.find_elements(
+            By.CSS_SELECTOR, '#session-features li[data-feature="app_messages"] button[data-action="ask"]'),
+              "a pending ask offers Ask again")
+        # Every state the item shows from here on (the list is rebuilt on each event; the observer sees each one).
+        driver.execute_script("""
+            window.__appMessagesStates = [];
+            const record = () => {
+              const item = document.querySelector('#session-features li[data-feature="app_messages"]');
+              const shown = item && item.querySelector('.feature-state');
+              const last = window.__appMessagesStates[window.__appMessagesStates.length - 1];
+              const now = item ? `${item.dataset.state}|${shown ? shown.textContent : ''}` : null;
+              if (now && now !== last) window.__appMessagesStates.push(now);
+            };
+            new MutationObserver(record).observe(document.getElementById('session-features'),
+              {subtree: true, childList: true, attributes: true, characterData: true});
+        """)
+        click(driver, '#session-features li[data-feature="app_messages"] button[data-action="withdraw"]',
+              "the Withdraw button of app_messages")
+        refused = device.wait_for("feature_refused", feature="app_messages")
+        check(refused.get("reason") == "aborted_by_supporter", f"the device reported {refused}")
+        check(not [x for x in device.seen if x.get("event") == "feature_granted" and x.get("feature") == "app_messages"],
+              "the device granted the withdrawn ask")
+        wait(driver, lambda d: panel_feature_state(d, "app_messages") == "withdrawn", "app_messages to show withdrawn")
+        shown = driver.find_element(By.CSS_SELECTOR, '#session-features li[data-feature="app_messages"] .feature-state')
+        check(shown.text == "withdrawn", f"the withdrawn ask reads {shown.text!r}")
+        seen = driver.execute_script("return window.__appMessagesStates;")
+        check("withdrawing|withdrawing…" in seen and seen[-1] == "withdrawn|withdrawn"
+              and seen.index("withdrawing|withdrawing…") < len(seen) - 1,
+              f"the item did not show withdrawing… before withdrawn: {seen}")
+        wait(driver, lambda d: d.find_elements(
+            By.CSS_SELECTOR, '#session-features li[data-feature="app_messages"] button[data-action="ask"]'),
+             "the Ask button back on the withdrawn feature")
+        withdrawn_row = wait(driver, lambda d: d.find_elements(
+            By.CSS_SELECTOR, '#session-timeline li[data-kind="feature_ask_withdrawn"]'), "the withdrawal in the timeline")
+        check("ask withdrawn by the supporter: app_messages" in withdrawn_row[0].text,
+              f"the timeline's withdrawal reads {withdrawn_row[0].text!r}")
+        trail = json.loads(page_fetch(driver, "GET", f"/api/v1/audit?code={code}&limit=50", csrf=False)["body"])
+        rows = {row["kind"]: row for row in reversed(trail.get("events") or [])
+                if row.get("details", {}).get("feature") == "app_messages"}
+        withdrawal = rows.get("feature_ask_withdrawn") or {}
+        asked_id = ((rows.get("feature_asked") or {}).get("details") or {}).get("ask_id")
+        check(asked_id is not None and (withdrawal.get("details") or {}).get("ask_id") == asked_id
+              and (withdrawal.get("actor") or {}).get("account") == "alice"
+              and ((rows.get("feature_refused") or {}).get("details") or {}).get("reason") == "aborted_by_supporter",
+              f"the audit rows of the withdrawal: {rows}")
 
         # A file from the device, its name carrying markup: listed as text, downloaded byte-identical.
         payload = bytes((index * 31 + 7) % 256 for index in range(150_000))
@@ -549,8 +612,8 @@ def scenario_session_panel(world):
         wait(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, '#chat-log li.from-supporter[data-delivery="delivered"]')) == 2,
              "the line after the resume to show delivered")
         kinds = [x.get_attribute("data-kind") for x in driver.find_elements(By.CSS_SELECTOR, "#session-timeline li")]
-        for kind in ("session_started", "feature_asked", "feature_granted", "file_received", "feature_revoked",
-                     "device_reconnecting", "device_resumed"):
+        for kind in ("session_started", "feature_asked", "feature_granted", "feature_ask_withdrawn", "feature_refused",
+                     "file_received", "feature_revoked", "device_reconnecting", "device_resumed"):
             check(kind in kinds, f"the timeline lacks {kind}: {kinds}")
         # A tablet's width: the panel stacks, nothing scrolls sideways.
         driver.set_window_size(800, 1100)
@@ -960,7 +1023,8 @@ def add_webhook(driver, url, description, kinds=None, enabled=True):
 
 def scenario_webhooks(world):
     """An admin adds a webhook endpoint in the console, sees its secret once, and follows its delivery log: delivered,
-    failing (503), redelivered; an endpoint's markup shows as text; one is deleted after a confirmation."""
+    failing (503), retried now once the receiver is back, redelivered; an endpoint's markup shows as text; one is
+    deleted after a confirmation."""
     world.receiver = Side("webhook receiver", [
         sys.executable, os.path.join(ROOT, "tests", "webhooks", "receiver.py"),
         "--cert", f"{world.certs}/supporter.pem", "--key", f"{world.certs}/supporter.key"], interactive=True)
@@ -1071,9 +1135,36 @@ def scenario_webhooks(world):
     Select(driver.find_element(By.ID, "deliveries-state")).select_by_value("")
     wait(driver, lambda d: [r["id"] for r in delivery_rows(d)] == [failing["id"], first["id"]], "every delivery again")
 
-    # The receiver is back: Redeliver on the delivered row, from the keyboard, makes a new row; both go through.
+    # The receiver is back: Retry now sends the pending delivery without waiting out its back-off. (The node here
+    # retries after 200 ms, doubling, so it may get there first: then nothing was waiting and the count is 0.)
     receiver.send("mode ok")
     receiver.wait_for("mode", mode="ok")
+    check(driver.find_element(By.CSS_SELECTOR, f'{selector} button[data-action="retry"]').text == "Retry now",
+          "the endpoint has no Retry now button")
+    check(driver.find_elements(By.CSS_SELECTOR, f'#webhooks-body tr[data-id="{other_id}"] button[data-action="retry"]'),
+          "the disabled endpoint has no Retry now button")
+    click(driver, f'{selector} button[data-action="retry"]', "the endpoint's Retry now button")
+    note = wait(driver, lambda d: re.fullmatch(
+        r"(.*): (\d+) pending deliveries are due now\.", d.find_element(By.ID, "webhooks-note").text),
+        "the status line to say how many pending deliveries are due now")
+    check(note.group(1) == url and note.group(2) in ("0", "1"), f"the status line reads {note.group(0)!r}")
+    rows = json.loads(page_fetch(driver, "GET", "/api/v1/audit?kind=webhook_changed&limit=1", csrf=False)["body"])
+    retry_row = (rows.get("events") or [{}])[0]
+    check(retry_row.get("details", {}).get("changed") == "retry"
+          and retry_row["details"].get("endpoint") == endpoint
+          and retry_row["details"].get("retried") == note.group(2)
+          and (retry_row.get("actor") or {}).get("account") == "root", f"the retry's audit row: {retry_row}")
+    receiver_request(receiver, f"the code_created of {second_code} once it is back",
+                     lambda r: r["status"] == 200 and second_code in r["body"])
+
+    def second_delivered(d):
+        rows = [r for r in delivery_rows(d) if r["id"] == failing["id"]]
+        return rows and rows[0]["state"] == "delivered" and rows[0]["status"] == "200" and rows[0]
+
+    retried = wait(driver, second_delivered, "the retried delivery to show delivered with status 200")
+    check(retried["next"] == "—" and int(retried["attempts"]) >= 2, f"the retried row: {retried}")
+
+    # Redeliver on the delivered row, from the keyboard, makes a new row; it goes through too.
     redeliver = f'#deliveries-body tr[data-id="{first["id"]}"] button[data-action="redeliver"]'
 
     def press_redeliver(d):

@@ -15,6 +15,7 @@ const EVENT_KINDS = [
   'request_sent', 'request_allowed', 'request_rejected', 'request_aborted', 'request_timed_out',
   'session_started', 'session_ended', 'voip_state', 'error',
   'feature_denied', 'features_granted', 'feature_granted', 'feature_refused', 'feature_revoked', 'feature_asked',
+  'feature_ask_withdrawn',
   'message_sent', 'message_received', 'message_delivered', 'message_refused', 'messages_undelivered',
   'file_progress', 'file_received', 'file_delivered', 'file_refused',
   'token_issued', 'token_revoked',
@@ -66,7 +67,8 @@ const state = {
   audit: { code: null, nextBefore: null, ids: new Set(), request: 0 },
   // The session panel: its code, the rows it shows (by audit id), the supporter's lines by message id (for their
   // delivery), unread device lines, and pending reloads.
-  panel: { code: null, request: 0, ids: new Set(), sent: new Map(), unread: 0, timers: {} },
+  // `withdrawing`: features whose ask this page withdrew, shown "withdrawing…" until the device's answer is read.
+  panel: { code: null, request: 0, ids: new Set(), sent: new Map(), unread: 0, timers: {}, withdrawing: new Set() },
   connectCode: null,
   passwordLogin: null,
   // Webhooks (admins): the endpoints panel polls while it is shown (deliveries change without an audit row); the
@@ -679,8 +681,21 @@ const FEATURES = [
   ['ar_pointer', 'AR pointer'], ['app_messages', 'App messages'],
 ];
 const FEATURE_STATE_LABELS = {
-  granted: 'granted', pending: 'asked, waiting for the user', refused: 'refused', revoked: 'revoked by the device',
-  none: 'not granted',
+  granted: 'granted', pending: 'asked, waiting for the user', withdrawing: 'withdrawing…', withdrawn: 'withdrawn',
+  refused: 'refused', revoked: 'revoked by the device', none: 'not granted',
+};
+// States in which the supporter may ask (again) for a feature.
+const ASKABLE_STATES = new Set(['none', 'refused', 'revoked', 'withdrawn']);
+// The timeline's words for kinds the stream's notes (EVENT_NOTES) do not cover.
+const TIMELINE_LABELS = {
+  feature_asked: 'feature asked for',
+  feature_ask_withdrawn: 'ask withdrawn by the supporter',
+};
+// A feature refusal's reason (SPEC §6) in the timeline.
+const REFUSAL_REASONS = {
+  aborted_by_supporter: 'the supporter withdrew the ask', rejected_by_user: 'the user said no',
+  request_timed_out: 'not answered in time', feature_denied: "the device's rules deny it",
+  unsupported_feature: 'the device does not support it', connection_lost: 'the link broke',
 };
 const CALL_LABELS = {
   started: 'in a call', ended: 'call ended', notStartedOtherCallActive: 'not started: the user is in another call',
@@ -702,6 +717,7 @@ async function openSession(code, { keepFocus = false } = {}) {
   panel.ids = new Set();
   panel.sent = new Map();
   panel.unread = 0;
+  panel.withdrawing = new Set();
   setText($('session-code'), code);
   setText($('session-call'), 'no call');
   $('chat-log').replaceChildren();
@@ -872,13 +888,18 @@ async function loadSessionFeatures(request) {
     list.replaceChildren();
     for (const [name, label] of FEATURES) {
       // The newest word on a feature wins (the trail's order); the report's lists when the trail is too long.
-      const featureState = decided.get(name) || reportState(current, name);
+      let featureState = decided.get(name) || reportState(current, name);
+      // A withdrawal this page sent and the trail does not show yet.
+      if (featureState === 'pending' && panel.withdrawing.has(name)) featureState = 'withdrawing';
+      if (featureState !== 'pending' && featureState !== 'withdrawing') panel.withdrawing.delete(name);
       const item = el('li', { data: { feature: name, state: featureState } }, [
         el('span', { text: label }),
         el('span', { className: `feature-state ${featureState}`, text: FEATURE_STATE_LABELS[featureState] }),
       ]);
-      if (active && (featureState === 'none' || featureState === 'refused' || featureState === 'revoked')) {
+      if (active && ASKABLE_STATES.has(featureState)) {
         item.append(button('Ask', 'ask', 'secondary small', { 'aria-label': `Ask for ${label}` }));
+      } else if (active && featureState === 'pending') {
+        item.append(button('Withdraw', 'withdraw', 'secondary small', { 'aria-label': `Withdraw the ask for ${label}` }));
       }
       list.append(item);
     }
@@ -888,15 +909,23 @@ async function loadSessionFeatures(request) {
 }
 
 /** Each feature's state in the running session from its audit rows (newest first): the newest row that names a
- * feature decides it; rows before the session's start do not count. Empty when the start is not among `events`. */
+ * feature decides it; rows before the session's start do not count. Empty when the start is not among `events`.
+ * A withdrawn ask is "withdrawing" until the device answers it: refused `aborted_by_supporter` is "withdrawn"; a
+ * grant that crossed the withdrawal stands. */
 function featureStates(events) {
   const states = new Map();
-  const words = { feature_granted: 'granted', feature_asked: 'pending', feature_refused: 'refused', feature_revoked: 'revoked' };
+  const words = {
+    feature_granted: 'granted', feature_asked: 'pending', feature_ask_withdrawn: 'withdrawing',
+    feature_refused: 'refused', feature_revoked: 'revoked',
+  };
   let started = false;
   for (const event of events) {
     const details = event.details || {};
     if (event.kind === 'session_started') { started = true; break; }
-    if (words[event.kind] && details.feature && !states.has(details.feature)) states.set(details.feature, words[event.kind]);
+    if (words[event.kind] && details.feature && !states.has(details.feature)) {
+      const withdrawn = event.kind === 'feature_refused' && details.reason === 'aborted_by_supporter';
+      states.set(details.feature, withdrawn ? 'withdrawn' : words[event.kind]);
+    }
     if (event.kind === 'features_granted') {
       for (const name of String(details.features || '').split(',')) if (name && !states.has(name)) states.set(name, 'granted');
     }
@@ -914,14 +943,32 @@ function reportState(session, name) {
 }
 
 async function onFeaturesClick(event) {
-  const target = event.target.closest('button[data-action="ask"]');
+  const target = event.target.closest('button[data-action="ask"], button[data-action="withdraw"]');
   const item = target && target.closest('li');
-  const code = state.panel.code;
+  const panel = state.panel;
+  const code = panel.code;
   if (!item || !code) return;
+  const feature = item.dataset.feature;
+  const withdraw = target.dataset.action === 'withdraw';
   target.disabled = true;
   try {
-    await api('POST', sessionPath(code, '/ask'), { feature: item.dataset.feature });
+    await api('POST', sessionPath(code, withdraw ? '/ask/withdraw' : '/ask'), { feature });
     hideBanner();
+    if (withdraw && panel.code === code) {
+      // The device's answer comes on the event stream; until then the ask is being withdrawn.
+      // (The list may have been rebuilt meanwhile: the feature's item as it is now.)
+      panel.withdrawing.add(feature);
+      const current = $('session-features').querySelector(`li[data-feature="${CSS.escape(feature)}"]`);
+      if (current && current.dataset.state === 'pending') {
+        current.dataset.state = 'withdrawing';
+        const shown = current.querySelector('.feature-state');
+        if (shown) {
+          shown.className = 'feature-state withdrawing';
+          setText(shown, FEATURE_STATE_LABELS.withdrawing);
+        }
+        for (const stale of current.querySelectorAll('button[data-action="withdraw"]')) stale.remove();
+      }
+    }
   } catch (error) {
     reportError(error);
     if (target.isConnected) target.disabled = false;
@@ -975,8 +1022,11 @@ async function loadSessionFiles(request) {
 
 function timelineItem(event) {
   const details = event.details || {};
-  const words = EVENT_NOTES[event.kind] || event.kind.replaceAll('_', ' ');
-  const extra = details.feature || details.features || details.state || details.name || details.reason || '';
+  const words = TIMELINE_LABELS[event.kind] || EVENT_NOTES[event.kind] || event.kind.replaceAll('_', ' ');
+  let extra = details.feature || details.features || details.state || details.name || details.reason || '';
+  if (event.kind === 'feature_refused' && details.feature && details.reason) {
+    extra = `${details.feature} (${REFUSAL_REASONS[details.reason] || details.reason})`;
+  }
   return el('li', { data: { id: event.id, kind: event.kind } }, [timeElement(event.time), extra ? `${words}: ${extra}` : words]);
 }
 
@@ -1487,6 +1537,10 @@ function webhookRow(webhook) {
   } else {
     actions.append(button('Enable', 'enable', 'secondary small', { 'aria-label': `Enable ${who}` }));
   }
+  actions.append(button('Retry now', 'retry', 'secondary small', {
+    'aria-label': `Retry the pending deliveries of ${who} now`,
+    title: 'Send the pending deliveries now instead of waiting out their back-off (the receiver is back)',
+  }));
   actions.append(button('Rotate secret', 'rotate', 'secondary small', { 'aria-label': `Rotate the secret of ${who}` }));
   actions.append(button('Delete', 'delete', 'danger small', { 'aria-label': `Delete ${who}` }));
   const count = (value, kind) => el('span', { className: Number(value) > 0 ? `count-${kind}` : 'muted', text: String(value ?? 0) });
@@ -1527,6 +1581,11 @@ async function onWebhooksClick(event) {
     if (action === 'enable' || action === 'disable') {
       await api('PATCH', path, { enabled: action === 'enable' });
       webhookNote(`${url}: ${action === 'enable' ? 'enabled' : 'disabled'}.`);
+    } else if (action === 'retry') {
+      // The receiver is back: its pending deliveries go now rather than after their back-off (up to an hour).
+      const answer = await api('POST', `${path}/retry`);
+      webhookNote(`${url}: ${Number(answer && answer.retried) || 0} pending deliveries are due now.`);
+      if (state.webhooks.log.id === id) loadDeliveries('refresh', { quiet: true });
     } else if (action === 'rotate') {
       const answer = await api('POST', `${path}/secret`);
       showWebhookSecret(answer, true);
