@@ -316,7 +316,7 @@ func expectedOutcome(_ bytes: UnsafeRawBufferPointer, limit: Int, whole: DecodeO
 func highestKnownTag(_ type: FrameType) -> UInt8 {
     switch type {
     case .hello, .helloAck: 7
-    case .ping, .pong: 1
+    case .ping, .pong, .featureWithdraw: 1
     case .goAway: 4
     case .requestAbort, .sessionEnd, .voipState, .featureRevoke: 2
     case .register, .sessionError, .featureAnswer, .messageAck: 3

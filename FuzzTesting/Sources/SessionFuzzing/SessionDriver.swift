@@ -1192,9 +1192,9 @@ public struct SessionDriver {
         case .registerResult, .connectionRequest, .requestAbort, .sessionStarted: return true
         case .connectionResponse, .sessionEnd, .sessionError: return false
         case .voipState: return !Self.isIdle(state) && !Self.isActive(state)
-        // §15.3: only a node sends FEATURE_REQUEST; a FEATURE_ANSWER for no pending ask and a FEATURE_REVOKE outside
-        // active are discarded.
-        case .featureRequest: return true
+        // §15.3: only a node sends FEATURE_REQUEST and FEATURE_WITHDRAW; a FEATURE_ANSWER for no pending ask and a
+        // FEATURE_REVOKE outside active are discarded.
+        case .featureRequest, .featureWithdraw: return true
         case .featureAnswer, .featureRevoke: return false
         // §15.4
         case .sessionMessage(let incoming):
