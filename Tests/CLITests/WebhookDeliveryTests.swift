@@ -152,10 +152,19 @@ struct WebhookDeliveryTests {
             let head = try await api.deliveries(id).last ?? [:]
             #expect((head["last_error"] as? String ?? "").contains("refused"), "\(head)")
             #expect(try await api.deliveries(id).dropLast().allSatisfy { $0["attempts"] as? Int == 0 }, "sent out of order")
-            await receiver.command("up")
+            // Back, but failing (the mode set before it listens, so no attempt can slip through as 200); "retry now"
+            // ends the back-off rather than the test waiting it out.
             await receiver.command("mode fail")
-            #expect(await receiver.process.waitUntilEvents { $0.contains { $0["event"] as? String == "request" && $0["status"] as? Int == 503 } })
+            await receiver.command("up")
+            let retried = try await api.curl("POST", "/webhooks/\(id)/retry")
+            #expect(retried.status == 202, "\(retried)")
+            #expect(
+                await receiver.process.waitUntilEvents {
+                    $0.contains { $0["event"] as? String == "request" && $0["status"] as? Int == 503 }
+                }, "\(receiver.process.transcript)")
+            #expect(receiver.accepted.isEmpty, "a request was taken while the receiver was failing")
             await receiver.command("mode ok")
+            #expect(try await api.curl("POST", "/webhooks/\(id)/retry").status == 202)
             #expect(await receiver.waitForAccepted(3), "\(receiver.process.transcript)")
             let ids = receiver.accepted.compactMap(WebhookReceiver.eventID)
             #expect(ids.count == 3 && ids == ids.sorted() && Set(ids).count == 3, "\(ids)")

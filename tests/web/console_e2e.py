@@ -560,9 +560,17 @@ def scenario_session_panel(world):
         with open(path, "wb") as handle:
             handle.write(payload)
         device.send(f"send {path}")
-        link = wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, '#session-files li[data-state="received"] a'),
-                    "the received file's download link")[0]
-        shown = driver.find_element(By.CSS_SELECTOR, '#session-files li[data-state="received"] .file-name').text
+        # The href, read in the same step as the element is found: the panel redraws its file list as events arrive,
+        # and an element found a moment earlier may be gone (stale) by the next call.
+        def download_href(d):
+            try:
+                links = d.find_elements(By.CSS_SELECTOR, '#session-files li[data-state="received"] a')
+                return links[0].get_attribute("href") if links else None
+            except StaleElementReferenceException:
+                return None
+        href = wait(driver, download_href, "the received file's download link")
+        shown = wait(driver, lambda d: d.find_element(
+            By.CSS_SELECTOR, '#session-files li[data-state="received"] .file-name').text, "the received file's name")
         check(shown == name, f"the file's name shows {shown!r}")
         check(not driver.find_elements(By.CSS_SELECTOR, "#session-files b, #session-files i"), "the name became markup")
         fetched = driver.execute_async_script("""
@@ -575,7 +583,7 @@ def scenario_session_panel(world):
                     type: answer.headers.get('Content-Type'), nosniff: answer.headers.get('X-Content-Type-Options'),
                     body: btoa(text)});
             }).catch((error) => done({error: String(error)}));
-        """, link.get_attribute("href"))
+        """, href)
         check(fetched.get("status") == 200, f"the download answered {fetched}")
         check(base64.b64decode(fetched["body"]) == payload, "the downloaded file differs from what the device sent")
         check(fetched.get("type") == "application/octet-stream" and fetched.get("nosniff") == "nosniff"
