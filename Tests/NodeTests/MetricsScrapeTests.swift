@@ -41,6 +41,12 @@ import SupportUtilities
         _ = await harness.supporterEvent(on: firstCode) { if case .connected = $0 { true } else { false } }
         let refused = try JoinedDevice(node: try harness.device(), code: "000000000")
         _ = await refused.event { if case .error = $0 { true } else { false } }
+        // The node's own count, waited for: the device's error event alone does not say the node has counted it.
+        try await eventually("the refused registration counted") { () -> Bool? in
+            (metricValue(harness.supporter.metrics.exposition(), #"rsup_registrations_total{outcome="refused"}"#) ?? 0)
+                >= 1 ? true : nil
+        }
+        withExtendedLifetime(refused) {}
 
         // Plain HTTP on both TLS ports: each a failed handshake of the class `plaintext_http`.
         for port in [harness.port, server.port] { _ = await curl(["--max-time", "10", "http://127.0.0.1:\(port)/"]) }
