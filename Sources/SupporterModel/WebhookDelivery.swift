@@ -111,4 +111,18 @@ public struct WebhookWork: Sendable {
         self.endpoint = endpoint
         self.items = items
     }
+
+    /// The audit rows `work` delivers, for one read of their contents.
+    public static func eventIDs(of work: [WebhookWork]) -> [Int64] {
+        work.flatMap { $0.items.compactMap { $0.event?.id } }
+    }
+
+    /// This work with each message row's content from `contents` (by audit id).
+    public func with(contents: [Int64: StoredSessionContent]) -> WebhookWork {
+        var work = self
+        for index in work.items.indices {
+            work.items[index].content = work.items[index].event.flatMap { contents[$0.id] }
+        }
+        return work
+    }
 }

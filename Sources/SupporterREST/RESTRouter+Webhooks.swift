@@ -51,9 +51,7 @@ extension RESTRouter {
 
     /// `POST /webhooks/{id}/secret`: a new secret, shown this once; the old one keeps signing for 24 hours.
     func rotateWebhookSecret(_ call: RESTCall, by principal: RESTPrincipal) async throws(RESTError) -> HTTPResponse {
-        guard call.request.body.isEmpty || call.request.body == Array("{}".utf8) else {
-            throw RESTError.unprocessable("rotating a secret takes no body")
-        }
+        try Self.refuseBody(call, "rotating a secret takes no body")
         let id = call["id"]
         do {
             let endpoint = try await node.run { [node] () throws(SupporterNodeError) in
@@ -132,9 +130,7 @@ extension RESTRouter {
 
     /// `POST /webhooks/{id}/retry`: the endpoint's pending deliveries due now (its receiver is back); 202 with how many.
     func retryWebhookDeliveries(_ call: RESTCall, by principal: RESTPrincipal) async throws(RESTError) -> HTTPResponse {
-        guard call.request.body.isEmpty || call.request.body == Array("{}".utf8) else {
-            throw RESTError.unprocessable("a retry takes no body")
-        }
+        try Self.refuseBody(call, "a retry takes no body")
         let id = call["id"]
         do {
             let retried = try await node.run { [node] () throws(SupporterNodeError) in
@@ -143,6 +139,13 @@ extension RESTRouter {
             return .api(.accepted, encoding: APIWebhookRetry(retried: retried))
         } catch {
             throw RESTError(any: error)
+        }
+    }
+
+    /// 422 with `why` unless the body is empty or `{}` (an action that takes no input).
+    private static func refuseBody(_ call: RESTCall, _ why: String) throws(RESTError) {
+        guard call.request.body.isEmpty || call.request.body == Array("{}".utf8) else {
+            throw RESTError.unprocessable(why)
         }
     }
 

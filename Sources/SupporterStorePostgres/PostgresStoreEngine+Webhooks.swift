@@ -227,19 +227,10 @@ extension PostgresStoreEngine {
 
     /// `work` with the contents of its message rows (read after the claim's commit, as SQLite does).
     private func withContents(_ work: [WebhookWork]) throws(StoreError) -> [WebhookWork] {
-        let ids = work.flatMap { $0.items.compactMap { $0.event?.id } }
+        let ids = WebhookWork.eventIDs(of: work)
         guard !ids.isEmpty else { return work }
         let contents = try contents(auditIDs: ids, fileBytes: false)
-        guard !contents.isEmpty else { return work }
-        return work.map { claimed in
-            var claimed = claimed
-            claimed.items = claimed.items.map { item in
-                var item = item
-                item.content = item.event.flatMap { contents[$0.id] }
-                return item
-            }
-            return claimed
-        }
+        return contents.isEmpty ? work : work.map { $0.with(contents: contents) }
     }
 
     /// Records `attempt` and moves `owner`'s lease on `endpoint`: to `leaseUntil`, or released when nil. The attempt

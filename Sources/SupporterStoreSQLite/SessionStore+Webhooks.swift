@@ -230,19 +230,10 @@ extension SessionStore {
 
     /// `work` with the contents of its message rows.
     private func withContents(_ work: [WebhookWork]) throws(StoreError) -> [WebhookWork] {
-        let ids = work.flatMap { $0.items.compactMap { $0.event?.id } }
+        let ids = WebhookWork.eventIDs(of: work)
         guard !ids.isEmpty else { return work }
         let contents = try contents(auditIDs: ids, fileBytes: false)
-        guard !contents.isEmpty else { return work }
-        return work.map { item in
-            var item = item
-            item.items = item.items.map { entry in
-                var entry = entry
-                entry.content = entry.event.flatMap { contents[$0.id] }
-                return entry
-            }
-            return item
-        }
+        return contents.isEmpty ? work : work.map { $0.with(contents: contents) }
     }
 
     /// Records `attempt` and moves `owner`'s lease on `endpoint`: to `leaseUntil`, or released when nil. The attempt
